@@ -1,0 +1,39 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "Bindery",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "bindery", targets: ["bindery"])
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2")
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CMicroHTTPD",
+            pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]
+        ),
+        .systemLibrary(
+            name: "CJansson",
+            pkgConfig: "jansson",
+            providers: [.apt(["libjansson-dev"])]
+        ),
+        .target(name: "PropertyList", dependencies: ["CJansson"]),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"]),
+        .target(name: "BinderyHTTP", dependencies: ["PropertyList", "HTTPServer"]),
+        .executableTarget(
+            name: "bindery",
+            dependencies: [
+                "BinderyHTTP",
+                "HTTPServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(name: "PropertyListTests", dependencies: ["PropertyList"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+        .testTarget(name: "BinderyHTTPTests", dependencies: ["BinderyHTTP", "HTTPServer", "PropertyList"]),
+    ]
+)

@@ -1,0 +1,66 @@
+import PropertyList
+
+/// An error a client sees: rendered as `{"error": {"code", "message", ...fields}}` with `status` (API.md §2).
+public struct APIError: Error, Sendable {
+    public var status: Int
+    /// Kebab-case, stable: clients branch on it.
+    public var code: String
+    /// A human sentence.
+    public var message: String
+    /// Extra members of the error object (`keyPath`, `line`, `column`, `allowed`, ...).
+    public var fields: [String: PropertyListValue]
+    /// Extra response headers (`Allow`, `Retry-After`, ...).
+    public var headers: [(name: String, value: String)]
+
+    public init(
+        status: Int, code: String, message: String, fields: [String: PropertyListValue] = [:],
+        headers: [(name: String, value: String)] = []
+    ) {
+        self.status = status
+        self.code = code
+        self.message = message
+        self.fields = fields
+        self.headers = headers
+    }
+
+    /// The error's JSON body.
+    public var body: PropertyListValue {
+        var error = fields
+        error["code"] = .string(code)
+        error["message"] = .string(message)
+        return ["error": .dictionary(error)]
+    }
+
+    public static func notFound(_ message: String = "There is nothing at this path.") -> APIError {
+        APIError(status: 404, code: "not-found", message: message)
+    }
+
+    public static func methodNotAllowed(_ method: String, allowed: [String]) -> APIError {
+        APIError(
+            status: 405, code: "method-not-allowed", message: "\(method) is not allowed here.",
+            fields: ["allowed": .array(allowed.map { .string($0) })],
+            headers: [("Allow", allowed.joined(separator: ", "))])
+    }
+
+    public static func badRequest(_ code: String, _ message: String) -> APIError {
+        APIError(status: 400, code: code, message: message)
+    }
+
+    public static func bodyTooLarge(limit: Int) -> APIError {
+        APIError(
+            status: 413, code: "body-too-large", message: "The request body is larger than \(limit) bytes.",
+            fields: ["limit": .integer(Int64(limit))])
+    }
+
+    /// The 400 for a body that is not JSON, with the place of the fault.
+    public static func malformedJSON(_ error: JSONDecodingError) -> APIError {
+        var fields: [String: PropertyListValue] = [:]
+        if let line = error.line { fields["line"] = .integer(Int64(line)) }
+        if let column = error.column { fields["column"] = .integer(Int64(column)) }
+        return APIError(status: 400, code: "malformed-json", message: error.description, fields: fields)
+    }
+
+    public static func internalError(_ message: String) -> APIError {
+        APIError(status: 500, code: "internal-error", message: message)
+    }
+}

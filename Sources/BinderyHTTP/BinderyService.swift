@@ -1,0 +1,101 @@
+import HTTPServer
+import PropertyList
+
+/// The REST layer of API.md: the `HTTPResponder` that routes requests, renders errors and serves `Public/`.
+///
+/// Every response carries `X-Store-Seq` (the store's sequence number when the answer was made) and the CORS header.
+/// Unmatched GETs fall through to the static files; anything else unmatched is a 404 JSON error.
+public final class BinderyService: HTTPResponder {
+    /// What the service needs beyond its routes.
+    public struct Configuration: Sendable {
+        public var publicDirectory: String
+        public var corsOrigin: String
+
+        public init(publicDirectory: String = "Public", corsOrigin: String = "*") {
+            self.publicDirectory = publicDirectory
+            self.corsOrigin = corsOrigin
+        }
+    }
+
+    public let configuration: Configuration
+    private let router: Router
+    private let staticFiles: StaticFiles?
+    private let storeSequence: @Sendable () -> UInt64
+
+    /// - Parameter storeSequence: the store's current sequence number (0 while there is no store).
+    public init(configuration: Configuration, storeSequence: @escaping @Sendable () -> UInt64 = { 0 }) {
+        self.configuration = configuration
+        self.staticFiles = StaticFiles(root: configuration.publicDirectory)
+        self.storeSequence = storeSequence
+        var router = Router()
+        Self.addHealthRoutes(to: &router)
+        self.router = router
+    }
+
+    public func respond(to request: HTTPRequest) -> HTTPHandlerResult {
+        guard let segments = request.pathSegments else {
+            return .response(finish(.error(.badRequest("bad-path", "The path is not valid percent-encoded UTF-8."))))
+        }
+        if request.method == "OPTIONS" {
+            return .response(finish(preflight(request, segments: segments)))
+        }
+        switch router.match(request, segments: segments) {
+        case .found(let handler, let routed):
+            do {
+                switch try handler(routed) {
+                case .response(let response): return .response(finish(response))
+                case .suspend(let suspension): return .suspend(suspension)
+                }
+            } catch let error as APIError {
+                return .response(finish(.error(error)))
+            } catch {
+                return .response(finish(.error(.internalError("\(error)"))))
+            }
+        case .methodNotAllowed(let allowed):
+            return .response(finish(.error(.methodNotAllowed(request.method, allowed: allowed))))
+        case .notFound:
+            if request.method == "GET" || request.method == "HEAD",
+                let file = staticFiles?.response(for: segments, ifNoneMatch: request.header("If-None-Match"))
+            {
+                return .response(finish(file))
+            }
+            return .response(finish(.error(.notFound("There is nothing at \(request.rawPath)."))))
+        }
+    }
+
+    public func respondToOversizedBody(_ request: HTTPRequest, limit: Int) -> HTTPResponse {
+        finish(.error(.bodyTooLarge(limit: limit)))
+    }
+
+    /// Adds the headers every response carries.
+    public func finish(_ response: HTTPResponse) -> HTTPResponse {
+        var response = response
+        response.headers.append(("X-Store-Seq", String(storeSequence())))
+        response.headers.append(("Access-Control-Allow-Origin", configuration.corsOrigin))
+        response.headers.append(("Access-Control-Expose-Headers", "ETag, Location, X-Store-Seq, Retry-After"))
+        return response
+    }
+
+    private func preflight(_ request: HTTPRequest, segments: [String]) -> HTTPResponse {
+        var probe = request
+        probe.method = request.header("Access-Control-Request-Method") ?? "GET"
+        var allowed: [String]
+        switch router.match(probe, segments: segments) {
+        case .found: allowed = [probe.method]
+        case .methodNotAllowed(let methods): allowed = methods
+        case .notFound: allowed = ["GET", "HEAD"]
+        }
+        allowed.append("OPTIONS")
+        return HTTPResponse(
+            status: 204,
+            headers: [
+                ("Allow", allowed.joined(separator: ", ")),
+                ("Access-Control-Allow-Methods", allowed.joined(separator: ", ")),
+                (
+                    "Access-Control-Allow-Headers",
+                    "Content-Type, If-Match, If-None-Match, X-First-Responder, Last-Event-ID, Accept"
+                ),
+                ("Access-Control-Max-Age", "600"),
+            ])
+    }
+}

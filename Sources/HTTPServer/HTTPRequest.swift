@@ -1,0 +1,75 @@
+/// One HTTP request, as a value: no pointer into libmicrohttpd survives the handler call.
+public struct HTTPRequest: Sendable {
+    /// The method in upper case (`GET`, `PUT`, ...).
+    public var method: String
+    /// The request target's path exactly as sent, still percent-encoded, without the query.
+    public var rawPath: String
+    /// The path's segments, percent-decoded one by one (so an encoded `%2F` stays inside its segment); empty
+    /// segments are dropped. Nil when a segment does not decode to valid UTF-8 or holds a NUL byte.
+    public var pathSegments: [String]?
+    /// Query parameters in order, percent-decoded, with `+` read as a space.
+    public var query: [(name: String, value: String)]
+    /// Header fields with lower-cased names; repeated fields are joined with `, `.
+    public var headers: [String: String]
+    public var body: [UInt8]
+
+    public init(
+        method: String, rawPath: String, query: [(name: String, value: String)] = [], headers: [String: String] = [:],
+        body: [UInt8] = []
+    ) {
+        self.method = method
+        self.rawPath = rawPath
+        self.pathSegments = HTTPRequest.decodeSegments(rawPath)
+        self.query = query
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The header field with this name (any case).
+    public func header(_ name: String) -> String? {
+        headers[name.lowercased()]
+    }
+
+    /// The last value of the query parameter with this name.
+    public func queryValue(_ name: String) -> String? {
+        query.last(where: { $0.name == name })?.value
+    }
+
+    static func decodeSegments(_ path: String) -> [String]? {
+        var segments: [String] = []
+        for raw in path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true) {
+            guard let decoded = percentDecode(raw, plusIsSpace: false), !decoded.utf8.contains(0) else { return nil }
+            segments.append(decoded)
+        }
+        return segments
+    }
+
+    /// Percent-decodes bytes into a string; nil on a bad escape or invalid UTF-8.
+    static func percentDecode(_ bytes: some Collection<UInt8>, plusIsSpace: Bool) -> String? {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var iterator = bytes.makeIterator()
+        func hexValue(_ byte: UInt8) -> UInt8? {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+            default: nil
+            }
+        }
+        while let byte = iterator.next() {
+            switch byte {
+            case UInt8(ascii: "%"):
+                guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
+                    return nil
+                }
+                out.append(high << 4 | low)
+            case UInt8(ascii: "+") where plusIsSpace:
+                out.append(UInt8(ascii: " "))
+            default:
+                out.append(byte)
+            }
+        }
+        return String(validating: out, as: UTF8.self)
+    }
+}

@@ -1,0 +1,34 @@
+/// What a responder does with a request: answer now, or suspend the connection and answer later.
+public enum HTTPHandlerResult: Sendable {
+    case response(HTTPResponse)
+    case suspend(HTTPSuspension)
+}
+
+/// A request to park a connection without holding a thread (`MHD_suspend_connection`).
+public struct HTTPSuspension: Sendable {
+    /// The answer given if the server stops while the connection is still suspended.
+    public var shutdownResponse: HTTPResponse
+    /// Called on the handler's thread right after the connection is suspended; it publishes the handle through which
+    /// any thread later answers. It may call `resume(with:)` itself.
+    public var register: @Sendable (HTTPSuspendedConnection) -> Void
+
+    public init(shutdownResponse: HTTPResponse, register: @escaping @Sendable (HTTPSuspendedConnection) -> Void) {
+        self.shutdownResponse = shutdownResponse
+        self.register = register
+    }
+}
+
+/// The application side of an `HTTPServer`.
+///
+/// Both methods run on the server's worker threads, concurrently; they must not block for long.
+public protocol HTTPResponder: Sendable {
+    func respond(to request: HTTPRequest) -> HTTPHandlerResult
+    /// The answer to a request whose body went over the limit; the body has been read and dropped.
+    func respondToOversizedBody(_ request: HTTPRequest, limit: Int) -> HTTPResponse
+}
+
+extension HTTPResponder {
+    public func respondToOversizedBody(_ request: HTTPRequest, limit: Int) -> HTTPResponse {
+        HTTPResponse(status: 413, contentType: "text/plain", text: "request body over \(limit) bytes\n")
+    }
+}

@@ -1,0 +1,36 @@
+/// One HTTP response, as a value.
+public struct HTTPResponse: Sendable {
+    /// What follows the header.
+    public enum Body: Sendable {
+        case empty
+        case bytes([UInt8])
+        /// An open regular file, sent with sendfile; the server closes the descriptor once the response is done.
+        case file(descriptor: Int32, size: Int64)
+    }
+
+    public var status: Int
+    public var headers: [(name: String, value: String)]
+    public var body: Body
+
+    public init(status: Int, headers: [(name: String, value: String)] = [], body: Body = .empty) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// A response whose body is UTF-8 text of the given type.
+    public init(status: Int, contentType: String, text: String) {
+        self.init(status: status, headers: [("Content-Type", contentType)], body: .bytes(Array(text.utf8)))
+    }
+
+    /// The value of the first header with this name (any case).
+    public func header(_ name: String) -> String? {
+        headers.first(where: { $0.name.lowercased() == name.lowercased() })?.value
+    }
+
+    /// Sets a header, replacing any of the same name.
+    public mutating func setHeader(_ name: String, _ value: String) {
+        headers.removeAll(where: { $0.name.lowercased() == name.lowercased() })
+        headers.append((name, value))
+    }
+}

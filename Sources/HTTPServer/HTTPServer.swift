@@ -1,0 +1,319 @@
+private import CMicroHTTPD
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Why the server could not start.
+public struct HTTPServerError: Error, Sendable, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
+}
+
+/// A libmicrohttpd daemon that hands requests to an `HTTPResponder` as Swift values.
+///
+/// The daemon runs its own epoll threads (a pool of `threads`). Each request is answered on the handler's second call
+/// (answering on the first, while only the header is in, would force `Connection: close`). Bodies are collected up
+/// to `maxBodySize`; past it they are drained and the responder's 413 is sent. A responder may suspend a connection
+/// and answer it later from any thread; `stop()` answers every suspended connection before the daemon stops.
+public final class HTTPServer: Sendable {
+    /// `@unchecked Sendable`: the daemon pointer is used only by `stop()`, once, after the state moved to stopping.
+    private struct Daemon: @unchecked Sendable {
+        let pointer: OpaquePointer
+    }
+
+    private enum State {
+        case idle
+        case running(Daemon, port: UInt16)
+        case stopping
+        case stopped
+    }
+
+    public let configuration: HTTPServerConfiguration
+    let responder: any HTTPResponder
+    private let state = Mutex(State.idle)
+    /// Suspended connections not yet completed, and whether new suspensions must be answered at once.
+    private let suspensions = Mutex((connections: [ObjectIdentifier: HTTPSuspendedConnection](), stopping: false))
+
+    public init(configuration: HTTPServerConfiguration, responder: any HTTPResponder) {
+        self.configuration = configuration
+        self.responder = responder
+    }
+
+    /// The bound port while running (the real one when the configuration asked for port 0).
+    public var port: UInt16? {
+        state.withLock { state in
+            if case .running(_, let port) = state { return port }
+            return nil
+        }
+    }
+
+    /// Binds and starts serving. Throws when the address cannot be bound or the server was started before.
+    public func start() throws {
+        signal(SIGPIPE, SIG_IGN)
+        Self.raiseFileLimit()
+        let address = try Self.resolve(host: configuration.host, port: configuration.port)
+        var flags = MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
+            | MHD_USE_ERROR_LOG.rawValue | MHD_USE_TURBO.rawValue
+        if address.family == AF_INET6 { flags |= MHD_USE_IPv6.rawValue }
+        // The daemon holds an unretained pointer to self; `stop()` ends the daemon before self can go away, and the
+        // owner keeps the server alive while it runs.
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        let daemon = address.bytes.withUnsafeBytes { raw in
+            bindery_mhd_start(
+                flags, configuration.port, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self),
+                accessHandler, context, requestCompleted, context,
+                UInt32(max(1, configuration.threads)), UInt32(configuration.connectionLimit),
+                UInt32(configuration.idleTimeout), configuration.connectionMemoryLimit,
+                UInt32(configuration.listenBacklog))
+        }
+        guard let daemon else {
+            throw HTTPServerError(
+                message: "cannot listen on \(configuration.host):\(configuration.port): \(String(cString: strerror(errno)))"
+            )
+        }
+        let port = bindery_mhd_bound_port(daemon)
+        let started = state.withLock { state in
+            guard case .idle = state else { return false }
+            state = .running(Daemon(pointer: daemon), port: port)
+            return true
+        }
+        if !started {
+            MHD_stop_daemon(daemon)
+            throw HTTPServerError(message: "the server was already started")
+        }
+    }
+
+    /// Answers every suspended connection with its shutdown response, waits (up to `grace` seconds) for those
+    /// answers to go out, then stops the daemon. Safe to call more than once.
+    public func stop(grace: Double = 5) {
+        let daemon: Daemon? = state.withLock { state in
+            guard case .running(let daemon, _) = state else { return nil }
+            state = .stopping
+            return daemon
+        }
+        guard let daemon else { return }
+        let waiting = suspensions.withLock { suspensions in
+            suspensions.stopping = true
+            return Array(suspensions.connections.values)
+        }
+        for connection in waiting { connection.resume(with: connection.shutdownResponse) }
+        let deadline = Self.now() + grace
+        while suspendedCount > 0, Self.now() < deadline {
+            usleep(2_000)
+        }
+        MHD_stop_daemon(daemon.pointer)
+        state.withLock { $0 = .stopped }
+    }
+
+    /// Connections suspended and not yet completed.
+    public var suspendedCount: Int {
+        suspensions.withLock { $0.connections.count }
+    }
+
+    // MARK: - Called from the C callbacks
+
+    /// The per-request state behind libmicrohttpd's `*con_cls`.
+    final class RequestContext {
+        var body: [UInt8] = []
+        var bodyTooLarge = false
+        var suspended: HTTPSuspendedConnection?
+    }
+
+    fileprivate func handle(
+        connection: OpaquePointer, rawURL: String, method: String, context: RequestContext
+    ) -> HTTPResponse? {
+        if let suspended = context.suspended {
+            return suspended.takeResponse()
+        }
+        var request = HTTPRequest(method: method, rawPath: rawURL)
+        request.headers = Self.values(of: connection, kind: .HEADER_KIND, lowerCaseKeys: true)
+        request.query = Self.query(of: connection)
+        if context.bodyTooLarge {
+            return responder.respondToOversizedBody(request, limit: configuration.maxBodySize)
+        }
+        request.body = context.body
+        context.body = []
+        switch responder.respond(to: request) {
+        case .response(let response):
+            return response
+        case .suspend(let suspension):
+            let handle = HTTPSuspendedConnection(connection: connection, shutdownResponse: suspension.shutdownResponse)
+            context.suspended = handle
+            MHD_suspend_connection(connection)
+            let stopping = suspensions.withLock { suspensions in
+                suspensions.connections[ObjectIdentifier(handle)] = handle
+                return suspensions.stopping
+            }
+            if stopping {
+                handle.resume(with: suspension.shutdownResponse)
+            } else {
+                suspension.register(handle)
+            }
+            return nil
+        }
+    }
+
+    fileprivate func completed(_ context: RequestContext) {
+        if let suspended = context.suspended {
+            _ = suspensions.withLock { $0.connections.removeValue(forKey: ObjectIdentifier(suspended)) }
+        }
+    }
+
+    fileprivate func append(body data: UnsafePointer<CChar>, count: Int, to context: RequestContext) {
+        guard !context.bodyTooLarge else { return }
+        if context.body.count + count > configuration.maxBodySize {
+            context.bodyTooLarge = true
+            context.body = []
+            return
+        }
+        data.withMemoryRebound(to: UInt8.self, capacity: count) { bytes in
+            context.body.append(contentsOf: UnsafeBufferPointer(start: bytes, count: count))
+        }
+    }
+
+    // MARK: - Helpers
+
+    private final class ValueCollector {
+        var values: [String: String] = [:]
+        var pairs: [(name: String, value: String)] = []
+        var lowerCaseKeys = false
+    }
+
+    private static func values(of connection: OpaquePointer, kind: MHD_ValueKind, lowerCaseKeys: Bool) -> [String: String] {
+        let collector = ValueCollector()
+        collector.lowerCaseKeys = lowerCaseKeys
+        // The collector is retained by this frame for the duration of the synchronous call.
+        let context = Unmanaged.passUnretained(collector).toOpaque()
+        _ = MHD_get_connection_values(
+            connection, kind,
+            { context, _, key, value in
+                guard let context, let key else { return .YES }
+                let collector = Unmanaged<ValueCollector>.fromOpaque(context).takeUnretainedValue()
+                var name = String(cString: key)
+                if collector.lowerCaseKeys { name = name.lowercased() }
+                let text = value.map { String(cString: $0) } ?? ""
+                if let existing = collector.values[name] {
+                    collector.values[name] = existing + ", " + text
+                } else {
+                    collector.values[name] = text
+                }
+                return .YES
+            }, context)
+        return collector.values
+    }
+
+    private static func query(of connection: OpaquePointer) -> [(name: String, value: String)] {
+        let collector = ValueCollector()
+        // The collector is retained by this frame for the duration of the synchronous call.
+        let context = Unmanaged.passUnretained(collector).toOpaque()
+        _ = MHD_get_connection_values(
+            connection, .GET_ARGUMENT_KIND,
+            { context, _, key, value in
+                guard let context, let key else { return .YES }
+                let collector = Unmanaged<ValueCollector>.fromOpaque(context).takeUnretainedValue()
+                let name = HTTPRequest.percentDecode(
+                    UnsafeBufferPointer(start: UnsafeRawPointer(key).assumingMemoryBound(to: UInt8.self), count: strlen(key)),
+                    plusIsSpace: true)
+                let text = value.flatMap {
+                    HTTPRequest.percentDecode(
+                        UnsafeBufferPointer(start: UnsafeRawPointer($0).assumingMemoryBound(to: UInt8.self), count: strlen($0)),
+                        plusIsSpace: true)
+                }
+                // Undecodable parameters are kept with a replacement so that the application can refuse them.
+                collector.pairs.append((name ?? "\u{FFFD}", text ?? (value == nil ? "" : "\u{FFFD}")))
+                return .YES
+            }, context)
+        return collector.pairs
+    }
+
+    fileprivate static func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MHD_Result {
+        let mhdResponse: OpaquePointer?
+        switch response.body {
+        case .empty:
+            mhdResponse = MHD_create_response_from_buffer(0, nil, .RESPMEM_PERSISTENT)
+        case .bytes(let bytes):
+            mhdResponse = bytes.withUnsafeBytes { raw in
+                MHD_create_response_from_buffer(raw.count, UnsafeMutableRawPointer(mutating: raw.baseAddress), .RESPMEM_MUST_COPY)
+            }
+        case .file(let descriptor, let size):
+            // The response owns the descriptor from here and closes it when destroyed.
+            mhdResponse = MHD_create_response_from_fd64(UInt64(size), descriptor)
+            if mhdResponse == nil { close(descriptor) }
+        }
+        guard let mhdResponse else { return .NO }
+        for (name, value) in response.headers {
+            _ = MHD_add_response_header(mhdResponse, name, value)
+        }
+        let result = MHD_queue_response(connection, UInt32(response.status), mhdResponse)
+        MHD_destroy_response(mhdResponse)
+        return result
+    }
+
+    private struct ResolvedAddress {
+        var bytes: [UInt8]
+        var family: Int32
+    }
+
+    private static func resolve(host: String, port: UInt16) throws -> ResolvedAddress {
+        var hints = addrinfo()
+        hints.ai_flags = AI_NUMERICSERV | AI_PASSIVE
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var result: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(host, String(port), &hints, &result)
+        guard status == 0, let first = result, let address = first.pointee.ai_addr else {
+            throw HTTPServerError(message: "cannot resolve host \(host): \(String(cString: gai_strerror(status)))")
+        }
+        defer { freeaddrinfo(result) }
+        let bytes = Array(UnsafeRawBufferPointer(start: address, count: Int(first.pointee.ai_addrlen)))
+        return ResolvedAddress(bytes: bytes, family: first.pointee.ai_family)
+    }
+
+    private static func raiseFileLimit() {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        limit.rlim_cur = limit.rlim_max
+        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    }
+
+    static func now() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+    }
+}
+
+// MARK: - C callbacks (they capture nothing; the server comes back from the context pointer)
+
+private let accessHandler: MHD_AccessHandlerCallback = {
+    cls, connection, url, method, _, uploadData, uploadDataSize, requestContext in
+    guard let cls, let connection, let requestContext else { return .NO }
+    let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
+    guard let stored = requestContext.pointee else {
+        // First call: only the header is in. The context is retained here and released in `requestCompleted`.
+        requestContext.pointee = Unmanaged.passRetained(HTTPServer.RequestContext()).toOpaque()
+        return .YES
+    }
+    let context = Unmanaged<HTTPServer.RequestContext>.fromOpaque(stored).takeUnretainedValue()
+    if let uploadDataSize, uploadDataSize.pointee != 0 {
+        if let uploadData { server.append(body: uploadData, count: uploadDataSize.pointee, to: context) }
+        uploadDataSize.pointee = 0
+        return .YES
+    }
+    let response = server.handle(
+        connection: connection, rawURL: url.map { String(cString: $0) } ?? "/",
+        method: method.map { String(cString: $0) } ?? "GET", context: context)
+    guard let response else { return .YES }  // suspended: answered after `resume`
+    return HTTPServer.queue(response, on: connection)
+}
+
+private let requestCompleted: MHD_RequestCompletedCallback = { cls, _, requestContext, _ in
+    guard let cls, let requestContext, let stored = requestContext.pointee else { return }
+    let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
+    let context = Unmanaged<HTTPServer.RequestContext>.fromOpaque(stored).takeRetainedValue()
+    requestContext.pointee = nil
+    server.completed(context)
+}

@@ -1,0 +1,44 @@
+/// How an `HTTPServer` listens and what it tolerates.
+public struct HTTPServerConfiguration: Sendable {
+    /// A numeric address or host name to bind; `0.0.0.0` or `::` for every interface.
+    public var host: String
+    /// The port; 0 picks a free one (see `HTTPServer.port`).
+    public var port: UInt16
+    /// Worker threads, each with its own epoll loop.
+    public var threads: Int
+    /// The largest request body accepted; a larger one is drained and answered 413.
+    public var maxBodySize: Int
+    /// Connections held at once, suspended ones included; split across the worker threads.
+    public var connectionLimit: Int
+    /// Seconds after which an idle (not suspended) connection is closed.
+    public var idleTimeout: Int
+    /// Bytes of libmicrohttpd's per-connection memory pool (request line, headers, response headers).
+    public var connectionMemoryLimit: Int
+    public var listenBacklog: Int
+
+    public init(
+        host: String = "127.0.0.1", port: UInt16 = 8080, threads: Int = HTTPServerConfiguration.processorCount,
+        maxBodySize: Int = 1 << 20, connectionLimit: Int = 20_000, idleTimeout: Int = 60,
+        connectionMemoryLimit: Int = 16 * 1024, listenBacklog: Int = 4096
+    ) {
+        self.host = host
+        self.port = port
+        self.threads = threads
+        self.maxBodySize = maxBodySize
+        self.connectionLimit = connectionLimit
+        self.idleTimeout = idleTimeout
+        self.connectionMemoryLimit = connectionMemoryLimit
+        self.listenBacklog = listenBacklog
+    }
+
+    /// The number of online processors.
+    public static var processorCount: Int {
+        max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+    }
+}
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif

@@ -1,0 +1,54 @@
+private import CMicroHTTPD
+import Synchronization
+
+/// A connection parked by `MHD_suspend_connection`, waiting for someone to answer it.
+///
+/// `@unchecked Sendable`: the connection pointer is only handed to `MHD_resume_connection`, which libmicrohttpd
+/// allows from any thread, and only once (the state mutex makes the first `resume` win). libmicrohttpd does not
+/// close a suspended connection, so the pointer stays valid until that resume.
+public final class HTTPSuspendedConnection: @unchecked Sendable {
+    enum State {
+        case suspended
+        case resumed(HTTPResponse)
+        case answered
+    }
+
+    private let connection: OpaquePointer
+    let shutdownResponse: HTTPResponse
+    private let state = Mutex(State.suspended)
+
+    init(connection: OpaquePointer, shutdownResponse: HTTPResponse) {
+        self.connection = connection
+        self.shutdownResponse = shutdownResponse
+    }
+
+    /// Answers the connection with this response. Any thread may call it; only the first call counts.
+    /// Returns whether this call was the first.
+    @discardableResult
+    public func resume(with response: HTTPResponse) -> Bool {
+        let first = state.withLock { state in
+            guard case .suspended = state else { return false }
+            state = .resumed(response)
+            return true
+        }
+        if first { MHD_resume_connection(connection) }
+        return first
+    }
+
+    /// Whether the connection is still waiting for its answer.
+    public var isSuspended: Bool {
+        state.withLock { state in
+            if case .suspended = state { return true }
+            return false
+        }
+    }
+
+    /// The response given to `resume`, taken once by the server's handler after the resume.
+    func takeResponse() -> HTTPResponse? {
+        state.withLock { state in
+            guard case .resumed(let response) = state else { return nil }
+            state = .answered
+            return response
+        }
+    }
+}

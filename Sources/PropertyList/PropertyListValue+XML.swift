@@ -1,0 +1,180 @@
+import Foundation
+
+#if canImport(FoundationXML)
+    import FoundationXML
+#endif
+
+/// Why an XML property list could not be read.
+public struct XMLPropertyListError: Error, Sendable, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
+}
+
+extension PropertyListValue {
+    /// This value as an XML property list (Apple's `PropertyList-1.0` DTD).
+    ///
+    /// A property list has no null: a null dictionary entry is left out (an absent key reads back as null), and a
+    /// null elsewhere is written as the marker dictionary `{"$null": true}`, which `init(xmlPropertyList:)` reads
+    /// back as null.
+    public func xmlPropertyList() -> [UInt8] {
+        var out = """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+            <plist version="1.0">
+
+            """
+        Self.writeXML(self, indent: 0, into: &out)
+        out += "</plist>\n"
+        return Array(out.utf8)
+    }
+
+    private static func writeXML(_ value: PropertyListValue, indent: Int, into out: inout String) {
+        let pad = String(repeating: "\t", count: indent)
+        switch value {
+        case .null: out += "\(pad)<dict>\n\(pad)\t<key>$null</key>\n\(pad)\t<true/>\n\(pad)</dict>\n"
+        case .boolean(let b): out += b ? "\(pad)<true/>\n" : "\(pad)<false/>\n"
+        case .integer(let i): out += "\(pad)<integer>\(i)</integer>\n"
+        case .real(let r): out += "\(pad)<real>\(r.description)</real>\n"
+        case .string(let s): out += "\(pad)<string>\(escape(s))</string>\n"
+        case .date(let d):
+            // The DTD's date form has no fraction; milliseconds would be lost there, so they are kept in the text.
+            out += "\(pad)<date>\(ISO8601.string(from: d))</date>\n"
+        case .data(let d): out += "\(pad)<data>\(d.base64EncodedString())</data>\n"
+        case .array(let elements):
+            out += "\(pad)<array>\n"
+            for element in elements { writeXML(element, indent: indent + 1, into: &out) }
+            out += "\(pad)</array>\n"
+        case .dictionary(let dictionary):
+            out += "\(pad)<dict>\n"
+            for key in dictionary.keys.sorted() {
+                guard let element = dictionary[key], !element.isNull else { continue }
+                out += "\(pad)\t<key>\(escape(key))</key>\n"
+                writeXML(element, indent: indent + 1, into: &out)
+            }
+            out += "\(pad)</dict>\n"
+        }
+    }
+
+    private static func escape(_ s: String) -> String {
+        var out = ""
+        out.reserveCapacity(s.utf8.count)
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    /// Reads an XML property list, as written by `xmlPropertyList()` or by Cocoa.
+    public init(xmlPropertyList bytes: [UInt8]) throws(XMLPropertyListError) {
+        let parser = XMLPropertyListParser()
+        guard let value = parser.parse(Data(bytes)) else {
+            throw XMLPropertyListError(message: parser.failure ?? "not an XML property list")
+        }
+        self = value
+    }
+}
+
+/// A small SAX reader for XML property lists; Foundation's own reader on Linux loses the integer/real/boolean
+/// distinction through NSNumber, and dates' milliseconds.
+private final class XMLPropertyListParser: NSObject, XMLParserDelegate {
+    private enum Frame {
+        case array([PropertyListValue])
+        case dictionary([String: PropertyListValue], pendingKey: String?)
+    }
+
+    private var stack: [Frame] = []
+    private var text = ""
+    private var result: PropertyListValue?
+    var failure: String?
+
+    func parse(_ data: Data) -> PropertyListValue? {
+        let parser = XMLParser(data: data)
+        parser.delegate = self
+        parser.shouldResolveExternalEntities = false
+        guard parser.parse(), failure == nil else {
+            if failure == nil { failure = parser.parserError.map { "XML: \($0.localizedDescription)" } }
+            return nil
+        }
+        return result
+    }
+
+    func parser(
+        _ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?, qualifiedName: String?,
+        attributes: [String: String] = [:]
+    ) {
+        text = ""
+        switch elementName {
+        case "array": stack.append(.array([]))
+        case "dict": stack.append(.dictionary([:], pendingKey: nil))
+        default: break
+        }
+    }
+
+    func parser(_ parser: XMLParser, foundCharacters string: String) {
+        text += string
+    }
+
+    func parser(_ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName: String?) {
+        let value: PropertyListValue
+        switch elementName {
+        case "plist": return
+        case "key":
+            guard case .dictionary(let d, nil)? = stack.last else { return fail(parser, "<key> outside a <dict>") }
+            stack[stack.count - 1] = .dictionary(d, pendingKey: text)
+            return
+        case "string": value = .string(text)
+        case "integer":
+            guard let i = Int64(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+                return fail(parser, "bad <integer> \(text)")
+            }
+            value = .integer(i)
+        case "real":
+            guard let r = Double(text.trimmingCharacters(in: .whitespacesAndNewlines)), r.isFinite else {
+                return fail(parser, "bad <real> \(text)")
+            }
+            value = .real(r)
+        case "true": value = .boolean(true)
+        case "false": value = .boolean(false)
+        case "date":
+            guard let d = ISO8601.date(from: text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+                return fail(parser, "bad <date> \(text)")
+            }
+            value = .date(d)
+        case "data":
+            let cleaned = text.filter { !$0.isWhitespace }
+            guard let d = Data(base64Encoded: cleaned) else { return fail(parser, "bad <data>") }
+            value = .data(d)
+        case "array":
+            guard case .array(let elements)? = stack.popLast() else { return fail(parser, "unbalanced <array>") }
+            value = .array(elements)
+        case "dict":
+            guard case .dictionary(let d, nil)? = stack.popLast() else { return fail(parser, "unbalanced <dict>") }
+            value = d == ["$null": .boolean(true)] ? .null : .dictionary(d)
+        default:
+            return fail(parser, "unknown element <\(elementName)>")
+        }
+        text = ""
+        switch stack.last {
+        case nil:
+            result = value
+        case .array(var elements)?:
+            elements.append(value)
+            stack[stack.count - 1] = .array(elements)
+        case .dictionary(var d, let key?)?:
+            d[key] = value
+            stack[stack.count - 1] = .dictionary(d, pendingKey: nil)
+        case .dictionary(_, nil)?:
+            fail(parser, "a value in a <dict> without its <key>")
+        }
+    }
+
+    private func fail(_ parser: XMLParser, _ message: String) {
+        if failure == nil { failure = message }
+        parser.abortParsing()
+    }
+}

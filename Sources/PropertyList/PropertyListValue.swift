@@ -1,0 +1,98 @@
+import Foundation
+
+/// A property-list value: the one value type that crosses every layer of Bindery.
+///
+/// Dates carry millisecond precision (they are rounded to whole milliseconds when decoded), reals are always finite.
+/// Dictionaries are unordered; the JSON and XML writers emit their keys sorted, so output is deterministic.
+public enum PropertyListValue: Sendable, Hashable {
+    case null
+    case boolean(Bool)
+    case integer(Int64)
+    case real(Double)
+    case string(String)
+    case date(Date)
+    case data(Data)
+    case array([PropertyListValue])
+    case dictionary([String: PropertyListValue])
+
+    /// The name of the value's type as the model and error messages spell it.
+    public var typeName: String {
+        switch self {
+        case .null: "null"
+        case .boolean: "boolean"
+        case .integer: "integer"
+        case .real: "real"
+        case .string: "string"
+        case .date: "date"
+        case .data: "data"
+        case .array: "array"
+        case .dictionary: "dictionary"
+        }
+    }
+
+    public var isNull: Bool {
+        if case .null = self { return true }
+        return false
+    }
+
+    public var stringValue: String? {
+        if case .string(let s) = self { return s }
+        return nil
+    }
+
+    public var arrayValue: [PropertyListValue]? {
+        if case .array(let a) = self { return a }
+        return nil
+    }
+
+    public var dictionaryValue: [String: PropertyListValue]? {
+        if case .dictionary(let d) = self { return d }
+        return nil
+    }
+
+    public var boolValue: Bool? {
+        if case .boolean(let b) = self { return b }
+        return nil
+    }
+
+    /// The value as an integer when it is one, or a real with no fraction that fits in 64 bits.
+    public var integerValue: Int64? {
+        switch self {
+        case .integer(let i): return i
+        case .real(let r):
+            guard r.rounded() == r, r >= -9.223_372_036_854_775_808e18, r < 9.223_372_036_854_775_808e18 else {
+                return nil
+            }
+            return Int64(r)
+        default: return nil
+        }
+    }
+
+    /// The value as a double when it is a number.
+    public var doubleValue: Double? {
+        switch self {
+        case .integer(let i): Double(i)
+        case .real(let r): r
+        default: nil
+        }
+    }
+
+    public subscript(key: String) -> PropertyListValue? {
+        if case .dictionary(let d) = self { return d[key] }
+        return nil
+    }
+}
+
+extension PropertyListValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
+    ExpressibleByBooleanLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral
+{
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(integerLiteral value: Int64) { self = .integer(value) }
+    public init(floatLiteral value: Double) { self = .real(value) }
+    public init(booleanLiteral value: Bool) { self = .boolean(value) }
+    public init(arrayLiteral elements: PropertyListValue...) { self = .array(elements) }
+    public init(nilLiteral: ()) { self = .null }
+    public init(dictionaryLiteral elements: (String, PropertyListValue)...) {
+        self = .dictionary(Dictionary(elements, uniquingKeysWith: { _, last in last }))
+    }
+}

@@ -1,0 +1,86 @@
+import ArgumentParser
+import BinderyHTTP
+import Dispatch
+import Foundation
+import HTTPServer
+
+/// `bindery serve`: runs the service until SIGINT or SIGTERM.
+struct ServeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve", abstract: "Serve a fixture's model over HTTP.")
+
+    enum FsyncPolicy: String, ExpressibleByArgument, CaseIterable {
+        case always, batch, never
+    }
+
+    @Option(help: "The fixture folder: model.json (required), data.json, controllers.json, defaults.json.")
+    var fixture = "Fixtures/employees"
+
+    @Option(help: "Where the store lives; created if missing.")
+    var data = "./data"
+
+    @Option(help: "The address to listen on.")
+    var host = "127.0.0.1"
+
+    @Option(help: "The port to listen on (0 picks a free one and prints it).")
+    var port: UInt16 = 8080
+
+    @Option(name: .customLong("public"), help: "The folder of static files.")
+    var publicDirectory = "Public"
+
+    @Option(help: "Journal durability: always, batch or never. (Takes effect with persistence.)")
+    var fsync: FsyncPolicy = .batch
+
+    @Option(help: "Changes retained for long-poll clients. (Takes effect with change feeds.)")
+    var history = 100_000
+
+    @Option(help: "The request body limit in bytes (413 beyond).")
+    var maxBody = 1_048_576
+
+    @Option(help: "Seconds after which an unpolled observer expires. (Takes effect with observers.)")
+    var observerTtl = 300
+
+    @Option(help: "HTTP worker threads (default: one per core).")
+    var threads = HTTPServerConfiguration.processorCount
+
+    @Option(help: "The Access-Control-Allow-Origin header.")
+    var cors = "*"
+
+    func validate() throws {
+        guard maxBody > 0 else { throw ValidationError("--max-body must be positive") }
+        guard threads > 0 else { throw ValidationError("--threads must be positive") }
+        guard history > 0 else { throw ValidationError("--history must be positive") }
+        guard observerTtl > 0 else { throw ValidationError("--observer-ttl must be positive") }
+    }
+
+    func run() throws {
+        let modelPath = fixture + "/model.json"
+        guard FileManager.default.fileExists(atPath: modelPath) else {
+            throw ValidationError("\(modelPath): no such file (--fixture names a folder holding model.json)")
+        }
+        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+
+        let service = BinderyService(
+            configuration: .init(publicDirectory: publicDirectory, corsOrigin: cors))
+        let server = HTTPServer(
+            configuration: HTTPServerConfiguration(
+                host: host, port: port, threads: threads, maxBodySize: maxBody),
+            responder: service)
+        try server.start()
+        let shownHost = host.contains(":") ? "[\(host)]" : host
+        FileHandle.standardOutput.write(Data("bindery listening on http://\(shownHost):\(server.port ?? port)\n".utf8))
+
+        var sources: [any DispatchSourceSignal] = []
+        for signalNumber in [SIGINT, SIGTERM] {
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .main)
+            source.setEventHandler { @Sendable in
+                server.stop()
+                Foundation.exit(0)
+            }
+            source.resume()
+            sources.append(source)
+        }
+        withExtendedLifetime(sources) { dispatchMain() }
+    }
+}
