@@ -22,6 +22,7 @@ let package = Package(
             providers: [.apt(["libjansson-dev"])]
         ),
         .target(name: "PropertyList", dependencies: ["CJansson"]),
+        .target(name: "ObjectGraph", dependencies: ["PropertyList"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"]),
         .target(name: "BinderyHTTP", dependencies: ["PropertyList", "HTTPServer"]),
         .executableTarget(
@@ -33,6 +34,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "PropertyListTests", dependencies: ["PropertyList"]),
+        .testTarget(name: "ObjectGraphTests", dependencies: ["ObjectGraph", "PropertyList"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "BinderyHTTPTests", dependencies: ["BinderyHTTP", "HTTPServer", "PropertyList"]),
     ]

@@ -1,0 +1,28 @@
+import PropertyList
+
+/// A value as key-value coding sees it: a property-list value, an object, or a collection of either.
+///
+/// `value(forKeyPath:)` through a to-one gives the destination (`.object`) or `.value(.null)` when it is nil; through
+/// a to-many it gives a `.collection` (in the relationship's order); collection operators give values. The JSON form
+/// (`json`) writes objects as `{"$ref": "Entity/id"}` and collections as arrays.
+public indirect enum KeyValue: Sendable, Hashable {
+    case value(PropertyListValue)
+    case object(ObjectID)
+    case collection([KeyValue])
+
+    public static let null = KeyValue.value(.null)
+
+    public var isNull: Bool {
+        if case .value(.null) = self { return true }
+        return false
+    }
+
+    /// The JSON-ready form: objects become `{"$ref": ...}` dictionaries, collections arrays.
+    public var json: PropertyListValue {
+        switch self {
+        case .value(let value): value
+        case .object(let id): ["$ref": .string(id.description)]
+        case .collection(let elements): .array(elements.map(\.json))
+        }
+    }
+}
