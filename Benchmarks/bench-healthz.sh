@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# Benchmark of issue 2: `GET /healthz` on Bindery (release) against a bare C libmicrohttpd server with the same daemon
+# flags and options (Benchmarks/bare_mhd.c), measured with wrk in alternation A B A B, on loopback only.
+#
+#   bash Benchmarks/bench-healthz.sh            # or: make bench-healthz
+#
+# Environment (defaults in brackets):
+#   ROUNDS [2]         A/B pairs measured
+#   DURATION [10]      seconds per wrk run
+#   WARMUP [3]         seconds of warm-up per server before the first round
+#   WRK_THREADS [2]    wrk -t
+#   CONNECTIONS [64]   wrk -c
+#   BARE_HEADERS [0]   1: the bare server also sends Bindery's three extra headers (X-Store-Seq, CORS)
+#   TARGET [0.9]       the ratio Bindery/bare the issue asks for; the script exits 1 below it when STRICT=1
+#   STRICT [0]
+#   SKIP_BUILD [0]     1: use the binaries already in .build-release/
+#
+# Prints requests/s of every run, the median of each server and the ratio Bindery/bare.
+set -euo pipefail
+
+ROUNDS=${ROUNDS:-2}
+DURATION=${DURATION:-10}
+WARMUP=${WARMUP:-3}
+WRK_THREADS=${WRK_THREADS:-2}
+CONNECTIONS=${CONNECTIONS:-64}
+BARE_HEADERS=${BARE_HEADERS:-0}
+TARGET=${TARGET:-0.9}
+STRICT=${STRICT:-0}
+SKIP_BUILD=${SKIP_BUILD:-0}
+
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+SCRATCH="$ROOT/.build-release"
+
+if [ "$SKIP_BUILD" != 1 ]; then
+    bash scripts/install-deps.sh wrk
+    echo "== building Bindery (release, scratch path .build-release)"
+    swift build -c release --scratch-path "$SCRATCH" 2>&1 | tail -n 3
+    echo "== compiling Benchmarks/bare_mhd.c"
+    mkdir -p "$SCRATCH"
+    # shellcheck disable=SC2046  # pkg-config output is meant to be split into words
+    cc -O2 -o "$SCRATCH/bare_mhd" Benchmarks/bare_mhd.c $(pkg-config --cflags --libs libmicrohttpd) -lpthread
+fi
+BINDERY="$SCRATCH/release/bindery"
+BARE="$SCRATCH/bare_mhd"
+for binary in "$BINDERY" "$BARE"; do
+    [ -x "$binary" ] || { echo "missing $binary (run without SKIP_BUILD=1)" >&2; exit 2; }
+done
+command -v wrk >/dev/null || { echo "wrk is not installed" >&2; exit 2; }
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/bench-healthz.XXXXXX")
+PIDS=()
+cleanup() {
+    local pid
+    for pid in "${PIDS[@]}"; do
+        kill -TERM "$pid" 2>/dev/null || true
+    done
+    for pid in "${PIDS[@]}"; do
+        # Give each server 5 s to stop cleanly, then kill it.
+        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# start NAME LOGFILE COMMAND... — starts a server that prints "... listening on http://HOST:PORT", echoes PORT.
+start() {
+    local name=$1 log=$2
+    shift 2
+    "$@" >"$log" 2>"$log.err" &
+    PIDS+=($!)
+    local pid=$!
+    for _ in $(seq 100); do
+        if grep -q 'listening on http://' "$log" 2>/dev/null; then
+            sed -n 's|.*listening on http://[^ ]*:\([0-9][0-9]*\).*|\1|p' "$log" | head -n 1
+            return 0
+        fi
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    echo "$name did not start:" >&2
+    cat "$log" "$log.err" >&2
+    return 1
+}
+
+BINDERY_PORT=$(start bindery "$WORK/bindery.log" \
+    "$BINDERY" serve --fixture Fixtures/employees --data "$WORK/data" --public Public --host 127.0.0.1 --port 0)
+BARE_ARGS=(0)
+[ "$BARE_HEADERS" = 1 ] && BARE_ARGS+=(--headers)
+BARE_PORT=$(start bare_mhd "$WORK/bare.log" "$BARE" "${BARE_ARGS[@]}")
+BINDERY_URL="http://127.0.0.1:$BINDERY_PORT/healthz"
+BARE_URL="http://127.0.0.1:$BARE_PORT/healthz"
+
+# A sanity check that both answer 200 with the expected body, using bash's /dev/tcp (no curl needed).
+check() {
+    local port=$1 reply
+    exec 3<>"/dev/tcp/127.0.0.1/$port"
+    printf 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' >&3
+    reply=$(timeout 5 cat <&3)
+    exec 3<&-
+    case "$reply" in
+        "HTTP/1.1 200"*'{"status":"ok"}'*) ;;
+        *) echo "port $port did not answer /healthz with 200 {\"status\":\"ok\"}:" >&2; echo "$reply" >&2; return 1 ;;
+    esac
+}
+check "$BINDERY_PORT"
+check "$BARE_PORT"
+
+echo "== bindery on :$BINDERY_PORT, bare_mhd on :$BARE_PORT$([ "$BARE_HEADERS" = 1 ] && echo ' (with Bindery headers)')"
+echo "== $(nproc) cores; wrk -t$WRK_THREADS -c$CONNECTIONS -d${DURATION}s, $ROUNDS rounds A B (A = bindery, B = bare)"
+
+# run_wrk URL SECONDS — prints requests/s; complains on stderr about errors and non-2xx answers.
+run_wrk() {
+    local url=$1 seconds=$2 out
+    out=$(timeout $((seconds + 30)) wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"${seconds}s" --latency "$url")
+    if grep -qE 'Socket errors|Non-2xx' <<<"$out"; then
+        grep -E 'Socket errors|Non-2xx' <<<"$out" | sed 's/^/    warning: /' >&2
+    fi
+    awk '/^Requests\/sec:/ { print $2 }' <<<"$out"
+}
+
+if [ "$WARMUP" -gt 0 ]; then
+    echo "== warm-up ${WARMUP}s each"
+    run_wrk "$BINDERY_URL" "$WARMUP" >/dev/null
+    run_wrk "$BARE_URL" "$WARMUP" >/dev/null
+fi
+
+bindery_results=()
+bare_results=()
+for round in $(seq "$ROUNDS"); do
+    a=$(run_wrk "$BINDERY_URL" "$DURATION")
+    printf 'round %d  A bindery   %10.0f req/s\n' "$round" "$a"
+    b=$(run_wrk "$BARE_URL" "$DURATION")
+    printf 'round %d  B bare_mhd  %10.0f req/s\n' "$round" "$b"
+    bindery_results+=("$a")
+    bare_results+=("$b")
+done
+
+median() {
+    printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+bindery_median=$(median "${bindery_results[@]}")
+bare_median=$(median "${bare_results[@]}")
+ratio=$(awk -v a="$bindery_median" -v b="$bare_median" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')
+verdict=$(awk -v r="$ratio" -v t="$TARGET" 'BEGIN { print (r >= t ? "meets" : "BELOW") }')
+echo "--"
+printf 'median   bindery   %10.0f req/s\n' "$bindery_median"
+printf 'median   bare_mhd  %10.0f req/s\n' "$bare_median"
+echo "ratio bindery/bare = $ratio ($verdict the target $TARGET)"
+if [ "$STRICT" = 1 ] && [ "$verdict" = BELOW ]; then exit 1; fi
