@@ -57,7 +57,10 @@ cleanup() {
     done
     for pid in "${PIDS[@]}"; do
         # Give each server 5 s to stop cleanly, then kill it.
-        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        for _ in $(seq 50); do
+            case "$(ps -o stat= -p "$pid" 2>/dev/null)" in "" | Z*) break ;; esac
+            sleep 0.1
+        done
         kill -KILL "$pid" 2>/dev/null || true
         wait "$pid" 2>/dev/null || true
     done
@@ -66,18 +69,18 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# start NAME LOGFILE COMMAND... — starts a server that prints "... listening on http://HOST:PORT", echoes PORT.
+# start NAME LOGFILE COMMAND... — starts a server that prints "... listening on http://HOST:PORT" and sets PORT.
+# (Not called in a command substitution: PIDS must be recorded in this shell for the trap.)
 start() {
     local name=$1 log=$2
     shift 2
     "$@" >"$log" 2>"$log.err" &
-    PIDS+=($!)
     local pid=$!
+    PIDS+=("$pid")
+    PORT=""
     for _ in $(seq 100); do
-        if grep -q 'listening on http://' "$log" 2>/dev/null; then
-            sed -n 's|.*listening on http://[^ ]*:\([0-9][0-9]*\).*|\1|p' "$log" | head -n 1
-            return 0
-        fi
+        PORT=$(sed -n 's|.*listening on http://[^ ]*:\([0-9][0-9]*\).*|\1|p' "$log" 2>/dev/null | head -n 1)
+        [ -n "$PORT" ] && return 0
         kill -0 "$pid" 2>/dev/null || break
         sleep 0.1
     done
@@ -86,11 +89,13 @@ start() {
     return 1
 }
 
-BINDERY_PORT=$(start bindery "$WORK/bindery.log" \
-    "$BINDERY" serve --fixture Fixtures/employees --data "$WORK/data" --public Public --host 127.0.0.1 --port 0)
+start bindery "$WORK/bindery.log" \
+    "$BINDERY" serve --fixture Fixtures/employees --data "$WORK/data" --public Public --host 127.0.0.1 --port 0
+BINDERY_PORT=$PORT
 BARE_ARGS=(0)
 [ "$BARE_HEADERS" = 1 ] && BARE_ARGS+=(--headers)
-BARE_PORT=$(start bare_mhd "$WORK/bare.log" "$BARE" "${BARE_ARGS[@]}")
+start bare_mhd "$WORK/bare.log" "$BARE" "${BARE_ARGS[@]}"
+BARE_PORT=$PORT
 BINDERY_URL="http://127.0.0.1:$BINDERY_PORT/healthz"
 BARE_URL="http://127.0.0.1:$BARE_PORT/healthz"
 
