@@ -33,9 +33,12 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        .target(name: "HTTPTestSupport", path: "Tests/HTTPTestSupport"),
         .testTarget(name: "PropertyListTests", dependencies: ["PropertyList"]),
         .testTarget(name: "ObjectGraphTests", dependencies: ["ObjectGraph", "PropertyList"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
-        .testTarget(name: "BinderyHTTPTests", dependencies: ["BinderyHTTP", "HTTPServer", "PropertyList"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPTestSupport"]),
+        .testTarget(
+            name: "BinderyHTTPTests", dependencies: ["BinderyHTTP", "HTTPServer", "PropertyList", "HTTPTestSupport"]
+        ),
     ]
 )

@@ -56,7 +56,8 @@ public final class HTTPServer: Sendable {
         signal(SIGPIPE, SIG_IGN)
         Self.raiseFileLimit()
         let address = try Self.resolve(host: configuration.host, port: configuration.port)
-        var flags = MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
+        var flags =
+            MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
             | MHD_USE_ERROR_LOG.rawValue | MHD_USE_TURBO.rawValue
         if address.family == AF_INET6 { flags |= MHD_USE_IPv6.rawValue }
         // The daemon holds an unretained pointer to self; `stop()` ends the daemon before self can go away, and the
@@ -72,7 +73,8 @@ public final class HTTPServer: Sendable {
         }
         guard let daemon else {
             throw HTTPServerError(
-                message: "cannot listen on \(configuration.host):\(configuration.port): \(String(cString: strerror(errno)))"
+                message:
+                    "cannot listen on \(configuration.host):\(configuration.port): \(String(cString: strerror(errno)))"
             )
         }
         let port = bindery_mhd_bound_port(daemon)
@@ -183,7 +185,9 @@ public final class HTTPServer: Sendable {
         var lowerCaseKeys = false
     }
 
-    private static func values(of connection: OpaquePointer, kind: MHD_ValueKind, lowerCaseKeys: Bool) -> [String: String] {
+    private static func values(of connection: OpaquePointer, kind: MHD_ValueKind, lowerCaseKeys: Bool) -> [String:
+        String]
+    {
         let collector = ValueCollector()
         collector.lowerCaseKeys = lowerCaseKeys
         // The collector is retained by this frame for the duration of the synchronous call.
@@ -216,11 +220,13 @@ public final class HTTPServer: Sendable {
                 guard let context, let key else { return .YES }
                 let collector = Unmanaged<ValueCollector>.fromOpaque(context).takeUnretainedValue()
                 let name = HTTPRequest.percentDecode(
-                    UnsafeBufferPointer(start: UnsafeRawPointer(key).assumingMemoryBound(to: UInt8.self), count: strlen(key)),
+                    UnsafeBufferPointer(
+                        start: UnsafeRawPointer(key).assumingMemoryBound(to: UInt8.self), count: strlen(key)),
                     plusIsSpace: true)
                 let text = value.flatMap {
                     HTTPRequest.percentDecode(
-                        UnsafeBufferPointer(start: UnsafeRawPointer($0).assumingMemoryBound(to: UInt8.self), count: strlen($0)),
+                        UnsafeBufferPointer(
+                            start: UnsafeRawPointer($0).assumingMemoryBound(to: UInt8.self), count: strlen($0)),
                         plusIsSpace: true)
                 }
                 // Undecodable parameters are kept with a replacement so that the application can refuse them.
@@ -237,7 +243,8 @@ public final class HTTPServer: Sendable {
             mhdResponse = MHD_create_response_from_buffer(0, nil, .RESPMEM_PERSISTENT)
         case .bytes(let bytes):
             mhdResponse = bytes.withUnsafeBytes { raw in
-                MHD_create_response_from_buffer(raw.count, UnsafeMutableRawPointer(mutating: raw.baseAddress), .RESPMEM_MUST_COPY)
+                MHD_create_response_from_buffer(
+                    raw.count, UnsafeMutableRawPointer(mutating: raw.baseAddress), .RESPMEM_MUST_COPY)
             }
         case .file(let descriptor, let size):
             // The response owns the descriptor from here and closes it when destroyed.

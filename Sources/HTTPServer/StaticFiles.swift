@@ -41,7 +41,8 @@ public struct StaticFiles: Sendable {
             close(descriptor)
             return nil
         }
-        let etag = "\"\(String(UInt64(info.st_ino), radix: 16))-\(String(Int64(info.st_size), radix: 16))-"
+        let etag =
+            "\"\(String(UInt64(info.st_ino), radix: 16))-\(String(Int64(info.st_size), radix: 16))-"
             + "\(String(Int64(info.st_mtim.tv_sec), radix: 16))\(String(Int64(info.st_mtim.tv_nsec), radix: 16))\""
         var headers: [(name: String, value: String)] = [
             ("Content-Type", Self.contentType(forPath: resolved)),

@@ -9,19 +9,21 @@ extension PropertyListValue {
     /// This is the only file that touches jansson.
     public init(jsonBytes bytes: some Collection<UInt8>) throws(JSONDecodingError) {
         var error = json_error_t()
-        let root: UnsafeMutablePointer<json_t>? = bytes.withContiguousStorageIfAvailable { buffer in
-            buffer.withMemoryRebound(to: CChar.self) { chars in
-                json_loadb(chars.baseAddress, chars.count, bindery_json_decode_flags(), &error)
+        let root: UnsafeMutablePointer<json_t>? =
+            bytes.withContiguousStorageIfAvailable { buffer in
+                buffer.withMemoryRebound(to: CChar.self) { chars in
+                    json_loadb(chars.baseAddress, chars.count, bindery_json_decode_flags(), &error)
+                }
             }
-        } ?? Array(bytes).withUnsafeBufferPointer { buffer in
-            buffer.withMemoryRebound(to: CChar.self) { chars in
-                json_loadb(chars.baseAddress, chars.count, bindery_json_decode_flags(), &error)
+            ?? Array(bytes).withUnsafeBufferPointer { buffer in
+                buffer.withMemoryRebound(to: CChar.self) { chars in
+                    json_loadb(chars.baseAddress, chars.count, bindery_json_decode_flags(), &error)
+                }
             }
-        }
         guard let root else {
             let text = withUnsafeBytes(of: error.text) { raw in
                 String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
+            }.replacingOccurrences(of: " without JSON_ALLOW_NUL", with: "")
             throw JSONDecodingError(
                 message: text.isEmpty ? "malformed JSON" : text,
                 line: Int(error.line), column: Int(error.column), position: Int(error.position))
@@ -78,7 +80,8 @@ extension PropertyListValue {
     }
 
     /// Turns `{"$date": "..."}` and `{"$data": "..."}` into typed values; other dictionaries stay as they are.
-    private static func untag(_ dictionary: [String: PropertyListValue]) throws(JSONDecodingError) -> PropertyListValue {
+    private static func untag(_ dictionary: [String: PropertyListValue]) throws(JSONDecodingError) -> PropertyListValue
+    {
         guard dictionary.count == 1, let (key, value) = dictionary.first else { return .dictionary(dictionary) }
         switch key {
         case "$date":

@@ -1,0 +1,126 @@
+import BinderyHTTP
+import Foundation
+import HTTPServer
+import HTTPTestSupport
+import PropertyList
+import Testing
+
+/// Starts the REST service on a free port with the repository's Public/ folder.
+func withService(maxBody: Int = 1 << 20, _ body: (TestHTTPClient) throws -> Void) throws {
+    let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
+    let service = BinderyService(configuration: .init(publicDirectory: packageRoot + "/Public", corsOrigin: "*"))
+    let server = HTTPServer(
+        configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 2, maxBodySize: maxBody),
+        responder: service)
+    try server.start()
+    defer { server.stop() }
+    try body(TestHTTPClient(port: try #require(server.port)))
+}
+
+extension TestResponse {
+    var json: PropertyListValue? { try? PropertyListValue(jsonBytes: body) }
+}
+
+struct ServiceTests {
+    @Test func healthzAnswersOKWithStoreSeq() throws {
+        try withService { client in
+            let response = try client.request("GET", "/healthz")
+            #expect(response.status == 200)
+            #expect(response.json == ["status": "ok"])
+            #expect(response.header("Content-Type") == "application/json")
+            #expect(response.header("X-Store-Seq") == "0")
+            #expect(response.header("Access-Control-Allow-Origin") == "*")
+        }
+    }
+
+    @Test func unknownPathIs404JSON() throws {
+        try withService { client in
+            let response = try client.request("GET", "/no/such/thing")
+            #expect(response.status == 404)
+            #expect(response.json?["error"]?["code"] == "not-found")
+            #expect(response.json?["error"]?["message"]?.stringValue?.isEmpty == false)
+            #expect(response.header("X-Store-Seq") == "0")
+            let post = try client.request("POST", "/no/such/thing", json: "{}")
+            #expect(post.status == 404)
+        }
+    }
+
+    @Test func wrongMethodIs405WithAllow() throws {
+        try withService { client in
+            let response = try client.request("DELETE", "/healthz")
+            #expect(response.status == 405)
+            #expect(response.header("Allow") == "GET, HEAD")
+            #expect(response.json?["error"]?["code"] == "method-not-allowed")
+            #expect(response.json?["error"]?["allowed"] == ["GET", "HEAD"])
+        }
+    }
+
+    @Test func oversizedBodyIs413JSON() throws {
+        try withService(maxBody: 64) { client in
+            let response = try client.request("PUT", "/healthz", body: [UInt8](repeating: 32, count: 65))
+            #expect(response.status == 413)
+            #expect(response.json?["error"]?["code"] == "body-too-large")
+            #expect(try client.request("GET", "/healthz").status == 200)
+        }
+    }
+
+    @Test func undecodablePathIs400JSON() throws {
+        try withService { client in
+            let response = try client.request("GET", "/objects/%FF%FE")
+            #expect(response.status == 400)
+            #expect(response.json?["error"]?["code"] == "bad-path")
+        }
+    }
+
+    @Test func servesTheIndexPage() throws {
+        try withService { client in
+            let response = try client.request("GET", "/")
+            #expect(response.status == 200)
+            #expect(response.header("Content-Type") == "text/html; charset=utf-8")
+            #expect(response.header("ETag") != nil)
+            #expect(response.text.contains("Bindery"))
+            let head = try client.request("HEAD", "/healthz")
+            #expect(head.status == 200)
+        }
+    }
+
+    @Test func preflightListsTheRoutesMethods() throws {
+        try withService { client in
+            let response = try client.request(
+                "OPTIONS", "/healthz",
+                headers: ["Origin": "http://example.test", "Access-Control-Request-Method": "GET"])
+            #expect(response.status == 204)
+            #expect(response.header("Access-Control-Allow-Methods")?.contains("GET") == true)
+            #expect(response.header("Access-Control-Allow-Origin") == "*")
+        }
+    }
+}
+
+struct RouterTests {
+    @Test func bindsParametersAndRest() throws {
+        var router = Router()
+        router.add("GET", "/objects/:entity") { _ in .response(HTTPResponse(status: 1)) }
+        router.add("GET", "/objects/:entity/:id/*keyPath") { _ in .response(HTTPResponse(status: 2)) }
+        router.add("PUT", "/objects/:entity/:id/*keyPath") { _ in .response(HTTPResponse(status: 3)) }
+        let request = HTTPRequest(method: "GET", rawPath: "/objects/Employee/42/department/name")
+        guard case .found(_, let routed) = router.match(request, segments: request.pathSegments!) else {
+            Issue.record("no match")
+            return
+        }
+        #expect(routed.parameter("entity") == "Employee")
+        #expect(routed.parameter("id") == "42")
+        #expect(routed.rest("keyPath") == ["department", "name"])
+        let delete = HTTPRequest(method: "DELETE", rawPath: "/objects/Employee/42/name")
+        guard case .methodNotAllowed(let allowed) = router.match(delete, segments: delete.pathSegments!) else {
+            Issue.record("expected 405")
+            return
+        }
+        #expect(allowed == ["GET", "PUT", "HEAD"])
+        let none = HTTPRequest(method: "GET", rawPath: "/objects")
+        guard case .notFound = router.match(none, segments: none.pathSegments!) else {
+            Issue.record("expected no route")
+            return
+        }
+    }
+}

@@ -1,0 +1,219 @@
+import Foundation
+import HTTPServer
+import HTTPTestSupport
+import Synchronization
+import Testing
+
+/// A responder for server tests: `/echo` describes the request, `/wait` suspends, `/static/...` serves files.
+private final class TestResponder: HTTPResponder {
+    let waiting = Mutex<[HTTPSuspendedConnection]>([])
+    let staticFiles: StaticFiles?
+
+    init(staticRoot: String? = nil) {
+        staticFiles = staticRoot.flatMap { StaticFiles(root: $0) }
+    }
+
+    func respond(to request: HTTPRequest) -> HTTPHandlerResult {
+        let segments = request.pathSegments ?? ["<bad>"]
+        switch segments.first {
+        case "echo":
+            let query = request.query.map { "\($0.name)=\($0.value)" }.joined(separator: "&")
+            let text = "\(request.method) \(segments.joined(separator: "|")) ?\(query) body=\(request.body.count)"
+            return .response(HTTPResponse(status: 200, contentType: "text/plain", text: text))
+        case "wait":
+            return .suspend(
+                HTTPSuspension(shutdownResponse: HTTPResponse(status: 503, contentType: "text/plain", text: "bye")) {
+                    [self] connection in
+                    self.waiting.withLock { $0.append(connection) }
+                })
+        case "static":
+            if let file = staticFiles?.response(
+                for: Array(segments.dropFirst()), ifNoneMatch: request.header("If-None-Match"))
+            {
+                return .response(file)
+            }
+            return .response(HTTPResponse(status: 404, contentType: "text/plain", text: "no file"))
+        default:
+            return .response(HTTPResponse(status: 404, contentType: "text/plain", text: "unknown"))
+        }
+    }
+
+    func waitForWaiters(_ count: Int) throws -> [HTTPSuspendedConnection] {
+        for _ in 0..<1000 {
+            let current = waiting.withLock { $0 }
+            if current.count >= count { return current }
+            usleep(5_000)
+        }
+        throw TestHTTPError(description: "waiters never arrived")
+    }
+}
+
+private func withServer(
+    maxBody: Int = 1 << 20, staticRoot: String? = nil,
+    _ body: (HTTPServer, TestResponder, TestHTTPClient) throws -> Void
+) throws {
+    let responder = TestResponder(staticRoot: staticRoot)
+    let server = HTTPServer(
+        configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 2, maxBodySize: maxBody),
+        responder: responder)
+    try server.start()
+    defer { server.stop() }
+    try body(server, responder, TestHTTPClient(port: try #require(server.port)))
+}
+
+struct HTTPServerTests {
+    @Test func answersWithDecodedPathAndQuery() throws {
+        try withServer { _, _, client in
+            let response = try client.request("GET", "/echo/a%2Fb/%C3%A9?x=a%20b&y=1+2&z")
+            #expect(response.status == 200)
+            #expect(response.text == "GET echo|a/b|é ?x=a b&y=1 2&z= body=0")
+            #expect(response.header("Content-Type") == "text/plain")
+        }
+    }
+
+    @Test func collectsBodiesUpToTheLimit() throws {
+        try withServer(maxBody: 100_000) { _, _, client in
+            let response = try client.request("POST", "/echo", body: [UInt8](repeating: 65, count: 100_000))
+            #expect(response.text.hasSuffix("body=100000"))
+        }
+    }
+
+    @Test func oversizedBodyIsDrainedAndAnswered413() throws {
+        try withServer(maxBody: 1024) { _, _, client in
+            let response = try client.request("PUT", "/echo", body: [UInt8](repeating: 65, count: 300_000))
+            #expect(response.status == 413)
+            #expect(try client.request("GET", "/echo").status == 200)
+        }
+    }
+
+    @Test func keepsConnectionsAliveAcrossRequests() throws {
+        try withServer { _, _, client in
+            let two =
+                "GET /echo/1 HTTP/1.1\r\nHost: x\r\n\r\nGET /echo/2 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+            let raw = String(decoding: try client.exchange(Array(two.utf8)), as: UTF8.self)
+            #expect(raw.components(separatedBy: "HTTP/1.1 200").count == 3)
+            #expect(raw.contains("echo|1"))
+            #expect(raw.contains("echo|2"))
+        }
+    }
+
+    @Test func suspendedRequestIsAnsweredWhenResumedFromAnotherThread() throws {
+        try withServer { server, responder, client in
+            let result = Mutex<TestResponse?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                result.withLock { $0 = try? client.request("GET", "/wait") }
+                done.signal()
+            }
+            let waiter = try #require(try responder.waitForWaiters(1).first)
+            #expect(server.suspendedCount == 1)
+            // The request is parked: no answer yet.
+            #expect(done.wait(timeout: .now() + 0.2) == .timedOut)
+            DispatchQueue.global().async {
+                waiter.resume(with: HTTPResponse(status: 200, contentType: "text/plain", text: "woken"))
+            }
+            #expect(done.wait(timeout: .now() + 5) == .success)
+            #expect(result.withLock { $0?.text } == "woken")
+            #expect(waiter.resume(with: HTTPResponse(status: 500)) == false)
+        }
+    }
+
+    @Test func stopAnswersEverySuspendedConnectionFirst() throws {
+        let responder = TestResponder()
+        let server = HTTPServer(
+            configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 2), responder: responder)
+        try server.start()
+        let client = TestHTTPClient(port: try #require(server.port))
+        let answers = Mutex<[Int]>([])
+        let group = DispatchGroup()
+        for _ in 0..<5 {
+            group.enter()
+            Thread.detachNewThread {
+                let status = (try? client.request("GET", "/wait"))?.status ?? -1
+                answers.withLock { $0.append(status) }
+                group.leave()
+            }
+        }
+        _ = try responder.waitForWaiters(5)
+        server.stop()
+        #expect(group.wait(timeout: .now() + 5) == .success)
+        #expect(answers.withLock { $0 } == [503, 503, 503, 503, 503])
+        #expect(server.suspendedCount == 0)
+    }
+
+    @Test func survivesGarbage() throws {
+        try withServer { _, _, client in
+            let garbage: [[UInt8]] = [
+                Array("\u{0}\u{1}\u{2}\r\n\r\n".utf8),
+                Array("GET\r\n\r\n".utf8),
+                Array("GET / HTTP/9.9\r\n\r\n".utf8),
+                Array("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n".utf8),
+                Array("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nZZZ\r\n".utf8),
+                Array("GET /echo HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 100_000))\r\n\r\n".utf8),
+                Array("GET /%ZZ%00/../.. HTTP/1.1\r\nHost: x\r\n\r\n".utf8),
+                (0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 7919) },
+            ]
+            for bytes in garbage {
+                _ = try? client.exchange(bytes, shutdownWrite: true)
+            }
+            let status = try client.request("GET", "/echo").status
+            #expect(status == 200)
+        }
+    }
+
+    @Test func undecodablePathHasNoSegments() {
+        #expect(HTTPRequest(method: "GET", rawPath: "/a/%ZZ").pathSegments == nil)
+        #expect(HTTPRequest(method: "GET", rawPath: "/a/%00").pathSegments == nil)
+        #expect(HTTPRequest(method: "GET", rawPath: "/a/%C3").pathSegments == nil)
+        #expect(HTTPRequest(method: "GET", rawPath: "//a//b/").pathSegments == ["a", "b"])
+    }
+}
+
+struct StaticFilesTests {
+    /// A public folder with a file, a sub-folder with an index, a secret beside it and a symlink leaving it.
+    private func makeTree() throws -> (root: String, publicDirectory: String) {
+        let root = NSTemporaryDirectory() + "bindery-static-\(UUID().uuidString)"
+        let publicDirectory = root + "/public"
+        let fm = FileManager.default
+        try fm.createDirectory(atPath: publicDirectory + "/docs", withIntermediateDirectories: true)
+        try "body { color: red }".write(toFile: publicDirectory + "/site.css", atomically: true, encoding: .utf8)
+        try "<h1>docs</h1>".write(toFile: publicDirectory + "/docs/index.html", atomically: true, encoding: .utf8)
+        try "secret".write(toFile: root + "/secret.txt", atomically: true, encoding: .utf8)
+        try fm.createSymbolicLink(atPath: publicDirectory + "/escape.txt", withDestinationPath: root + "/secret.txt")
+        return (root, publicDirectory)
+    }
+
+    @Test func servesFilesWithTypeETagAnd304() throws {
+        let tree = try makeTree()
+        defer { try? FileManager.default.removeItem(atPath: tree.root) }
+        try withServer(staticRoot: tree.publicDirectory) { _, _, client in
+            let css = try client.request("GET", "/static/site.css")
+            #expect(css.status == 200)
+            #expect(css.text == "body { color: red }")
+            #expect(css.header("Content-Type") == "text/css; charset=utf-8")
+            #expect(css.header("Cache-Control") == "no-cache")
+            let etag = try #require(css.header("ETag"))
+            let again = try client.request("GET", "/static/site.css", headers: ["If-None-Match": etag])
+            #expect(again.status == 304)
+            #expect(again.body.isEmpty)
+            let index = try client.request("GET", "/static/docs")
+            #expect(index.text == "<h1>docs</h1>")
+            #expect(index.header("Content-Type") == "text/html; charset=utf-8")
+        }
+    }
+
+    @Test(arguments: [
+        "/static/../secret.txt", "/static/%2e%2e/secret.txt", "/static/%2E%2E/secret.txt",
+        "/static/docs/..%2f..%2fsecret.txt",
+        "/static/escape.txt", "/static/.%2e/secret.txt", "/static/nope.txt",
+    ])
+    func neverServesAFileOutsideTheFolder(path: String) throws {
+        let tree = try makeTree()
+        defer { try? FileManager.default.removeItem(atPath: tree.root) }
+        try withServer(staticRoot: tree.publicDirectory) { _, _, client in
+            let response = try client.request("GET", path)
+            #expect(response.status == 404)
+            #expect(!response.text.contains("secret"))
+        }
+    }
+}

@@ -1,0 +1,102 @@
+import Foundation
+import PropertyList
+import Testing
+
+struct JSONCodecTests {
+    @Test(arguments: [
+        PropertyListValue.null, true, false, 0, -1, 42, .integer(Int64.max), .integer(Int64.min),
+        0.5, 3.0, -2.25, 0.1, 1e300, 5e-324, -1e-7, "", "héllo \"quoted\" \\ back\nline\ttab \u{1}", "😀 emoji",
+        .date(Date(timeIntervalSince1970: 1_795_558_340.123)), .date(Date(timeIntervalSince1970: -86_400.5)),
+        .data(Data([0, 1, 2, 255])), .data(Data()),
+        [], [1, "two", 3.5, nil, [true]], [:], ["a": 1, "b": ["c": [nil, 2.5]], "$id": "Employee/1"],
+    ])
+    func roundTripsEveryType(value: PropertyListValue) throws {
+        let decoded = try PropertyListValue(jsonBytes: value.jsonBytes())
+        #expect(decoded == value)
+    }
+
+    @Test func writesRealsInShortestRoundTripForm() {
+        #expect(PropertyListValue.real(0.1).jsonString() == "0.1")
+        #expect(PropertyListValue.real(3.0).jsonString() == "3.0")
+        #expect(PropertyListValue.real(1e300).jsonString() == "1e+300")
+        #expect(PropertyListValue.real(.nan).jsonString() == "null")
+        #expect(PropertyListValue.real(.infinity).jsonString() == "null")
+    }
+
+    @Test func keepsIntegersAndRealsApart() throws {
+        #expect(try PropertyListValue(jsonString: "3") == .integer(3))
+        #expect(try PropertyListValue(jsonString: "3.0") == .real(3))
+        #expect(try PropertyListValue(jsonString: "3.0").integerValue == 3)
+        #expect(try PropertyListValue(jsonString: "3.5").integerValue == nil)
+    }
+
+    @Test func writesTaggedDatesInUTCWithMilliseconds() throws {
+        let date = try #require(ISO8601.date(from: "2026-11-21T22:12:20.123Z"))
+        #expect(PropertyListValue.date(date).jsonString() == #"{"$date":"2026-11-21T22:12:20.123Z"}"#)
+        #expect(try PropertyListValue(jsonString: #"{"$date":"2026-11-21T23:12:20.123+01:00"}"#) == .date(date))
+        #expect(PropertyListValue.data(Data("hi".utf8)).jsonString() == #"{"$data":"aGk="}"#)
+    }
+
+    @Test func writesSortedCompactDictionariesAndEscapes() {
+        let value: PropertyListValue = ["b": 1, "a": ["x\u{0}y", "é"]]
+        #expect(value.jsonString() == #"{"a":["x\u0000y","é"],"b":1}"#)
+    }
+
+    @Test func parsesISO8601Forms() {
+        #expect(ISO8601.date(from: "2026-01-02") == Date(timeIntervalSince1970: 1_767_312_000))
+        #expect(ISO8601.date(from: "2026-01-02T03:04Z") == Date(timeIntervalSince1970: 1_767_323_040))
+        #expect(ISO8601.date(from: "2026-02-30T00:00:00Z") == nil)
+        #expect(ISO8601.date(from: "2026-1-2") == nil)
+        #expect(ISO8601.date(from: "yesterday") == nil)
+        #expect(ISO8601.date(from: "2026-01-02T03:04:05.5Zjunk") == nil)
+    }
+
+    struct BadInput: Sendable, CustomTestStringConvertible {
+        var name: String
+        var bytes: [UInt8]
+        var line: Int?
+        var column: Int?
+        var testDescription: String { name }
+    }
+
+    @Test(arguments: [
+        BadInput(name: "truncated", bytes: Array("{\"a\": ".utf8), line: 1, column: 6),
+        BadInput(name: "second line", bytes: Array("{\n  \"a\": tru }".utf8), line: 2, column: 10),
+        BadInput(name: "duplicate key", bytes: Array(#"{"a": 1, "a": 2}"#.utf8), line: 1, column: 12),
+        BadInput(name: "integer beyond 64 bits", bytes: Array("[99999999999999999999]".utf8), line: 1, column: 21),
+        BadInput(name: "real overflow", bytes: Array("1e400".utf8), line: 1, column: 5),
+        BadInput(name: "trailing garbage", bytes: Array("{} x".utf8), line: 1, column: 4),
+        BadInput(name: "NUL escape", bytes: Array(#""a\u0000b""#.utf8), line: 1, column: 10),
+        BadInput(name: "invalid UTF-8", bytes: [0x22, 0xC3, 0x28, 0x22], line: 1, column: 1),
+        BadInput(name: "empty", bytes: [], line: 1, column: 0),
+    ])
+    func rejectsBadInputWithPlace(input: BadInput) {
+        #expect {
+            try PropertyListValue(jsonBytes: input.bytes)
+        } throws: { error in
+            guard let error = error as? JSONDecodingError else { return false }
+            return error.line == input.line && error.column == input.column && !error.message.isEmpty
+        }
+    }
+
+    @Test func rejectsBadTags() {
+        #expect(throws: JSONDecodingError.self) { try PropertyListValue(jsonString: #"{"$date": "soon"}"#) }
+        #expect(throws: JSONDecodingError.self) { try PropertyListValue(jsonString: #"{"$data": "%%%"}"#) }
+        #expect(throws: JSONDecodingError.self) { try PropertyListValue(jsonString: #"{"$date": 5}"#) }
+    }
+
+    @Test func decodesDeepNestingWithoutCrashing() throws {
+        let depth = 1500
+        let text = String(repeating: "[", count: depth) + String(repeating: "]", count: depth)
+        var value = try PropertyListValue(jsonString: text)
+        var levels = 0
+        while case .array(let elements) = value, let first = elements.first {
+            value = first
+            levels += 1
+        }
+        #expect(levels == depth - 1)
+        #expect(throws: JSONDecodingError.self) {
+            try PropertyListValue(jsonString: String(repeating: "[", count: 5000) + String(repeating: "]", count: 5000))
+        }
+    }
+}
