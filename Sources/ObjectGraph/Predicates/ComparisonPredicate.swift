@@ -1,0 +1,247 @@
+import Foundation
+import PropertyList
+
+/// A comparison (NSComparisonPredicate): `[ANY|ALL|NONE] left OPERATOR[options] right`.
+///
+/// A constant right-hand side is prepared once when the comparison is made: folded for `[c]`/`[d]`, compiled for
+/// `LIKE` and `MATCHES`, read as a date and as an object reference. Evaluation then allocates nothing for ASCII
+/// strings of up to 15 bytes.
+struct ComparisonPredicate: Sendable {
+    /// How the left-hand side is quantified (NSComparisonPredicateModifier, plus `NONE` = `NOT ANY`).
+    enum Modifier: Sendable, Hashable {
+        case direct, any, all, none
+    }
+
+    /// The comparison operator (NSPredicateOperatorType).
+    enum Operator: Sendable, Hashable {
+        case equalTo, notEqualTo, lessThan, lessThanOrEqualTo, greaterThan, greaterThanOrEqualTo
+        case matches, like, beginsWith, endsWith, contains, `in`, between
+    }
+
+    /// `[c]`, `[d]` and `[n]` (the last is accepted and has no effect: strings already compare canonically).
+    struct Options: OptionSet, Sendable, Hashable {
+        let rawValue: UInt8
+        static let caseInsensitive = Options(rawValue: 1)
+        static let diacriticInsensitive = Options(rawValue: 2)
+        static let normalized = Options(rawValue: 4)
+    }
+
+    let modifier: Modifier
+    let left: PredicateExpression
+    let op: Operator
+    let options: Options
+    let right: PredicateExpression
+    private let prepared: Prepared?
+
+    private var caseInsensitive: Bool { options.contains(.caseInsensitive) }
+    private var diacriticInsensitive: Bool { options.contains(.diacriticInsensitive) }
+    private var folds: Bool { caseInsensitive || diacriticInsensitive }
+
+    /// The right-hand constant, prepared.
+    private struct Prepared: Sendable {
+        /// The constant with its strings folded as the options ask.
+        let value: KeyValue
+        /// The constant string read as an ISO 8601 date, when it is one.
+        let date: Date?
+        let like: LikePattern?
+        let regex: RegularExpressionPattern?
+    }
+
+    /// Makes the comparison; throws the regular-expression error of a constant `MATCHES` pattern.
+    init(
+        modifier: Modifier, left: PredicateExpression, op: Operator, options: Options, right: PredicateExpression
+    ) throws {
+        self.modifier = modifier
+        self.left = left
+        self.op = op
+        self.options = options
+        self.right = right
+        guard case .constant(let constant) = right else {
+            prepared = nil
+            return
+        }
+        let ci = options.contains(.caseInsensitive)
+        let di = options.contains(.diacriticInsensitive)
+        let folded = ComparisonPredicate.fold(constant, caseInsensitive: ci, diacriticInsensitive: di)
+        var date: Date? = nil
+        var like: LikePattern? = nil
+        var regex: RegularExpressionPattern? = nil
+        if case .string(let string) = constant {
+            date = ISO8601.date(from: string)
+            if op == .like, case .string(let pattern) = folded { like = LikePattern(pattern) }
+            if op == .matches {
+                // Only diacritics are folded: lower-casing a pattern would change `\D` into `\d`.
+                let pattern = StringFolding.fold(string, caseInsensitive: false, diacriticInsensitive: di)
+                regex = try RegularExpressionPattern(pattern, caseInsensitive: ci)
+            }
+        }
+        prepared = Prepared(value: .value(folded), date: date, like: like, regex: regex)
+    }
+
+    private static func fold(
+        _ value: PropertyListValue, caseInsensitive: Bool, diacriticInsensitive: Bool
+    ) -> PropertyListValue {
+        switch value {
+        case .string(let string):
+            .string(
+                StringFolding.fold(string, caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive))
+        case .array(let elements):
+            .array(
+                elements.map {
+                    fold($0, caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive)
+                })
+        default: value
+        }
+    }
+
+    /// Evaluates the comparison for `subject`.
+    func evaluate(with subject: KeyValue, resolver: some KeyPathResolving) throws -> Bool {
+        let lhs = try left.value(of: subject, resolver: resolver)
+        let rhs: KeyValue
+        let rightFolded: Bool
+        if let prepared {
+            rhs = prepared.value
+            rightFolded = true
+        } else {
+            rhs = try right.value(of: subject, resolver: resolver)
+            rightFolded = false
+        }
+        switch modifier {
+        case .direct:
+            if ValueComparison.isCollection(lhs), appliesImplicitAny(to: rhs) {
+                return anyElement(of: lhs, rhs, rightFolded: rightFolded)
+            }
+            return test(lhs, rhs, rightFolded: rightFolded)
+        case .any:
+            return anyElement(of: lhs, rhs, rightFolded: rightFolded)
+        case .none:
+            return !anyElement(of: lhs, rhs, rightFolded: rightFolded)
+        case .all:
+            for element in ValueComparison.elements(lhs) where !test(element, rhs, rightFolded: rightFolded) {
+                return false
+            }
+            return true
+        }
+    }
+
+    /// Whether a collection on the left is tested element by element without `ANY` (as Core Data fetches do).
+    ///
+    /// Not for `CONTAINS` (membership), nor for `==`/`!=` against another collection or nil (whole-value equality).
+    private func appliesImplicitAny(to rhs: KeyValue) -> Bool {
+        switch op {
+        case .contains: return false
+        case .equalTo, .notEqualTo: return !ValueComparison.isCollection(rhs) && !rhs.isNull
+        default: return true
+        }
+    }
+
+    private func anyElement(of lhs: KeyValue, _ rhs: KeyValue, rightFolded: Bool) -> Bool {
+        switch lhs {
+        case .collection(let elements):
+            for element in elements where test(element, rhs, rightFolded: rightFolded) { return true }
+            return false
+        case .value(.array(let elements)):
+            for element in elements where test(.value(element), rhs, rightFolded: rightFolded) { return true }
+            return false
+        case .value(.null):
+            return false
+        default:
+            return test(lhs, rhs, rightFolded: rightFolded)
+        }
+    }
+
+    /// The operator applied to one left value.
+    private func test(_ lhs: KeyValue, _ rhs: KeyValue, rightFolded: Bool) -> Bool {
+        var rhs = rhs
+        if case .value(.date) = lhs, rightFolded, let date = prepared?.date { rhs = .value(.date(date)) }
+        switch op {
+        case .equalTo:
+            return equal(lhs, rhs, rightFolded: rightFolded)
+        case .notEqualTo:
+            return !equal(lhs, rhs, rightFolded: rightFolded)
+        case .lessThan:
+            return order(lhs, rhs, rightFolded: rightFolded) == .orderedAscending
+        case .lessThanOrEqualTo:
+            guard let order = order(lhs, rhs, rightFolded: rightFolded) else { return false }
+            return order != .orderedDescending
+        case .greaterThan:
+            return order(lhs, rhs, rightFolded: rightFolded) == .orderedDescending
+        case .greaterThanOrEqualTo:
+            guard let order = order(lhs, rhs, rightFolded: rightFolded) else { return false }
+            return order != .orderedAscending
+        case .between:
+            let bounds = ValueComparison.elements(rhs)
+            guard ValueComparison.isCollection(rhs), bounds.count == 2,
+                let low = order(lhs, bounds[0], rightFolded: rightFolded),
+                let high = order(lhs, bounds[1], rightFolded: rightFolded)
+            else { return false }
+            return low != .orderedAscending && high != .orderedDescending
+        case .in:
+            switch rhs {
+            case .collection(let elements):
+                for element in elements where equal(lhs, element, rightFolded: rightFolded) { return true }
+                return false
+            case .value(.array(let elements)):
+                for element in elements where equal(lhs, .value(element), rightFolded: rightFolded) { return true }
+                return false
+            case .value(.string(let container)):
+                guard case .value(.string(let string)) = lhs else { return false }
+                return StringFolding.contains(fold(container, already: rightFolded), fold(string, already: false))
+            default:
+                return false
+            }
+        case .contains:
+            switch lhs {
+            case .collection(let elements):
+                for element in elements where equal(element, rhs, rightFolded: rightFolded) { return true }
+                return false
+            case .value(.array(let elements)):
+                for element in elements where equal(.value(element), rhs, rightFolded: rightFolded) { return true }
+                return false
+            default:
+                return strings(lhs, rhs, rightFolded: rightFolded, StringFolding.contains)
+            }
+        case .beginsWith:
+            return strings(lhs, rhs, rightFolded: rightFolded, StringFolding.hasPrefix)
+        case .endsWith:
+            return strings(lhs, rhs, rightFolded: rightFolded, StringFolding.hasSuffix)
+        case .like:
+            return strings(lhs, rhs, rightFolded: rightFolded) { string, pattern in
+                (prepared?.like ?? LikePattern(pattern)).matches(string)
+            }
+        case .matches:
+            guard case .value(.string(let string)) = lhs else { return false }
+            let subject = StringFolding.fold(string, caseInsensitive: false, diacriticInsensitive: diacriticInsensitive)
+            if let regex = prepared?.regex { return regex.matches(subject) }
+            guard case .value(.string(let pattern)) = rhs,
+                let regex = try? RegularExpressionPattern(
+                    StringFolding.fold(pattern, caseInsensitive: false, diacriticInsensitive: diacriticInsensitive),
+                    caseInsensitive: caseInsensitive)
+            else { return false }
+            return regex.matches(subject)
+        }
+    }
+
+    private func fold(_ string: String, already: Bool) -> String {
+        already ? string : StringFolding.fold(string, caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive)
+    }
+
+    private func strings(
+        _ lhs: KeyValue, _ rhs: KeyValue, rightFolded: Bool, _ body: (String, String) -> Bool
+    ) -> Bool {
+        guard case .value(.string(let string)) = lhs, case .value(.string(let other)) = rhs else { return false }
+        return body(fold(string, already: false), fold(other, already: rightFolded))
+    }
+
+    private func equal(_ lhs: KeyValue, _ rhs: KeyValue, rightFolded: Bool) -> Bool {
+        ValueComparison.equal(
+            lhs, rhs, caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive,
+            rightFolded: rightFolded)
+    }
+
+    private func order(_ lhs: KeyValue, _ rhs: KeyValue, rightFolded: Bool) -> ComparisonResult? {
+        ValueComparison.order(
+            lhs, rhs, caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive,
+            rightFolded: rightFolded)
+    }
+}

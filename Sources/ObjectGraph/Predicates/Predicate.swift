@@ -1,0 +1,103 @@
+/// A filter in the NSPredicate format language (API.md §6), parsed once and evaluated many times.
+///
+/// `Predicate(format:)` parses `lastName BEGINSWITH[c] 'a' AND salary > 50000` into a tree whose constant operands
+/// are prepared (folded, `LIKE`/`MATCHES` patterns compiled), so evaluation does no parsing and, for short ASCII
+/// strings, no allocation. `description` prints the canonical form, which parses back to an equal predicate;
+/// equality and hashing go by that form. A value type: safe to share between threads.
+///
+/// In a file that also imports Foundation, spell it `ObjectGraph.Predicate` if the compiler finds
+/// `Foundation.Predicate` ambiguous.
+public struct Predicate: Sendable, Hashable, CustomStringConvertible {
+    /// The predicate tree (NSCompoundPredicate and NSComparisonPredicate).
+    indirect enum Node: Sendable {
+        case constant(Bool)
+        case not(Node)
+        case and([Node])
+        case or([Node])
+        case comparison(ComparisonPredicate)
+    }
+
+    let root: Node
+
+    /// The canonical format string.
+    public let description: String
+
+    /// The key paths the predicate reads, in order of first appearance (`SELF.` dropped); a controller re-filters
+    /// when one of them changes.
+    public let keyPaths: [String]
+
+    init(root: Node) {
+        self.root = root
+        description = Predicate.format(root)
+        var keyPaths: [String] = []
+        Predicate.collectKeyPaths(root, into: &keyPaths)
+        self.keyPaths = keyPaths
+    }
+
+    /// Parses a predicate format string.
+    ///
+    /// Throws `ObjectGraphError` 400 `bad-predicate` with the 1-based `column` (in Unicode scalars) of the offending
+    /// token, also for a `MATCHES` literal that is not a valid regular expression.
+    public init(format: String) throws {
+        self.init(root: try PredicateParser.parse(format))
+    }
+
+    /// `TRUEPREDICATE`: every subject passes.
+    public static let truePredicate = Predicate(root: .constant(true))
+    /// `FALSEPREDICATE`: no subject passes.
+    public static let falsePredicate = Predicate(root: .constant(false))
+
+    /// Whether `subject` satisfies the predicate; key paths are read through `resolver`, whose errors (such as
+    /// `undefined-key`) propagate.
+    public func evaluate(with subject: KeyValue, resolver: some KeyPathResolving) throws -> Bool {
+        try Predicate.evaluate(root, with: subject, resolver: resolver)
+    }
+
+    /// The subjects that satisfy the predicate, in their order.
+    public func filter(_ subjects: [KeyValue], resolver: some KeyPathResolving) throws -> [KeyValue] {
+        try subjects.filter { try evaluate(with: $0, resolver: resolver) }
+    }
+
+    /// The elements whose subject satisfies the predicate, in their order (for example `[ObjectID]` with `.object`).
+    public func filter<Element>(
+        _ elements: [Element], subject: (Element) -> KeyValue, resolver: some KeyPathResolving
+    ) throws -> [Element] {
+        try elements.filter { try evaluate(with: subject($0), resolver: resolver) }
+    }
+
+    private static func evaluate(_ node: Node, with subject: KeyValue, resolver: some KeyPathResolving) throws -> Bool {
+        switch node {
+        case .constant(let value):
+            return value
+        case .not(let inner):
+            return try !evaluate(inner, with: subject, resolver: resolver)
+        case .and(let nodes):
+            for node in nodes where try !evaluate(node, with: subject, resolver: resolver) { return false }
+            return true
+        case .or(let nodes):
+            for node in nodes where try evaluate(node, with: subject, resolver: resolver) { return true }
+            return false
+        case .comparison(let comparison):
+            return try comparison.evaluate(with: subject, resolver: resolver)
+        }
+    }
+
+    private static func collectKeyPaths(_ node: Node, into keyPaths: inout [String]) {
+        switch node {
+        case .constant: break
+        case .not(let inner): collectKeyPaths(inner, into: &keyPaths)
+        case .and(let nodes), .or(let nodes): for node in nodes { collectKeyPaths(node, into: &keyPaths) }
+        case .comparison(let comparison):
+            comparison.left.collectKeyPaths(into: &keyPaths)
+            comparison.right.collectKeyPaths(into: &keyPaths)
+        }
+    }
+
+    public static func == (lhs: Predicate, rhs: Predicate) -> Bool {
+        lhs.description == rhs.description
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(description)
+    }
+}

@@ -1,0 +1,79 @@
+import Foundation
+
+/// Case and diacritic folding for the `[c]` and `[d]` options and the case-insensitive sort selectors.
+///
+/// ASCII strings take a fast path that allocates nothing when there is nothing to fold (and nothing at all for
+/// strings of up to 15 bytes, which Swift stores inline); other strings go through Foundation's folding.
+enum StringFolding {
+    /// `string` folded: lower-cased when `caseInsensitive`, stripped of diacritics when `diacriticInsensitive`.
+    static func fold(_ string: String, caseInsensitive: Bool, diacriticInsensitive: Bool) -> String {
+        guard caseInsensitive || diacriticInsensitive else { return string }
+        var hasUpper = false
+        for byte in string.utf8 {
+            if byte >= 0x80 {
+                return foldUnicode(string, caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive)
+            }
+            if byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") { hasUpper = true }
+        }
+        guard caseInsensitive, hasUpper else { return string }
+        let utf8 = string.utf8
+        return String(unsafeUninitializedCapacity: utf8.count) { buffer in
+            var index = 0
+            for byte in utf8 {
+                buffer[index] = byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
+                index += 1
+            }
+            return index
+        }
+    }
+
+    private static func foldUnicode(_ string: String, caseInsensitive: Bool, diacriticInsensitive: Bool) -> String {
+        var options: String.CompareOptions = []
+        if caseInsensitive { options.insert(.caseInsensitive) }
+        if diacriticInsensitive { options.insert(.diacriticInsensitive) }
+        // Folding can leave a string decomposed; compose it so equal texts compare equal byte for byte.
+        return string.folding(options: options, locale: nil).precomposedStringWithCanonicalMapping
+    }
+
+    /// Whether `needle` occurs in `haystack`, comparing UTF-8 bytes (UTF-8 is self-synchronising, so a byte match
+    /// is a character-boundary match).
+    static func contains(_ haystack: String, _ needle: String) -> Bool {
+        var haystack = haystack
+        var needle = needle
+        return haystack.withUTF8 { h in
+            needle.withUTF8 { n in
+                if n.isEmpty { return true }
+                guard h.count >= n.count else { return false }
+                let first = n[0]
+                var start = 0
+                let last = h.count - n.count
+                while start <= last {
+                    if h[start] == first {
+                        var matched = true
+                        var offset = 1
+                        while offset < n.count {
+                            if h[start + offset] != n[offset] {
+                                matched = false
+                                break
+                            }
+                            offset += 1
+                        }
+                        if matched { return true }
+                    }
+                    start += 1
+                }
+                return false
+            }
+        }
+    }
+
+    /// Whether `string` starts with `prefix`, byte for byte.
+    static func hasPrefix(_ string: String, _ prefix: String) -> Bool {
+        string.utf8.starts(with: prefix.utf8)
+    }
+
+    /// Whether `string` ends with `suffix`, byte for byte.
+    static func hasSuffix(_ string: String, _ suffix: String) -> Bool {
+        string.utf8.reversed().starts(with: suffix.utf8.reversed())
+    }
+}
