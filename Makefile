@@ -5,7 +5,7 @@ HOST ?= 127.0.0.1
 FIXTURE ?= Fixtures/employees
 DATA ?= ./data
 
-.PHONY: deps build release run test lint format clean
+.PHONY: deps build release run test lint format clean bench-healthz container-check container-smoke
 
 deps:
 	@bash scripts/install-deps.sh
@@ -23,9 +23,22 @@ test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --parallel
 	$(SWIFT) format lint --strict --recursive Sources Tests Package.swift
+	bash scripts/container-check.sh
 
 format:
 	$(SWIFT) format --in-place --recursive Sources Tests Package.swift
 
 clean:
 	rm -rf .build
+
+# GET /healthz on Bindery against a bare libmicrohttpd server (issue 2); ROUNDS=, DURATION= to change the length.
+bench-healthz:
+	bash Benchmarks/bench-healthz.sh
+
+# The Dockerfile checked without a Docker engine (also run by `make test`).
+container-check: deps
+	bash scripts/container-check.sh
+
+# The runtime stage assembled with debootstrap and the binary run in it with chroot (needs root and Debian's mirror).
+container-smoke: deps
+	bash scripts/container-smoke.sh
