@@ -84,7 +84,8 @@ struct ComparisonPredicate: Sendable {
         switch value {
         case .string(let string):
             .string(
-                StringFolding.fold(string, caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive))
+                StringFolding.fold(string, caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive)
+            )
         case .array(let elements):
             .array(
                 elements.map {
@@ -223,7 +224,9 @@ struct ComparisonPredicate: Sendable {
     }
 
     private func fold(_ string: String, already: Bool) -> String {
-        already ? string : StringFolding.fold(string, caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive)
+        already
+            ? string
+            : StringFolding.fold(string, caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive)
     }
 
     private func strings(

@@ -90,7 +90,8 @@ extension Predicate {
         case .data(let value): return quote(value.base64EncodedString())
         case .array(let elements): return "{" + elements.map(formatConstant).joined(separator: ", ") + "}"
         case .dictionary(let entries):
-            return "{" + entries.keys.sorted().map { formatConstant(entries[$0] ?? .null) }.joined(separator: ", ") + "}"
+            return "{" + entries.keys.sorted().map { formatConstant(entries[$0] ?? .null) }.joined(separator: ", ")
+                + "}"
         }
     }
 

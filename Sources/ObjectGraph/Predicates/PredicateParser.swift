@@ -54,10 +54,11 @@ struct PredicateParser {
             nodes.append(try parseAnd())
         }
         guard nodes.count > 1 else { return nodes[0] }
-        return .or(nodes.flatMap { node -> [Predicate.Node] in
-            if case .or(let inner) = node { return inner }
-            return [node]
-        })
+        return .or(
+            nodes.flatMap { node -> [Predicate.Node] in
+                if case .or(let inner) = node { return inner }
+                return [node]
+            })
     }
 
     private mutating func parseAnd() throws -> Predicate.Node {
@@ -67,10 +68,11 @@ struct PredicateParser {
             nodes.append(try parseNot())
         }
         guard nodes.count > 1 else { return nodes[0] }
-        return .and(nodes.flatMap { node -> [Predicate.Node] in
-            if case .and(let inner) = node { return inner }
-            return [node]
-        })
+        return .and(
+            nodes.flatMap { node -> [Predicate.Node] in
+                if case .and(let inner) = node { return inner }
+                return [node]
+            })
     }
 
     private mutating func parseNot() throws -> Predicate.Node {

@@ -53,7 +53,8 @@ public struct SortDescriptor: Sendable, Hashable, CustomStringConvertible {
             throw ObjectGraphError.badQuery("A sort descriptor is an object {\"key\", \"ascending\", \"selector\"}.")
         }
         for name in entries.keys where !["key", "ascending", "selector"].contains(name) {
-            throw ObjectGraphError.badQuery("Unknown sort descriptor field \"\(name)\".", fields: ["field": .string(name)])
+            throw ObjectGraphError.badQuery(
+                "Unknown sort descriptor field \"\(name)\".", fields: ["field": .string(name)])
         }
         guard case .string(let key) = entries["key"] ?? .null else {
             throw ObjectGraphError.badQuery("A sort descriptor needs a \"key\" string.")
@@ -121,7 +122,8 @@ public struct SortDescriptor: Sendable, Hashable, CustomStringConvertible {
                 !segment.isEmpty && !segment.contains { $0.isWhitespace || $0 == "," || $0 == ":" }
             }
         guard valid else {
-            throw ObjectGraphError.badQuery("\"\(key)\" is not a key path to sort by.", fields: ["keyPath": .string(key)])
+            throw ObjectGraphError.badQuery(
+                "\"\(key)\" is not a key path to sort by.", fields: ["keyPath": .string(key)])
         }
     }
 }

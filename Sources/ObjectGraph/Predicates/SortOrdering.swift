@@ -103,7 +103,9 @@ public struct SortOrdering: Sendable, Hashable {
         for subject: KeyValue, in subjects: [KeyValue], resolver: some KeyPathResolving
     ) throws -> Int {
         let keys = try keys(of: subject, resolver: resolver)
-        return try insertionIndex(for: keys, count: subjects.count) { try self.keys(of: subjects[$0], resolver: resolver) }
+        return try insertionIndex(for: keys, count: subjects.count) {
+            try self.keys(of: subjects[$0], resolver: resolver)
+        }
     }
 }
 

@@ -71,7 +71,8 @@ enum ValueComparison {
                 l, caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive)
             let foldedRight =
                 rightFolded
-                ? r : StringFolding.fold(r, caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive)
+                ? r
+                : StringFolding.fold(r, caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive)
             return foldedLeft == foldedRight
         case (.null, .null): return true
         case (.null, _), (_, .null): return false
@@ -124,7 +125,8 @@ enum ValueComparison {
                 let foldedRight =
                     rightFolded
                     ? r
-                    : StringFolding.fold(r, caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive)
+                    : StringFolding.fold(
+                        r, caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive)
                 return order(foldedLeft, foldedRight)
             }
             return order(l, r)

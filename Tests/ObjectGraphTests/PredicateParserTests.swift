@@ -1,0 +1,101 @@
+import ObjectGraph
+import PropertyList
+import Testing
+
+struct PredicateParserTests {
+    /// Input and its canonical description.
+    static let canonicalForms: [(String, String)] = [
+        ("name == 'Ann'", #"name == "Ann""#),
+        (#"name = "Ann""#, #"name == "Ann""#),
+        ("a <> 1", "a != 1"),
+        ("a =< 1", "a <= 1"),
+        ("a => 1", "a >= 1"),
+        ("a < -1.5", "a < -1.5"),
+        ("name beginswith[cd] 'a'", #"name BEGINSWITH[cd] "a""#),
+        ("name Like[c] 'a*'", #"name LIKE[c] "a*""#),
+        ("a == 1 || b == 2 && c == 3", "a == 1 OR (b == 2 AND c == 3)"),
+        ("(a == 1 or b == 2) and c == 3", "(a == 1 OR b == 2) AND c == 3"),
+        ("!a == 1 AND b == 2", "NOT a == 1 AND b == 2"),
+        ("NOT (a == 1 AND b == 2)", "NOT (a == 1 AND b == 2)"),
+        ("a == 1 AND (b == 2 AND c == 3)", "a == 1 AND b == 2 AND c == 3"),
+        ("x between {1, 5}", "x BETWEEN {1, 5}"),
+        ("x IN {'a', 2, 2.5, -3, TRUE, NO, nil, NULL}", #"x IN {"a", 2, 2.5, -3, TRUE, FALSE, nil, nil}"#),
+        ("x IN {}", "x IN {}"),
+        ("x IN {y, 1}", "x IN {y, 1}"),
+        ("some children.name == 'x'", #"ANY children.name == "x""#),
+        ("ALL children BEGINSWITH 'Kid'", #"ALL children BEGINSWITH "Kid""#),
+        ("none children == 'x'", #"NONE children == "x""#),
+        ("SELF == 'a'", #"SELF == "a""#),
+        ("self.name == 'a'", #"name == "a""#),
+        ("truepredicate", "TRUEPREDICATE"),
+        ("FALSEPREDICATE OR TRUEPREDICATE", "FALSEPREDICATE OR TRUEPREDICATE"),
+        ("employees.@count > 3", "employees.@count > 3"),
+        ("employees.@avg.salary >= 1e3", "employees.@avg.salary >= 1000.0"),
+        ("#none == 1", "#none == 1"),
+        (#"s == 'it\'s "q" \\ \n'"#, #"s == "it's \"q\" \\ \n""#),
+        (#"s MATCHES '\d+'"#, #"s MATCHES "\\d+""#),
+        ("0x1F == x", "31 == x"),
+        ("'bc' IN 'abcd'", #""bc" IN "abcd""#),
+    ]
+
+    @Test(arguments: canonicalForms)
+    func printsCanonicalForm(input: String, canonical: String) throws {
+        let predicate = try ObjectGraph.Predicate(format: input)
+        #expect(predicate.description == canonical)
+    }
+
+    @Test(arguments: canonicalForms)
+    func canonicalFormParsesBackToAnEqualPredicate(input: String, canonical: String) throws {
+        let predicate = try ObjectGraph.Predicate(format: input)
+        let reparsed = try ObjectGraph.Predicate(format: predicate.description)
+        #expect(reparsed == predicate)
+        #expect(reparsed.description == canonical)
+    }
+
+    @Test func keywordsAreCaseInsensitive() throws {
+        let lower = try ObjectGraph.Predicate(format: "any a in {1} and not b contains[c] 'x' or c matches 'y'")
+        let upper = try ObjectGraph.Predicate(format: "ANY a IN {1} AND NOT b CONTAINS[c] 'x' OR c MATCHES 'y'")
+        #expect(lower == upper)
+    }
+
+    @Test func referencedKeyPathsInOrderWithoutDuplicates() throws {
+        let predicate = try ObjectGraph.Predicate(
+            format: "a == 1 AND (b.c > 2 OR a < 0) AND SELF.d IN {e, 1} AND SELF == 'x' AND ANY f.@count > 0")
+        #expect(predicate.keyPaths == ["a", "b.c", "d", "e", "f.@count"])
+        #expect(ObjectGraph.Predicate.truePredicate.keyPaths.isEmpty)
+    }
+
+    /// A format string and the column its error must name.
+    static let syntaxErrors: [(String, Int)] = [
+        ("name == ", 9),
+        ("name === 'x'", 8),
+        ("name == 'abc", 9),
+        ("(a == 1", 8),
+        ("a == 1 b == 2", 8),
+        ("a BETWEEN {1}", 11),
+        ("a MATCHES '(['", 11),
+        ("a MATCHES 'a)|(b'", 11),
+        ("a ==[x] 1", 6),
+        ("a & b", 3),
+        ("$x == 1", 1),
+        ("a", 2),
+        ("== 1", 1),
+        ("a == {1, 2", 11),
+        ("a == 1 AND", 11),
+        ("a == 12abc", 6),
+        ("a == 1e999", 6),
+        ("a == 'x' ^", 10),
+        ("é == 'é' AND ?", 14),
+    ]
+
+    @Test(arguments: syntaxErrors)
+    func syntaxErrorsAreBadPredicateWithColumn(format: String, column: Int) {
+        #expect {
+            _ = try ObjectGraph.Predicate(format: format)
+        } throws: { error in
+            guard let error = error as? ObjectGraphError else { return false }
+            return error.status == 400 && error.code == "bad-predicate"
+                && error.fields["column"] == .integer(Int64(column))
+        }
+    }
+}
