@@ -5,8 +5,9 @@ import PropertyList
 ///
 /// A constant right-hand side is prepared once when the comparison is made: folded for `[c]`/`[d]`, compiled for
 /// `LIKE` and `MATCHES`, read as a date and as an object reference. Evaluation then allocates nothing for ASCII
-/// strings of up to 15 bytes.
-struct ComparisonPredicate: Sendable {
+/// strings of up to 15 bytes. A class, so that walking the predicate tree retains one reference rather than
+/// copying every field.
+final class ComparisonPredicate: Sendable {
     /// How the left-hand side is quantified (NSComparisonPredicateModifier, plus `NONE` = `NOT ANY`).
     enum Modifier: Sendable, Hashable {
         case direct, any, all, none
@@ -31,21 +32,16 @@ struct ComparisonPredicate: Sendable {
     let op: Operator
     let options: Options
     let right: PredicateExpression
-    private let prepared: Prepared?
+    /// The right-hand constant with its strings folded as the options ask.
+    private let constant: KeyValue?
+    /// The right-hand constant string read as an ISO 8601 date, when it is one.
+    private let constantDate: Date?
+    private let like: LikePattern?
+    private let regex: RegularExpressionPattern?
 
     private var caseInsensitive: Bool { options.contains(.caseInsensitive) }
     private var diacriticInsensitive: Bool { options.contains(.diacriticInsensitive) }
     private var folds: Bool { caseInsensitive || diacriticInsensitive }
-
-    /// The right-hand constant, prepared.
-    private struct Prepared: Sendable {
-        /// The constant with its strings folded as the options ask.
-        let value: KeyValue
-        /// The constant string read as an ISO 8601 date, when it is one.
-        let date: Date?
-        let like: LikePattern?
-        let regex: RegularExpressionPattern?
-    }
 
     /// Makes the comparison; throws the regular-expression error of a constant `MATCHES` pattern.
     init(
@@ -57,7 +53,10 @@ struct ComparisonPredicate: Sendable {
         self.options = options
         self.right = right
         guard case .constant(let constant) = right else {
-            prepared = nil
+            self.constant = nil
+            constantDate = nil
+            like = nil
+            regex = nil
             return
         }
         let ci = options.contains(.caseInsensitive)
@@ -75,7 +74,10 @@ struct ComparisonPredicate: Sendable {
                 regex = try RegularExpressionPattern(pattern, caseInsensitive: ci)
             }
         }
-        prepared = Prepared(value: .value(folded), date: date, like: like, regex: regex)
+        self.constant = .value(folded)
+        constantDate = date
+        self.like = like
+        self.regex = regex
     }
 
     private static func fold(
@@ -100,8 +102,8 @@ struct ComparisonPredicate: Sendable {
         let lhs = try left.value(of: subject, resolver: resolver)
         let rhs: KeyValue
         let rightFolded: Bool
-        if let prepared {
-            rhs = prepared.value
+        if let value = constant {
+            rhs = value
             rightFolded = true
         } else {
             rhs = try right.value(of: subject, resolver: resolver)
@@ -154,7 +156,7 @@ struct ComparisonPredicate: Sendable {
     /// The operator applied to one left value.
     private func test(_ lhs: KeyValue, _ rhs: KeyValue, rightFolded: Bool) -> Bool {
         var rhs = rhs
-        if case .value(.date) = lhs, rightFolded, let date = prepared?.date { rhs = .value(.date(date)) }
+        if case .value(.date) = lhs, rightFolded, let date = constantDate { rhs = .value(.date(date)) }
         switch op {
         case .equalTo:
             return equal(lhs, rhs, rightFolded: rightFolded)
@@ -208,12 +210,12 @@ struct ComparisonPredicate: Sendable {
             return strings(lhs, rhs, rightFolded: rightFolded, StringFolding.hasSuffix)
         case .like:
             return strings(lhs, rhs, rightFolded: rightFolded) { string, pattern in
-                (prepared?.like ?? LikePattern(pattern)).matches(string)
+                (like ?? LikePattern(pattern)).matches(string)
             }
         case .matches:
             guard case .value(.string(let string)) = lhs else { return false }
             let subject = StringFolding.fold(string, caseInsensitive: false, diacriticInsensitive: diacriticInsensitive)
-            if let regex = prepared?.regex { return regex.matches(subject) }
+            if let regex { return regex.matches(subject) }
             guard case .value(.string(let pattern)) = rhs,
                 let regex = try? RegularExpressionPattern(
                     StringFolding.fold(pattern, caseInsensitive: false, diacriticInsensitive: diacriticInsensitive),
