@@ -1,0 +1,223 @@
+import PropertyList
+
+/// Key-value coding over the stored graph: evaluating compiled key paths (Cocoa semantics, API.md §4).
+///
+/// A key applied to a collection is applied to each element (NSArray's `valueForKey:`), one key at a time, so
+/// `departments.employees.@count` counts departments, exactly as Cocoa does; an operator takes the collection built so
+/// far and applies the rest of the path to each element, so `employees.@sum.directReports.@count` sums each
+/// employee's direct-report count. A nil to-one gives null and null propagates (messaging nil).
+extension GraphState {
+    func evaluate(_ steps: [KeyStep], on node: KeyPathNode) throws(ObjectGraphError) -> KeyPathNode {
+        var current = node
+        for step in steps {
+            switch step {
+            case .this:
+                continue
+            case .key(let lookup):
+                current = try value(of: lookup, on: current)
+            case .collectionOperator(let op, let rest):
+                return try apply(op, rest: rest, to: current)
+            }
+        }
+        return current
+    }
+
+    func value(of lookup: KeyLookup, on node: KeyPathNode) throws(ObjectGraphError) -> KeyPathNode {
+        switch node {
+        case .object(let handle):
+            guard let property = lookup.properties[handle.entity] else {
+                throw .undefinedKey(lookup.key, entity: model.entities[handle.entity].name)
+            }
+            return try value(of: property, on: handle)
+        case .collection(let elements):
+            var values: [KeyPathNode] = []
+            values.reserveCapacity(elements.count)
+            for element in elements { values.append(try value(of: lookup, on: element)) }
+            return .collection(values)
+        case .value(let value):
+            switch value {
+            case .null: return .null
+            case .dictionary(let dictionary): return .value(dictionary[lookup.key] ?? .null)
+            case .array(let elements):
+                var values: [KeyPathNode] = []
+                values.reserveCapacity(elements.count)
+                for element in elements { values.append(try self.value(of: lookup, on: .value(element))) }
+                return .collection(values)
+            default:
+                throw .undefinedKey(lookup.key, entity: value.typeName)
+            }
+        }
+    }
+
+    func value(of property: Property, on handle: ObjectHandle) throws(ObjectGraphError) -> KeyPathNode {
+        switch property {
+        case .attribute(let slot):
+            return .value(attribute(handle, slot))
+        case .relationship(let index):
+            let relationship = self.relationship(handle, index)
+            if relationship.isToMany {
+                let destination = relationship.destinationIndex
+                return .collection(toManyRows(handle, relationship).map { .object(ObjectHandle(entity: destination, row: Int($0))) })
+            }
+            return toOne(handle, relationship).map(KeyPathNode.object) ?? .null
+        case .derived(let index):
+            return try evaluate(model.entities[handle.entity].derivedKeys[index].steps, on: .object(handle))
+        }
+    }
+
+    // MARK: Collection operators
+
+    func apply(_ op: CollectionOperator, rest: [KeyStep], to node: KeyPathNode) throws(ObjectGraphError) -> KeyPathNode {
+        let elements: [KeyPathNode]
+        switch node {
+        case .collection(let nodes): elements = nodes
+        case .value(.array(let values)): elements = values.map(KeyPathNode.value)
+        case .value(.null): return .null
+        case .object(let handle): throw .undefinedKey(op.rawValue, entity: model.entities[handle.entity].name)
+        case .value(let value): throw .undefinedKey(op.rawValue, entity: value.typeName)
+        }
+        if op == .count { return .value(.integer(Int64(elements.count))) }
+        var values = elements
+        if !rest.isEmpty {
+            values = []
+            values.reserveCapacity(elements.count)
+            for element in elements { values.append(try evaluate(rest, on: element)) }
+        }
+        switch op {
+        case .count:
+            return .value(.integer(Int64(elements.count)))
+        case .sum:
+            return .value(try sum(values, op))
+        case .avg:
+            guard !elements.isEmpty, let total = try sum(values, op).doubleValue else { return .null }
+            return .value(.real(total / Double(elements.count)))
+        case .min, .max:
+            return try extreme(values, op)
+        case .unionOfObjects:
+            return .collection(values.filter { !$0.isNull })
+        case .distinctUnionOfObjects:
+            return .collection(Self.distinct(values.filter { !$0.isNull }))
+        case .unionOfArrays:
+            return .collection(try flatten(values, op))
+        case .distinctUnionOfArrays:
+            return .collection(Self.distinct(try flatten(values, op)))
+        }
+    }
+
+    /// Sum of numbers (booleans count as 0/1, nulls are skipped): an integer while every term is one and the total
+    /// fits, else a real; 0 for none.
+    private func sum(_ values: [KeyPathNode], _ op: CollectionOperator) throws(ObjectGraphError) -> PropertyListValue {
+        var integer: Int64 = 0
+        var real = 0.0
+        var isReal = false
+        for value in values {
+            let term: PropertyListValue
+            switch value {
+            case .value(.null): continue
+            case .value(.boolean(let flag)): term = .integer(flag ? 1 : 0)
+            case .value(let number) where number.doubleValue != nil: term = number
+            default: throw typeMismatch(op, value, "numbers")
+            }
+            if !isReal, case .integer(let i) = term {
+                let (total, overflow) = integer.addingReportingOverflow(i)
+                if !overflow {
+                    integer = total
+                    continue
+                }
+                real = Double(integer)
+                isReal = true
+            } else if !isReal {
+                real = Double(integer)
+                isReal = true
+            }
+            real += term.doubleValue!
+        }
+        return isReal ? .real(real) : .integer(integer)
+    }
+
+    /// The least or greatest value by `compare:` (numbers, strings, dates, booleans); nulls skipped; null for none.
+    private func extreme(_ values: [KeyPathNode], _ op: CollectionOperator) throws(ObjectGraphError) -> KeyPathNode {
+        var best: PropertyListValue?
+        for node in values {
+            guard case .value(let value) = node else { throw typeMismatch(op, node, "comparable values") }
+            if value.isNull { continue }
+            guard let current = best else {
+                guard Self.order(value, value) != nil else { throw typeMismatch(op, node, "comparable values") }
+                best = value
+                continue
+            }
+            guard let order = Self.order(value, current) else { throw typeMismatch(op, node, "values of one type") }
+            if op == .min ? order < 0 : order > 0 { best = value }
+        }
+        return .value(best ?? .null)
+    }
+
+    /// Cocoa's `compare:` for property-list scalars; nil when the two cannot be compared.
+    static func order(_ lhs: PropertyListValue, _ rhs: PropertyListValue) -> Int? {
+        switch (lhs, rhs) {
+        case (.string(let a), .string(let b)): return a < b ? -1 : (a == b ? 0 : 1)
+        case (.boolean(let a), .boolean(let b)): return a == b ? 0 : (a ? 1 : -1)
+        default: return AttributeDescription.compare(lhs, rhs)
+        }
+    }
+
+    private func flatten(_ values: [KeyPathNode], _ op: CollectionOperator) throws(ObjectGraphError) -> [KeyPathNode] {
+        var result: [KeyPathNode] = []
+        for value in values {
+            switch value {
+            case .collection(let elements): result.append(contentsOf: elements)
+            case .value(.array(let elements)): result.append(contentsOf: elements.map(KeyPathNode.value))
+            case .value(.null): continue
+            default: throw typeMismatch(op, value, "collections")
+            }
+        }
+        return result
+    }
+
+    /// Keeps the first occurrence of each value, in order (Cocoa's order is unspecified; ours is stable).
+    static func distinct(_ values: [KeyPathNode]) -> [KeyPathNode] {
+        var seen: Set<KeyPathNode> = []
+        return values.filter { seen.insert($0).inserted }
+    }
+
+    private func typeMismatch(_ op: CollectionOperator, _ node: KeyPathNode, _ wanted: String) -> ObjectGraphError {
+        let found: String
+        switch node {
+        case .object(let handle): found = "an object (\(objectID(of: handle)))"
+        case .collection: found = "a collection"
+        case .value(let value): found = value.typeName
+        }
+        return .typeMismatch(op.rawValue, of: nil, "\(op.rawValue) needs \(wanted), not \(found).")
+    }
+
+    // MARK: Conversions
+
+    func keyValue(_ node: KeyPathNode) -> KeyValue {
+        switch node {
+        case .object(let handle): .object(objectID(of: handle))
+        case .value(let value): .value(value)
+        case .collection(let elements): .collection(elements.map(keyValue))
+        }
+    }
+
+    /// A `KeyValue` as a node; objects must exist (404 `no-such-object`).
+    func node(_ value: KeyValue) throws(ObjectGraphError) -> KeyPathNode {
+        switch value {
+        case .object(let id): return .object(try handle(of: id))
+        case .value(let value): return .value(value)
+        case .collection(let elements):
+            var nodes: [KeyPathNode] = []
+            for element in elements { nodes.append(try node(element)) }
+            return .collection(nodes)
+        }
+    }
+
+    /// The JSON-ready form of a node (objects as `{"$ref"}`).
+    func json(_ node: KeyPathNode) -> PropertyListValue {
+        switch node {
+        case .object(let handle): ["$ref": .string(objectID(of: handle).description)]
+        case .value(let value): value
+        case .collection(let elements): .array(elements.map(json))
+        }
+    }
+}

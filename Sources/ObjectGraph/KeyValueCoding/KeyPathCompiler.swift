@@ -1,0 +1,96 @@
+/// Parses key paths and resolves them against the model (static checks + per-entity property lookups).
+struct KeyPathCompiler {
+    let entities: [EntityDescription]
+    /// The type a derived key gives: `(entity index, derived index)`.
+    let derivedType: (Int, Int) throws(ObjectGraphError) -> StaticType
+
+    /// Splits `keyPath` on dots; 400 `bad-key-path` for an empty path or an empty key.
+    static func keys(of keyPath: String) throws(ObjectGraphError) -> [String] {
+        let keys = keyPath.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        guard !keyPath.isEmpty, !keys.contains(where: \.isEmpty) else {
+            throw .badKeyPath(keyPath, "keys may not be empty.")
+        }
+        return keys
+    }
+
+    func compile(_ keyPath: String, from type: StaticType) throws(ObjectGraphError) -> ([KeyStep], StaticType) {
+        try compile(Self.keys(of: keyPath)[...], from: type, keyPath: keyPath)
+    }
+
+    func compile(
+        _ keys: ArraySlice<String>, from type: StaticType, keyPath: String
+    ) throws(ObjectGraphError) -> ([KeyStep], StaticType) {
+        var steps: [KeyStep] = []
+        var current = type
+        var index = keys.startIndex
+        while index < keys.endIndex {
+            let key = keys[index]
+            index += 1
+            if key == "self" {
+                steps.append(.this)
+                continue
+            }
+            guard key.hasPrefix("@") else {
+                current = try self.type(of: key, on: current)
+                steps.append(.key(lookup(key)))
+                continue
+            }
+            guard let op = CollectionOperator(rawValue: key) else {
+                throw .badKeyPath(keyPath, "\(key) is not a collection operator.")
+            }
+            let element: StaticType
+            switch current {
+            case .collection(let type): element = type
+            case .dynamic: element = .dynamic
+            case .entity(let entity): throw .undefinedKey(key, entity: entities[entity].name)
+            case .scalar(let type): throw .undefinedKey(key, entity: type.rawValue)
+            }
+            if op == .count {
+                steps.append(.collectionOperator(.count, rest: []))
+                return (steps, .scalar(.integer))
+            }
+            let rest = keys[index...]
+            let (restSteps, restType) = rest.isEmpty ? ([], element) : try compile(rest, from: element, keyPath: keyPath)
+            steps.append(.collectionOperator(op, rest: restSteps))
+            switch op {
+            case .count: return (steps, .scalar(.integer))
+            case .sum, .avg: return (steps, .scalar(.real))
+            case .min, .max: return (steps, restType)
+            case .unionOfObjects, .distinctUnionOfObjects: return (steps, .collection(restType))
+            case .unionOfArrays, .distinctUnionOfArrays:
+                switch restType {
+                case .collection(let inner): return (steps, .collection(inner))
+                case .dynamic: return (steps, .dynamic)
+                default: throw .badKeyPath(keyPath, "\(key) needs a collection of collections.")
+                }
+            }
+        }
+        return (steps, current)
+    }
+
+    func type(of key: String, on type: StaticType) throws(ObjectGraphError) -> StaticType {
+        switch type {
+        case .entity(let entityIndex):
+            let entity = entities[entityIndex]
+            guard let property = entity.properties[key] else { throw .undefinedKey(key, entity: entity.name) }
+            switch property {
+            case .attribute(let index):
+                let attributeType = entity.attributes[index].type
+                return attributeType == .any ? .dynamic : .scalar(attributeType)
+            case .relationship(let index):
+                let relationship = entity.relationships[index]
+                let destination = StaticType.entity(relationship.destinationIndex)
+                return relationship.isToMany ? .collection(destination) : destination
+            case .derived(let index):
+                return try derivedType(entityIndex, index)
+            }
+        case .collection(let element): return .collection(try self.type(of: key, on: element))
+        case .dynamic: return .dynamic
+        case .scalar(let attributeType): throw .undefinedKey(key, entity: attributeType.rawValue)
+        }
+    }
+
+    func lookup(_ key: String) -> KeyLookup {
+        KeyLookup(key: key, properties: entities.map { $0.properties[key] })
+    }
+}

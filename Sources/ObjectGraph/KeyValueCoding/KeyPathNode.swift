@@ -1,0 +1,15 @@
+import PropertyList
+
+/// A value while a key path is evaluated: like `KeyValue`, with objects as handles (no id strings involved).
+enum KeyPathNode: Hashable {
+    case object(ObjectHandle)
+    case value(PropertyListValue)
+    case collection([KeyPathNode])
+
+    static let null = KeyPathNode.value(.null)
+
+    var isNull: Bool {
+        if case .value(.null) = self { return true }
+        return false
+    }
+}

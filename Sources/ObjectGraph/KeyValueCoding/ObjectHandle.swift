@@ -1,0 +1,14 @@
+/// A stored object as the store addresses it internally: its entity's index and its row.
+///
+/// Handles are only meaningful inside the `read` or `transaction` closure that produced them (rows move when the
+/// store compacts after a commit); outside it, use `ObjectID`. They exist so that filtering and sorting many objects
+/// need no hashing of ids: `handles(of:)`, then `value(of:at:)` with a `CompiledKeyPath`.
+public struct ObjectHandle: Hashable, Sendable {
+    let entity: Int
+    let row: Int
+
+    init(entity: Int, row: Int) {
+        self.entity = entity
+        self.row = row
+    }
+}

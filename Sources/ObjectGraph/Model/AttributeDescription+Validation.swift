@@ -1,0 +1,111 @@
+import Foundation
+import PropertyList
+
+extension AttributeDescription {
+    /// The stored form of a value a client sent for this attribute (API.md §1), or 422 `type-mismatch`.
+    ///
+    /// Accepts a real with no fraction for an integer, an integer for a real, a plain ISO 8601 string for a date, a
+    /// plain base64 string for data. `any` takes every value whose dictionaries have no `$`-keys. Null passes (a
+    /// missing required value is found when the transaction is validated).
+    public func coerce(_ value: PropertyListValue, of object: ObjectID?) throws(ObjectGraphError) -> PropertyListValue {
+        switch (type, value) {
+        case (_, .null): return .null
+        case (.string, .string), (.boolean, .boolean), (.integer, .integer), (.real, .real), (.date, .date),
+            (.data, .data):
+            return value
+        case (.integer, .real):
+            if let integer = value.integerValue { return .integer(integer) }
+        case (.real, .integer(let integer)):
+            return .real(Double(integer))
+        case (.date, .string(let text)):
+            if let date = ISO8601.date(from: text) { return .date(date) }
+            throw .typeMismatch(name, of: object, "\(name) must be a date; \"\(text)\" is not ISO 8601.")
+        case (.data, .string(let text)):
+            if let data = Data(base64Encoded: text) { return .data(data) }
+            throw .typeMismatch(name, of: object, "\(name) must be data; the string is not base64.")
+        case (.any, _):
+            if let key = Self.dollarKey(in: value) {
+                throw .typeMismatch(name, of: object, "\(name) may not hold a dictionary key \"\(key)\" starting with $.")
+            }
+            return value
+        default:
+            break
+        }
+        throw .typeMismatch(name, of: object, "\(name) must be \(Self.article(type.rawValue)), not \(value.typeName).")
+    }
+
+    /// The first constraint a stored value breaks, or nil. Null breaks only `required`.
+    public func violation(of value: PropertyListValue, in object: ObjectID?) -> ObjectGraphError? {
+        if value.isNull {
+            return isRequired ? .validationFailed(name, of: object, "\(name) is required.") : nil
+        }
+        if let minimum, let order = Self.compare(value, minimum), order < 0 {
+            return .validationFailed(name, of: object, "\(name) must be at least \(Self.describe(minimum)).")
+        }
+        if let maximum, let order = Self.compare(value, maximum), order > 0 {
+            return .validationFailed(name, of: object, "\(name) must be at most \(Self.describe(maximum)).")
+        }
+        if minLength != nil || maxLength != nil, let length = Self.length(of: value) {
+            if let minLength, length < minLength {
+                return .validationFailed(name, of: object, "\(name) must be at least \(minLength) long.")
+            }
+            if let maxLength, length > maxLength {
+                return .validationFailed(name, of: object, "\(name) must be at most \(maxLength) long.")
+            }
+        }
+        if let pattern, case .string(let text) = value, !pattern.matchesWhole(text) {
+            return .validationFailed(name, of: object, "\(name) must match the pattern \(pattern.pattern).")
+        }
+        if let allowedValues, !allowedValues.contains(value) {
+            let list = allowedValues.map(Self.describe).joined(separator: ", ")
+            return .validationFailed(name, of: object, "\(name) must be one of \(list).")
+        }
+        return nil
+    }
+
+    /// Orders two numbers or two dates; nil for other pairs.
+    static func compare(_ lhs: PropertyListValue, _ rhs: PropertyListValue) -> Int? {
+        switch (lhs, rhs) {
+        case (.integer(let a), .integer(let b)): return a < b ? -1 : (a == b ? 0 : 1)
+        case (.date(let a), .date(let b)): return a < b ? -1 : (a == b ? 0 : 1)
+        default:
+            guard let a = lhs.doubleValue, let b = rhs.doubleValue else { return nil }
+            return a < b ? -1 : (a == b ? 0 : 1)
+        }
+    }
+
+    /// Characters of a string, bytes of data.
+    static func length(of value: PropertyListValue) -> Int? {
+        switch value {
+        case .string(let text): text.count
+        case .data(let data): data.count
+        default: nil
+        }
+    }
+
+    static func describe(_ value: PropertyListValue) -> String {
+        if case .date(let date) = value { return ISO8601.string(from: date) }
+        return value.jsonString()
+    }
+
+    static func article(_ word: String) -> String {
+        (word.first.map { "aeiou".contains($0) } ?? false ? "an " : "a ") + word
+    }
+
+    /// The first dictionary key starting with `$` anywhere inside `value`.
+    static func dollarKey(in value: PropertyListValue) -> String? {
+        switch value {
+        case .array(let elements):
+            for element in elements {
+                if let key = dollarKey(in: element) { return key }
+            }
+        case .dictionary(let dictionary):
+            for (key, element) in dictionary {
+                if key.hasPrefix("$") { return key }
+                if let found = dollarKey(in: element) { return found }
+            }
+        default: break
+        }
+        return nil
+    }
+}

@@ -1,0 +1,144 @@
+import PropertyList
+import Synchronization
+
+/// The object graph of one model: objects, key-value coding, and all-or-nothing transactions (DESIGN.md).
+///
+/// One `Mutex` guards the graph; `read` and `transaction` run their closure under it, so keep closures short and
+/// never call out or nest them (the lock is not recursive). Sequence numbers: the store starts at seq 0; every
+/// transaction that changes something commits with the next seq (strictly increasing, no gaps); a transaction that
+/// changes nothing (including setting values equal to the current ones) uses no seq and makes no record.
+/// Each object's version is the seq of the last transaction that changed it (also as the inverse side of a
+/// relationship change): its ETag.
+public final class ObjectStore: Sendable {
+    public let model: ObjectModel
+    private let state: Mutex<GraphState>
+    private let hooks: ObjectStoreHooks
+    private let delivery = Mutex(DeliveryQueue())
+
+    private struct DeliveryQueue: ~Copyable {
+        var pending: [ChangeRecord] = []
+        var isDelivering = false
+    }
+
+    public init(model: ObjectModel, hooks: ObjectStoreHooks = ObjectStoreHooks()) {
+        self.model = model
+        self.state = Mutex(GraphState(model: model))
+        self.hooks = hooks
+    }
+
+    /// The seq of the last committed transaction.
+    public var seq: Int64 {
+        state.withLock { $0.seq }
+    }
+
+    /// Runs `body` with a consistent read view of the store.
+    public func read<T: Sendable, E: Error>(_ body: (ReadView) throws(E) -> T) throws(E) -> T {
+        try state.withLock { (state: inout GraphState) throws(E) -> T in
+            try body(ReadView(state: state))
+        }
+    }
+
+    /// Runs `body` as one transaction: if it throws, or the changes break the model's constraints (422), or
+    /// `willCommit` throws, nothing changes and the error is rethrown; else the changes commit with the next seq.
+    @discardableResult
+    public func transaction<T: Sendable>(_ body: (Transaction) throws -> T) throws -> TransactionResult<T> {
+        let result = try state.withLock { (state: inout GraphState) throws -> TransactionResult<T> in
+            let transaction = Transaction(state: state)
+            do {
+                let value = try body(transaction)
+                return try commit(transaction, in: state, value: value)
+            } catch {
+                transaction.rollback()
+                throw error
+            }
+        }
+        deliverPending()
+        return result
+    }
+
+    /// Replays a change record from the journal: the state after it is the state the record was made from
+    /// (objects, ids, order, versions, seq, id counter).
+    ///
+    /// The record's seq must be the store's seq + 1 (409 `conflict` otherwise). Hooks are not run. The record is
+    /// checked while it is applied (400 `bad-change-record`, 404, 422) and validated like a transaction; on error
+    /// nothing changes.
+    public func apply(_ record: ChangeRecord) throws(ObjectGraphError) {
+        try state.withLock { (state: inout GraphState) throws(ObjectGraphError) in
+            guard record.seq == state.seq + 1 else {
+                throw ObjectGraphError(
+                    status: 409, code: "conflict",
+                    message: "Change record \(record.seq) does not follow the store's seq \(state.seq).")
+            }
+            let transaction = Transaction(state: state)
+            do throws(ObjectGraphError) {
+                for change in record.changes { try transaction.replay(change) }
+                try transaction.validate()
+                state.lastAssignedID = max(state.lastAssignedID, record.lastAssignedID)
+                transaction.commit(seq: record.seq)
+            } catch {
+                transaction.rollback()
+                throw error
+            }
+        }
+    }
+
+    /// Loads a fixture's `data.json` bytes (`{"objects": [...]}`) as one transaction replacing the graph.
+    ///
+    /// Malformed JSON is 400 `malformed-json` with `line` and `column`.
+    @discardableResult
+    public func loadFixture(jsonBytes: some Collection<UInt8>) throws -> ChangeRecord? {
+        let json: PropertyListValue
+        do {
+            json = try PropertyListValue(jsonBytes: jsonBytes)
+        } catch {
+            var fields: [String: PropertyListValue] = [:]
+            fields["line"] = error.line.map { .integer(Int64($0)) }
+            fields["column"] = error.column.map { .integer(Int64($0)) }
+            throw ObjectGraphError(status: 400, code: "malformed-json", message: error.description, fields: fields)
+        }
+        return try transaction { transaction in try transaction.replaceGraph(with: json) }.record
+    }
+
+    // MARK: Commit and delivery
+
+    private func commit<T: Sendable>(
+        _ transaction: Transaction, in state: GraphState, value: T
+    ) throws -> TransactionResult<T> {
+        guard transaction.hasChanges else {
+            transaction.rollback()
+            return TransactionResult(value: value, record: nil, seq: state.seq)
+        }
+        try transaction.validate()
+        let seq = state.seq + 1
+        guard let record = transaction.changeRecord(seq: seq) else {
+            return TransactionResult(value: value, record: nil, seq: state.seq)
+        }
+        try hooks.willCommit?(record)
+        transaction.commit(seq: seq)
+        if hooks.didCommit != nil {
+            delivery.withLock { $0.pending.append(record) }
+        }
+        return TransactionResult(value: value, record: record, seq: seq)
+    }
+
+    /// Delivers pending records to `didCommit` in seq order, outside the store's lock, one deliverer at a time.
+    private func deliverPending() {
+        guard let didCommit = hooks.didCommit else { return }
+        let starts = delivery.withLock { queue in
+            if queue.isDelivering { return false }
+            queue.isDelivering = true
+            return true
+        }
+        guard starts else { return }
+        while true {
+            let batch = delivery.withLock { queue in
+                let batch = queue.pending
+                queue.pending = []
+                if batch.isEmpty { queue.isDelivering = false }
+                return batch
+            }
+            if batch.isEmpty { return }
+            for record in batch { didCommit(record) }
+        }
+    }
+}

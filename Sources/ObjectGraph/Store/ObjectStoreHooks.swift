@@ -1,0 +1,21 @@
+/// Code that later layers run around each commit: the journal (`willCommit`) and KVO delivery (`didCommit`).
+///
+/// `willCommit` runs under the store's lock once the transaction has validated, with its change record, in seq
+/// order; if it throws, the transaction is rolled back and the error is rethrown to the caller as it is (the
+/// journal append goes here: a change is acknowledged only once it is journaled). It must not touch the store.
+/// `didCommit` runs after the lock is released, exactly once per committed record, in seq order, never concurrently
+/// with itself; it may run on the thread of a later transaction (the committing thread delivers whatever is pending,
+/// so a `transaction` call can return before its own record was delivered by another thread). Neither runs for
+/// transactions that changed nothing, nor for `ObjectStore.apply(_:)` (journal replay).
+public struct ObjectStoreHooks: Sendable {
+    public var willCommit: (@Sendable (ChangeRecord) throws -> Void)?
+    public var didCommit: (@Sendable (ChangeRecord) -> Void)?
+
+    public init(
+        willCommit: (@Sendable (ChangeRecord) throws -> Void)? = nil,
+        didCommit: (@Sendable (ChangeRecord) -> Void)? = nil
+    ) {
+        self.willCommit = willCommit
+        self.didCommit = didCommit
+    }
+}

@@ -1,0 +1,97 @@
+import PropertyList
+
+/// Loading many objects at once: fixtures (`data.json`), `PUT /store`, imports.
+extension Transaction {
+    /// Replaces the whole graph with `graph` (`{"objects": [...]}`, as `exportGraph` writes it, or a bare array).
+    ///
+    /// Objects are in their JSON form with a full `"$id": "Entity/id"` (server-assigned when missing); references
+    /// may point forward; derived keys are ignored (so an export loads back); when both sides of a relationship are
+    /// given and disagree, the object listed later wins. The change record holds one `reset` change with the old and
+    /// new graphs instead of one change per object; versions of all objects become the transaction's seq.
+    public func replaceGraph(with graph: PropertyListValue) throws(ObjectGraphError) {
+        let objects = try Self.objectList(graph)
+        let old: PropertyListValue = ["objects": .array(state.exportObjects())]
+        steps.append(.reset(oldTables: state.tables, old: old, new: .null))
+        let resetStep = steps.count - 1
+        resetIndex = resetStep
+        state.tables = state.emptyTables()
+        recording = false
+        defer { recording = true }
+        try load(objects)
+        steps[resetStep] = .reset(
+            oldTables: Self.oldTables(of: steps[resetStep]), old: old,
+            new: ["objects": .array(state.exportObjects())])
+    }
+
+    /// Inserts several objects given in JSON form (as in `data.json`), adding to the graph; references may point
+    /// forward among them and to existing objects.
+    @discardableResult
+    public func insertObjects(_ graph: PropertyListValue) throws(ObjectGraphError) -> [ObjectID] {
+        try load(try Self.objectList(graph))
+    }
+
+    @discardableResult
+    private func load(_ objects: [PropertyListValue]) throws(ObjectGraphError) -> [ObjectID] {
+        var created: [(ObjectHandle, [String: PropertyListValue])] = []
+        created.reserveCapacity(objects.count)
+        for (position, object) in objects.enumerated() {
+            guard case .dictionary(let values) = object else {
+                throw .typeMismatch("objects", of: nil, "objects[\(position)] must be a JSON object.")
+            }
+            let id: ObjectID?
+            switch values["$id"] {
+            case .string(let text):
+                guard let reference = ObjectID(reference: text) else {
+                    throw .validationFailed("$id", of: nil, "objects[\(position)]: \"\(text)\" is not Entity/id.")
+                }
+                id = reference
+            case nil, .null?:
+                id = nil
+            case let other?:
+                throw .typeMismatch("$id", of: nil, "objects[\(position)]: $id must be a string, not \(other.typeName).")
+            }
+            guard let id else {
+                throw .validationFailed("$id", of: nil, "objects[\(position)] needs an \"$id\": \"Entity/id\".")
+            }
+            let entity = state.model.entities[try state.model.entityIndex(id.entity)]
+            var attributes: [String: PropertyListValue] = [:]
+            var relationships: [String: PropertyListValue] = [:]
+            for (key, value) in values where key != "$id" {
+                switch entity.properties[key] {
+                case .attribute: attributes[key] = value
+                case .relationship: relationships[key] = value
+                case .derived: continue
+                case nil: throw .undefinedKey(key, entity: entity.name)
+                }
+            }
+            let objectID = try insert(entity.name, id: id.id, values: attributes)
+            created.append((try state.handle(of: objectID), relationships))
+        }
+        for (handle, relationships) in created {
+            let entity = state.model.entities[handle.entity]
+            for (key, value) in relationships.sorted(by: { $0.key < $1.key }) {
+                guard case .relationship(let index) = entity.properties[key] else { continue }
+                try setRelationship(index, of: handle, to: value)
+            }
+        }
+        return created.map { state.objectID(of: $0.0) }
+    }
+
+    static func objectList(_ graph: PropertyListValue) throws(ObjectGraphError) -> [PropertyListValue] {
+        switch graph {
+        case .array(let objects): return objects
+        case .dictionary(let dictionary):
+            guard case .array(let objects) = dictionary["objects"] else {
+                throw .typeMismatch("objects", of: nil, "the graph needs an \"objects\" array.")
+            }
+            return objects
+        default:
+            throw .typeMismatch("objects", of: nil, "the graph must be {\"objects\": [...]}, not \(graph.typeName).")
+        }
+    }
+
+    private static func oldTables(of step: TransactionStep) -> [EntityTable] {
+        if case .reset(let tables, _, _) = step { return tables }
+        return []
+    }
+}

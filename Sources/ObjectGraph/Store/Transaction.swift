@@ -1,0 +1,285 @@
+import PropertyList
+
+/// The changes of one `ObjectStore.transaction`: all of them are committed, or none.
+///
+/// Each operation checks types, keys and references at once and throws (the transaction is then rolled back); the
+/// model's constraints and cardinalities are checked once, when the closure returns, over every object the
+/// transaction touched (so intermediate states may be invalid, as in a Core Data save). Inverse relationships are
+/// kept in step on both sides. Valid only inside the closure it was given to; reading through `view` sees the
+/// transaction's own changes.
+public final class Transaction {
+    let state: GraphState
+    var steps: [TransactionStep] = []
+    /// Index in `steps` of the last `reset`; steps before it are not part of the change record.
+    var resetIndex: Int?
+    /// False while `replaceGraph` loads objects: the reset step alone describes (and undoes) them.
+    var recording = true
+    let startLastAssignedID: Int64
+
+    init(state: GraphState) {
+        self.state = state
+        self.startLastAssignedID = state.lastAssignedID
+    }
+
+    /// Reading inside the transaction (it sees the changes made so far).
+    public var view: ReadView { ReadView(state: state) }
+
+    /// Whether the transaction has changed anything so far.
+    public var hasChanges: Bool { !steps.isEmpty }
+
+    // MARK: Recorded primitive changes (one side of a relationship each)
+
+    func setAttribute(_ handle: ObjectHandle, _ slot: Int, _ value: PropertyListValue) {
+        let old = state.attribute(handle, slot)
+        guard old != value else { return }
+        state.setAttribute(handle, slot, value)
+        record(.attribute(handle, slot: slot, old: old, new: value))
+    }
+
+    func setToOne(_ handle: ObjectHandle, _ index: Int, _ destination: ObjectHandle?) {
+        let relationship = state.relationship(handle, index)
+        let old = state.toOne(handle, relationship).map { Int32($0.row) } ?? -1
+        let new = destination.map { Int32($0.row) } ?? -1
+        guard old != new else { return }
+        state.setToOne(handle, relationship, new)
+        record(.toOne(handle, relationship: index, old: old, new: new))
+    }
+
+    func setToMany(_ handle: ObjectHandle, _ index: Int, _ rows: [Int32]) {
+        let relationship = state.relationship(handle, index)
+        let old = state.toManyRows(handle, relationship)
+        guard old != rows else { return }
+        state.setToMany(handle, relationship, rows)
+        record(.toManySet(handle, relationship: index, old: old, new: rows))
+    }
+
+    func insertToMany(_ handle: ObjectHandle, _ index: Int, _ row: Int32, at position: Int) {
+        state.insertToMany(handle, state.relationship(handle, index), row, at: position)
+        record(.toManyInsert(handle, relationship: index, index: position, row: row))
+    }
+
+    func removeToMany(_ handle: ObjectHandle, _ index: Int, at position: Int) {
+        let relationship = state.relationship(handle, index)
+        let row = state.toManyRows(handle, relationship)[position]
+        state.removeToMany(handle, relationship, at: position)
+        record(.toManyRemove(handle, relationship: index, index: position, row: row))
+    }
+
+    func replaceToMany(_ handle: ObjectHandle, _ index: Int, _ row: Int32, at position: Int) {
+        let relationship = state.relationship(handle, index)
+        let old = state.toManyRows(handle, relationship)[position]
+        guard old != row else { return }
+        state.replaceToMany(handle, relationship, row, at: position)
+        record(.toManyReplace(handle, relationship: index, index: position, old: old, new: row))
+    }
+
+    func createRow(entity: Int, id: String, attributes: [PropertyListValue]) -> ObjectHandle {
+        let row = state.tables[entity].appendRow(id: id, attributes: attributes, version: state.seq + 1)
+        let handle = ObjectHandle(entity: entity, row: row)
+        record(.created(handle, attributes: attributes))
+        return handle
+    }
+
+    /// Tombstones an object whose relationships are already empty; `json` is its stored form before deletion began.
+    func tombstone(_ handle: ObjectHandle, json: PropertyListValue) {
+        let attributes = state.tables[handle.entity].attributeValues(of: handle.row)
+        state.tables[handle.entity].tombstone(handle.row)
+        record(.deleted(handle, attributes: attributes, json: json))
+    }
+
+    private func record(_ step: TransactionStep) {
+        if recording { steps.append(step) }
+    }
+
+    // MARK: Rollback
+
+    /// Undoes every step, newest first, and restores the id counter: the graph is as it was before.
+    func rollback() {
+        for step in steps.reversed() {
+            switch step {
+            case .created(let handle, _):
+                state.tables[handle.entity].popRow()
+            case .deleted(let handle, let attributes, _):
+                state.tables[handle.entity].revive(handle.row, attributes: attributes)
+            case .attribute(let handle, let slot, let old, _):
+                state.setAttribute(handle, slot, old)
+            case .toOne(let handle, let index, let old, _):
+                state.setToOne(handle, state.relationship(handle, index), old)
+            case .toManySet(let handle, let index, let old, _):
+                state.setToMany(handle, state.relationship(handle, index), old)
+            case .toManyInsert(let handle, let index, let position, _):
+                state.removeToMany(handle, state.relationship(handle, index), at: position)
+            case .toManyRemove(let handle, let index, let position, let row):
+                state.insertToMany(handle, state.relationship(handle, index), row, at: position)
+            case .toManyReplace(let handle, let index, let position, let old, _):
+                state.replaceToMany(handle, state.relationship(handle, index), old, at: position)
+            case .reset(let oldTables, _, _):
+                state.tables = oldTables
+            }
+        }
+        steps = []
+        resetIndex = nil
+        state.lastAssignedID = startLastAssignedID
+    }
+
+    // MARK: Validation
+
+    /// Checks constraints and cardinalities of every live object the transaction touched (all objects after a
+    /// reset); throws one error, or 422 `validation-failed` with `errors` for several (at most 100 are listed).
+    func validate() throws(ObjectGraphError) {
+        var errors: [ObjectGraphError] = []
+        if resetIndex != nil {
+            for entity in state.tables.indices {
+                for row in state.tables[entity].liveRows {
+                    validate(ObjectHandle(entity: entity, row: row), into: &errors)
+                    if errors.count >= 100 { break }
+                }
+            }
+        } else {
+            var seen: Set<ObjectHandle> = []
+            for step in steps {
+                guard let handle = step.target, seen.insert(handle).inserted, state.isAlive(handle) else { continue }
+                validate(handle, into: &errors)
+                if errors.count >= 100 { break }
+            }
+        }
+        if !errors.isEmpty { throw .combining(errors) }
+    }
+
+    private func validate(_ handle: ObjectHandle, into errors: inout [ObjectGraphError]) {
+        let entity = state.model.entities[handle.entity]
+        var object: ObjectID?
+        func id() -> ObjectID {
+            if let object { return object }
+            let id = state.objectID(of: handle)
+            object = id
+            return id
+        }
+        for attribute in entity.attributes {
+            let value = state.attribute(handle, attribute.slot)
+            if value.isNull && !attribute.isRequired { continue }
+            if let error = attribute.violation(of: value, in: id()) { errors.append(error) }
+        }
+        for relationship in entity.relationships {
+            if relationship.isToMany {
+                let count = state.toManyRows(handle, relationship).count
+                let minimum = relationship.effectiveMinCount
+                if count < minimum {
+                    errors.append(
+                        .cardinality(
+                            relationship.name, of: id(),
+                            "\(relationship.name) needs at least \(minimum) object\(minimum == 1 ? "" : "s"), not \(count)."))
+                } else if let maximum = relationship.maxCount, count > maximum {
+                    errors.append(
+                        .cardinality(
+                            relationship.name, of: id(), "\(relationship.name) may hold at most \(maximum), not \(count)."))
+                }
+            } else if relationship.isRequired && state.toOne(handle, relationship) == nil {
+                errors.append(.cardinality(relationship.name, of: id(), "\(relationship.name) is required."))
+            }
+        }
+    }
+
+    // MARK: Commit
+
+    /// The change record of the transaction as committed with `seq` (nil when nothing changed).
+    func changeRecord(seq: Int64) -> ChangeRecord? {
+        guard !steps.isEmpty else { return nil }
+        let start = resetIndex ?? 0
+        var changes: [Change] = []
+        changes.reserveCapacity(steps.count - start)
+        var inserted: [ObjectID] = []
+        var deleted: [ObjectID] = []
+        var updated: [ObjectID] = []
+        var created: Set<ObjectHandle> = []
+        var touched: Set<ObjectHandle> = []
+        var touchedOrder: [ObjectHandle] = []
+        for step in steps[start...] {
+            changes.append(change(for: step))
+            switch step {
+            case .created(let handle, _): created.insert(handle)
+            case .deleted(let handle, _, _):
+                if !created.contains(handle) { deleted.append(state.objectID(of: handle)) }
+            default: break
+            }
+            if let handle = step.target, touched.insert(handle).inserted { touchedOrder.append(handle) }
+        }
+        for handle in touchedOrder where state.isAlive(handle) {
+            if created.contains(handle) {
+                inserted.append(state.objectID(of: handle))
+            } else {
+                updated.append(state.objectID(of: handle))
+            }
+        }
+        return ChangeRecord(
+            seq: seq, changes: changes, inserted: inserted, updated: updated, deleted: deleted,
+            lastAssignedID: state.lastAssignedID)
+    }
+
+    /// Makes the transaction's changes current: the seq, and the version of every object it touched.
+    func commit(seq: Int64) {
+        state.seq = seq
+        if resetIndex != nil {
+            for table in state.tables {
+                for row in 0..<table.rowCount where table.alive[row] { table.versions[row] = seq }
+            }
+        } else {
+            for step in steps {
+                guard let handle = step.target, state.isAlive(handle) else { continue }
+                state.tables[handle.entity].versions[handle.row] = seq
+            }
+        }
+        steps = []
+        resetIndex = nil
+        state.compactIfNeeded()
+    }
+
+    private func change(for step: TransactionStep) -> Change {
+        func id(_ handle: ObjectHandle) -> ObjectID { state.objectID(of: handle) }
+        func name(_ handle: ObjectHandle, _ index: Int) -> String { state.relationship(handle, index).name }
+        func ref(_ handle: ObjectHandle, _ index: Int, _ row: Int32) -> PropertyListValue {
+            state.reference(entity: state.relationship(handle, index).destinationIndex, row: row)
+        }
+        func refs(_ handle: ObjectHandle, _ index: Int, _ rows: [Int32]) -> PropertyListValue {
+            .array(rows.map { ref(handle, index, $0) })
+        }
+        switch step {
+        case .created(let handle, let attributes):
+            var values: [String: PropertyListValue] = [:]
+            for attribute in state.model.entities[handle.entity].attributes where !attributes[attribute.slot].isNull {
+                values[attribute.name] = attributes[attribute.slot]
+            }
+            return Change(kind: .creation, target: id(handle), new: .dictionary(values))
+        case .deleted(let handle, _, let json):
+            return Change(kind: .deletion, target: id(handle), old: json)
+        case .attribute(let handle, let slot, let old, let new):
+            let key = state.model.entities[handle.entity].attributes[slot].name
+            return Change(kind: .setting, target: id(handle), key: key, old: old, new: new)
+        case .toOne(let handle, let index, let old, let new):
+            return Change(
+                kind: .setting, target: id(handle), key: name(handle, index), old: ref(handle, index, old),
+                new: ref(handle, index, new))
+        case .toManySet(let handle, let index, let old, let new):
+            return Change(
+                kind: .setting, target: id(handle), key: name(handle, index), old: refs(handle, index, old),
+                new: refs(handle, index, new))
+        case .toManyInsert(let handle, let index, let position, let row):
+            return Change(
+                kind: .insertion, target: id(handle), key: name(handle, index), new: refs(handle, index, [row]),
+                indexes: [position])
+        case .toManyRemove(let handle, let index, let position, let row):
+            return Change(
+                kind: .removal, target: id(handle), key: name(handle, index), old: refs(handle, index, [row]),
+                indexes: [position])
+        case .toManyReplace(let handle, let index, let position, let old, let new):
+            return Change(
+                kind: .replacement, target: id(handle), key: name(handle, index), old: refs(handle, index, [old]),
+                new: refs(handle, index, [new]), indexes: [position])
+        case .reset(_, let old, let new):
+            return Change(kind: .reset, target: nil, old: old, new: new)
+        }
+    }
+}
+
+@available(*, unavailable)
+extension Transaction: Sendable {}
