@@ -57,7 +57,8 @@ extension GraphState {
             let relationship = self.relationship(handle, index)
             if relationship.isToMany {
                 let destination = relationship.destinationIndex
-                return .collection(toManyRows(handle, relationship).map { .object(ObjectHandle(entity: destination, row: Int($0))) })
+                return .collection(
+                    toManyRows(handle, relationship).map { .object(ObjectHandle(entity: destination, row: Int($0))) })
             }
             return toOne(handle, relationship).map(KeyPathNode.object) ?? .null
         case .derived(let index):
@@ -67,7 +68,8 @@ extension GraphState {
 
     // MARK: Collection operators
 
-    func apply(_ op: CollectionOperator, rest: [KeyStep], to node: KeyPathNode) throws(ObjectGraphError) -> KeyPathNode {
+    func apply(_ op: CollectionOperator, rest: [KeyStep], to node: KeyPathNode) throws(ObjectGraphError) -> KeyPathNode
+    {
         let elements: [KeyPathNode]
         switch node {
         case .collection(let nodes): elements = nodes

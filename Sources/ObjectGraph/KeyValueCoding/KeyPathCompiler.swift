@@ -50,7 +50,8 @@ struct KeyPathCompiler {
                 return (steps, .scalar(.integer))
             }
             let rest = keys[index...]
-            let (restSteps, restType) = rest.isEmpty ? ([], element) : try compile(rest, from: element, keyPath: keyPath)
+            let (restSteps, restType) =
+                rest.isEmpty ? ([], element) : try compile(rest, from: element, keyPath: keyPath)
             steps.append(.collectionOperator(op, rest: restSteps))
             switch op {
             case .count: return (steps, .scalar(.integer))

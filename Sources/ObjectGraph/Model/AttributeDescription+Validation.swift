@@ -25,7 +25,8 @@ extension AttributeDescription {
             throw .typeMismatch(name, of: object, "\(name) must be data; the string is not base64.")
         case (.any, _):
             if let key = Self.dollarKey(in: value) {
-                throw .typeMismatch(name, of: object, "\(name) may not hold a dictionary key \"\(key)\" starting with $.")
+                throw .typeMismatch(
+                    name, of: object, "\(name) may not hold a dictionary key \"\(key)\" starting with $.")
             }
             return value
         default:

@@ -25,7 +25,9 @@ struct ModelLoader {
         for (index, name) in names.enumerated() {
             entity = name
             key = nil
-            guard Self.isIdentifier(name) else { throw fail("an entity name must be an identifier ([A-Za-z_][A-Za-z0-9_]*).") }
+            guard Self.isIdentifier(name) else {
+                throw fail("an entity name must be an identifier ([A-Za-z_][A-Za-z0-9_]*).")
+            }
             entities.append(try loadEntity(entitiesJSON[name]!, name: name, index: index, names: Set(names)))
         }
         try resolveRelationships(&entities)
@@ -80,7 +82,8 @@ struct ModelLoader {
         }
     }
 
-    private func loadAttribute(_ json: PropertyListValue, name: String) throws(ObjectGraphError) -> AttributeDescription {
+    private func loadAttribute(_ json: PropertyListValue, name: String) throws(ObjectGraphError) -> AttributeDescription
+    {
         guard let spec = json.dictionaryValue else { throw fail("an attribute must be a JSON object.") }
         try expectOnly(
             ["type", "required", "default", "min", "max", "minLength", "maxLength", "pattern", "enum"], in: spec,
@@ -200,6 +203,18 @@ struct ModelLoader {
 
     private mutating func resolveRelationships(_ entities: inout [EntityDescription]) throws(ObjectGraphError) {
         let indexes = Dictionary(uniqueKeysWithValues: entities.enumerated().map { ($1.name, $0) })
+        // First every inverse must exist (the likelier typo), then point back.
+        for e in entities.indices {
+            entity = entities[e].name
+            for relationship in entities[e].relationships {
+                key = relationship.name
+                guard case .relationship = entities[indexes[relationship.destination]!].properties[relationship.inverse]
+                else {
+                    throw fail(
+                        "inverse \"\(relationship.inverse)\" is not a relationship of \(relationship.destination).")
+                }
+            }
+        }
         for e in entities.indices {
             entity = entities[e].name
             for r in entities[e].relationships.indices {

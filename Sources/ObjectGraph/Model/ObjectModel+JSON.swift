@@ -34,8 +34,11 @@ extension EntityDescription {
             spec["max"] = relationship.maxCount.map { .integer(Int64($0)) }
             relationships[relationship.name] = .dictionary(spec)
         }
-        let derived = Dictionary(uniqueKeysWithValues: derivedKeys.map { ($0.name, PropertyListValue.string($0.keyPath)) })
-        return ["attributes": .dictionary(attributes), "relationships": .dictionary(relationships),
-            "derived": .dictionary(derived)]
+        let derived = Dictionary(
+            uniqueKeysWithValues: derivedKeys.map { ($0.name, PropertyListValue.string($0.keyPath)) })
+        return [
+            "attributes": .dictionary(attributes), "relationships": .dictionary(relationships),
+            "derived": .dictionary(derived),
+        ]
     }
 }

@@ -54,7 +54,8 @@ public struct ObjectModel: Sendable {
 
     /// Compiles a key path for objects of `entity` (nil: for plain values), for repeated evaluation.
     public func compile(_ keyPath: String, for entity: String?) throws(ObjectGraphError) -> CompiledKeyPath {
-        let start: StaticType = try entity.map { name throws(ObjectGraphError) in .entity(try entityIndex(name)) }
+        let start: StaticType =
+            try entity.map { name throws(ObjectGraphError) in .entity(try entityIndex(name)) }
             ?? .dynamic
         let (steps, type) = try compiler.compile(keyPath, from: start)
         return CompiledKeyPath(keyPath: keyPath, entity: entity, steps: steps, resultType: type)

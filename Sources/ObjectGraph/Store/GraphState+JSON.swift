@@ -34,7 +34,8 @@ extension GraphState {
 
     func relationshipJSON(_ handle: ObjectHandle, _ relationship: RelationshipDescription) -> PropertyListValue {
         if relationship.isToMany {
-            return .array(toManyRows(handle, relationship).map { reference(entity: relationship.destinationIndex, row: $0) })
+            return .array(
+                toManyRows(handle, relationship).map { reference(entity: relationship.destinationIndex, row: $0) })
         }
         return toOne(handle, relationship).map(reference) ?? .null
     }

@@ -77,7 +77,8 @@ public struct ReadView: KeyPathResolving {
     }
 
     /// The JSON form of every object of `entity`, in insertion order (see `json(of:keys:)`).
-    public func jsonOfObjects(of entity: String, keys: [String]? = nil) throws(ObjectGraphError) -> [PropertyListValue] {
+    public func jsonOfObjects(of entity: String, keys: [String]? = nil) throws(ObjectGraphError) -> [PropertyListValue]
+    {
         var result: [PropertyListValue] = []
         for handle in try handles(of: entity) { result.append(try json(of: handle, keys: keys)) }
         return result
@@ -108,7 +109,8 @@ public struct ReadView: KeyPathResolving {
 
     /// Compiles a key path for objects of `entity` (nil: plain values); cached, so cheap to call again.
     public func compile(_ keyPath: String, for entity: String?) throws(ObjectGraphError) -> CompiledKeyPath {
-        try state.compiled(keyPath, entity: try entity.map { e throws(ObjectGraphError) in try model.entityIndex(e) } ?? -1)
+        try state.compiled(
+            keyPath, entity: try entity.map { e throws(ObjectGraphError) in try model.entityIndex(e) } ?? -1)
     }
 
     /// Evaluates a compiled key path on an object: no parsing and no hashing of ids or keys.

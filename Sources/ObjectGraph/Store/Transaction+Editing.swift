@@ -163,16 +163,19 @@ extension Transaction {
         while next < doomed.count {
             let handle = doomed[next]
             next += 1
-            for relationship in state.model.entities[handle.entity].relationships where relationship.deleteRule == .cascade {
+            for relationship in state.model.entities[handle.entity].relationships
+            where relationship.deleteRule == .cascade {
                 for destination in state.destinations(handle, relationship) where members.insert(destination).inserted {
                     doomed.append(destination)
                 }
             }
         }
         for handle in doomed {
-            for relationship in state.model.entities[handle.entity].relationships where relationship.deleteRule == .deny {
+            for relationship in state.model.entities[handle.entity].relationships where relationship.deleteRule == .deny
+            {
                 if let kept = state.destinations(handle, relationship).first(where: { !members.contains($0) }) {
-                    throw .deleteDenied(state.objectID(of: handle), key: relationship.name, destination: state.objectID(of: kept))
+                    throw .deleteDenied(
+                        state.objectID(of: handle), key: relationship.name, destination: state.objectID(of: kept))
                 }
             }
         }
@@ -203,6 +206,7 @@ extension Transaction {
         case .derived:
             throw .readOnlyKey(key, of: state.objectID(of: handle))
         case nil:
+            if key.hasPrefix("@") { throw .badKeyPath(key, "a collection operator cannot be set.") }
             throw .undefinedKey(key, entity: entity.name)
         }
     }
@@ -245,12 +249,14 @@ extension Transaction {
         _ value: PropertyListValue, for relationship: RelationshipDescription, of handle: ObjectHandle
     ) throws(ObjectGraphError) -> ObjectHandle {
         let owner = state.objectID(of: handle)
-        guard case .dictionary(let dictionary) = value, dictionary.count == 1, case .string(let text) = dictionary["$ref"],
+        guard case .dictionary(let dictionary) = value, dictionary.count == 1,
+            case .string(let text) = dictionary["$ref"],
             let id = ObjectID(reference: text)
         else {
             throw .typeMismatch(
                 relationship.name, of: owner,
-                "\(relationship.name) takes {\"$ref\": \"\(relationship.destination)/id\"} references, not \(value.jsonString()).")
+                "\(relationship.name) takes {\"$ref\": \"\(relationship.destination)/id\"} references, not \(value.jsonString())."
+            )
         }
         return try destinationHandle(id, for: relationship, key: relationship.name, of: handle)
     }
@@ -260,7 +266,8 @@ extension Transaction {
     ) throws(ObjectGraphError) -> ObjectHandle {
         guard id.entity == relationship.destination else {
             throw .typeMismatch(
-                key, of: state.objectID(of: handle), "\(relationship.name) must reference a \(relationship.destination), not \(id).")
+                key, of: state.objectID(of: handle),
+                "\(relationship.name) must reference a \(relationship.destination), not \(id).")
         }
         guard let row = state.tables[relationship.destinationIndex].row(of: id.id) else {
             throw .validationFailed(key, of: state.objectID(of: handle), "\(id) does not exist.")

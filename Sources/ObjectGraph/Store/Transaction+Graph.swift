@@ -48,7 +48,8 @@ extension Transaction {
             case nil, .null?:
                 id = nil
             case let other?:
-                throw .typeMismatch("$id", of: nil, "objects[\(position)]: $id must be a string, not \(other.typeName).")
+                throw .typeMismatch(
+                    "$id", of: nil, "objects[\(position)]: $id must be a string, not \(other.typeName).")
             }
             guard let id else {
                 throw .validationFailed("$id", of: nil, "objects[\(position)] needs an \"$id\": \"Entity/id\".")

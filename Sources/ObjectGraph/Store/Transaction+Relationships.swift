@@ -23,7 +23,9 @@ extension Transaction {
         let kept = Set(rows)
         let had = Set(old)
         for row in old where !kept.contains(row) {
-            detach(owner, from: ObjectHandle(entity: relationship.destinationIndex, row: Int(row)), relationship.inverseIndex)
+            detach(
+                owner, from: ObjectHandle(entity: relationship.destinationIndex, row: Int(row)),
+                relationship.inverseIndex)
         }
         for row in rows where !had.contains(row) {
             attach(owner, to: ObjectHandle(entity: relationship.destinationIndex, row: Int(row)), through: relationship)
@@ -95,12 +97,15 @@ extension Transaction {
 
     /// Makes `destination`'s inverse of `relationship` include `owner`, taking `destination` away from its previous
     /// owner first when that inverse is a to-one.
-    private func attach(_ owner: ObjectHandle, to destination: ObjectHandle, through relationship: RelationshipDescription) {
+    private func attach(
+        _ owner: ObjectHandle, to destination: ObjectHandle, through relationship: RelationshipDescription
+    ) {
         let inverseIndex = relationship.inverseIndex
         let inverse = state.relationship(destination, inverseIndex)
         if inverse.isToMany {
             if !state.toManyRows(destination, inverse).contains(Int32(owner.row)) {
-                insertToMany(destination, inverseIndex, Int32(owner.row), at: state.toManyRows(destination, inverse).count)
+                insertToMany(
+                    destination, inverseIndex, Int32(owner.row), at: state.toManyRows(destination, inverse).count)
             }
             return
         }
@@ -120,7 +125,9 @@ extension Transaction {
     }
 
     /// Whether `relationship` is its own inverse and the element is the owner (`friends` containing oneself).
-    private func isSelfInverse(_ relationship: RelationshipDescription, _ owner: ObjectHandle, _ element: ObjectHandle) -> Bool {
+    private func isSelfInverse(_ relationship: RelationshipDescription, _ owner: ObjectHandle, _ element: ObjectHandle)
+        -> Bool
+    {
         owner == element && state.relationship(element, relationship.inverseIndex).name == relationship.name
     }
 }

@@ -8,7 +8,9 @@ extension Transaction {
             try replaceGraph(with: change.new ?? ["objects": []])
             return
         }
-        guard let target = change.target else { throw ChangeRecord.bad("a \(change.kind.rawValue) change needs a target.") }
+        guard let target = change.target else {
+            throw ChangeRecord.bad("a \(change.kind.rawValue) change needs a target.")
+        }
         switch change.kind {
         case .creation:
             let entityIndex = try state.model.entityIndex(target.entity)
@@ -16,7 +18,9 @@ extension Transaction {
             guard state.tables[entityIndex].row(of: target.id) == nil else { throw .duplicateID(target) }
             var attributes = [PropertyListValue](repeating: .null, count: entity.attributes.count)
             for (key, value) in change.new?.dictionaryValue ?? [:] {
-                guard let attribute = entity.attribute(named: key) else { throw .undefinedKey(key, entity: entity.name) }
+                guard let attribute = entity.attribute(named: key) else {
+                    throw .undefinedKey(key, entity: entity.name)
+                }
                 attributes[attribute.slot] = try attribute.coerce(value, of: target)
             }
             _ = createRow(entity: entityIndex, id: target.id, attributes: attributes)
@@ -39,7 +43,8 @@ extension Transaction {
                     setToMany(handle, index, try rows(change.new ?? [], relationship, handle))
                 } else {
                     let new = change.new ?? .null
-                    setToOne(handle, index, new.isNull ? nil : try destinationHandle(new, for: relationship, of: handle))
+                    setToOne(
+                        handle, index, new.isNull ? nil : try destinationHandle(new, for: relationship, of: handle))
                 }
             default:
                 throw .undefinedKey(key, entity: entity.name)
@@ -47,7 +52,8 @@ extension Transaction {
         case .insertion, .removal, .replacement:
             let handle = try state.handle(of: target)
             let entity = state.model.entities[handle.entity]
-            guard case .relationship(let index) = entity.properties[change.key ?? ""], entity.relationships[index].isToMany
+            guard case .relationship(let index) = entity.properties[change.key ?? ""],
+                entity.relationships[index].isToMany
             else { throw ChangeRecord.bad("\(change.kind.rawValue) of \(target) needs a to-many key.") }
             let relationship = entity.relationships[index]
             let positions = change.indexes ?? []
@@ -55,10 +61,14 @@ extension Transaction {
             switch change.kind {
             case .insertion:
                 let rows = try rows(change.new ?? [], relationship, handle)
-                guard rows.count == positions.count else { throw ChangeRecord.bad("indexes and values differ in number.") }
+                guard rows.count == positions.count else {
+                    throw ChangeRecord.bad("indexes and values differ in number.")
+                }
                 var size = count
                 for (row, position) in zip(rows, positions) {
-                    guard (0...size).contains(position) else { throw ChangeRecord.bad("index \(position) out of range.") }
+                    guard (0...size).contains(position) else {
+                        throw ChangeRecord.bad("index \(position) out of range.")
+                    }
                     insertToMany(handle, index, row, at: position)
                     size += 1
                 }
@@ -71,9 +81,13 @@ extension Transaction {
                 }
             default:
                 let rows = try rows(change.new ?? [], relationship, handle)
-                guard rows.count == positions.count else { throw ChangeRecord.bad("indexes and values differ in number.") }
+                guard rows.count == positions.count else {
+                    throw ChangeRecord.bad("indexes and values differ in number.")
+                }
                 for (row, position) in zip(rows, positions) {
-                    guard position >= 0, position < count else { throw ChangeRecord.bad("index \(position) out of range.") }
+                    guard position >= 0, position < count else {
+                        throw ChangeRecord.bad("index \(position) out of range.")
+                    }
                     replaceToMany(handle, index, row, at: position)
                 }
             }

@@ -168,11 +168,13 @@ public final class Transaction {
                     errors.append(
                         .cardinality(
                             relationship.name, of: id(),
-                            "\(relationship.name) needs at least \(minimum) object\(minimum == 1 ? "" : "s"), not \(count)."))
+                            "\(relationship.name) needs at least \(minimum) object\(minimum == 1 ? "" : "s"), not \(count)."
+                        ))
                 } else if let maximum = relationship.maxCount, count > maximum {
                     errors.append(
                         .cardinality(
-                            relationship.name, of: id(), "\(relationship.name) may hold at most \(maximum), not \(count)."))
+                            relationship.name, of: id(),
+                            "\(relationship.name) may hold at most \(maximum), not \(count)."))
                 }
             } else if relationship.isRequired && state.toOne(handle, relationship) == nil {
                 errors.append(.cardinality(relationship.name, of: id(), "\(relationship.name) is required."))

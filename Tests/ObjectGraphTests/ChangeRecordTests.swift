@@ -1,0 +1,120 @@
+import ObjectGraph
+import PropertyList
+import Testing
+
+struct ChangeRecordTests {
+    @Test func movingAnEmployeeRecordsBothSides() throws {
+        let store = try employeesStore()
+        let record = try #require(
+            try store.transaction { tx in
+                try tx.setValue(ref("Department/2"), forKeyPath: "department", of: id("Employee/bob"))
+            }.record)
+        #expect(record.seq == 2)
+        #expect(
+            record.changes == [
+                Change(
+                    kind: .removal, target: id("Department/1"), key: "employees", old: [ref("Employee/bob")],
+                    indexes: [1]),
+                Change(
+                    kind: .insertion, target: id("Department/2"), key: "employees", new: [ref("Employee/bob")],
+                    indexes: [1]),
+                Change(
+                    kind: .setting, target: id("Employee/bob"), key: "department", old: ref("Department/1"),
+                    new: ref("Department/2")),
+            ])
+        #expect(Set(record.updated) == [id("Department/1"), id("Department/2"), id("Employee/bob")])
+        #expect(record.inserted.isEmpty && record.deleted.isEmpty)
+    }
+
+    @Test func insertAndDeleteRecords() throws {
+        let store = try employeesStore()
+        let inserted = try #require(
+            try store.transaction { tx in
+                try tx.insert(
+                    "Employee", id: "eve",
+                    values: ["firstName": "Eve", "lastName": "Ems", "department": ref("Department/3")])
+            }.record)
+        #expect(inserted.inserted == [id("Employee/eve")])
+        #expect(inserted.updated == [id("Department/3")])
+        #expect(
+            inserted.changes.first
+                == Change(
+                    kind: .creation, target: id("Employee/eve"),
+                    new: ["active": true, "firstName": "Eve", "lastName": "Ems"]))
+        let deleted = try #require(try store.transaction { tx in try tx.delete(id("Employee/ann")) }.record)
+        #expect(deleted.deleted == [id("Employee/ann")])
+        let deletion = try #require(deleted.changes.last)
+        #expect(deletion.kind == .deletion)
+        #expect(deletion.old?["directReports"] == [ref("Employee/bob"), ref("Employee/cy")])
+        #expect(deletion.old?["salary"] == 300)
+        #expect(
+            deleted.changes.contains(
+                Change(kind: .setting, target: id("Employee/bob"), key: "manager", old: ref("Employee/ann"), new: .null)
+            ))
+    }
+
+    @Test func jsonRoundTrip() throws {
+        let store = try employeesStore()
+        let record = try #require(
+            try store.transaction { tx in
+                try tx.setValue("2021-01-01", forKeyPath: "hireDate", of: id("Employee/dee"))
+                try tx.insert(id("Employee/dee"), at: 0, intoKeyPath: "employees", of: id("Department/1"))
+                try tx.delete(id("Employee/cy"))
+            }.record)
+        let text = record.json.jsonString()
+        let decoded = try ChangeRecord(json: try PropertyListValue(jsonString: text))
+        #expect(decoded == record)
+        expectError("bad-change-record", status: 400) { _ = try ChangeRecord(json: ["seq": 1]) }
+    }
+
+    @Test func replayRecreatesTheExactState() throws {
+        let original = try employeesStore()
+        var records: [ChangeRecord] = []
+        func run(_ body: (Transaction) throws -> Void) throws {
+            if let record = try original.transaction(body).record {
+                // Through JSON, as the journal will store them.
+                records.append(try ChangeRecord(json: try PropertyListValue(jsonString: record.json.jsonString())))
+            }
+        }
+        try run { tx in try tx.insert("Department", values: ["name": "Ops"]) }
+        try run { tx in try tx.setValue(ref("Department/1"), forKeyPath: "department", of: id("Employee/dee")) }
+        try run { tx in
+            try tx.replace(at: 0, with: id("Employee/dee"), inKeyPath: "directReports", of: id("Employee/ann"))
+        }
+        try run { tx in try tx.remove(at: 1, fromKeyPath: "directReports", of: id("Employee/ann")) }
+        try run { tx in try tx.delete(id("Employee/cy")) }
+        try run { tx in
+            try tx.insert("Employee", values: ["firstName": "F", "lastName": "G", "department": ref("Department/3")])
+        }
+
+        let replica = try employeesStore()
+        for record in records { try replica.apply(record) }
+        #expect(replica.export() == original.export())
+        #expect(replica.seq == original.seq)
+        let versions = { (store: ObjectStore) in
+            try store.read { view throws(ObjectGraphError) in
+                try view.objects(of: "Employee").map { object throws(ObjectGraphError) in try view.version(of: object) }
+            }
+        }
+        #expect(try versions(replica) == versions(original))
+        // The id counter came along: the next server id is the same on both.
+        let a = try original.transaction { tx in try tx.insert("Department", values: ["name": "N"]) }.value
+        let b = try replica.transaction { tx in try tx.insert("Department", values: ["name": "N"]) }.value
+        #expect(a == b)
+        expectError("conflict", status: 409) { try replica.apply(records[0]) }
+    }
+
+    @Test func aBadRecordChangesNothing() throws {
+        let store = try employeesStore()
+        let before = store.export()
+        let record = ChangeRecord(
+            seq: 2,
+            changes: [
+                Change(kind: .setting, target: id("Employee/ann"), key: "salary", old: 300, new: 1),
+                Change(kind: .setting, target: id("Employee/zed"), key: "salary", old: 300, new: 1),
+            ])
+        expectError("no-such-object") { try store.apply(record) }
+        #expect(store.export() == before)
+        #expect(store.seq == 1)
+    }
+}

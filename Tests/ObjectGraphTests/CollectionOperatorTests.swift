@@ -1,0 +1,127 @@
+import ObjectGraph
+import PropertyList
+import Testing
+
+/// Cocoa's documented cases and those Cappuccino and GNUstep test (Tom 27, Dick 31, Harry 47).
+struct CollectionOperatorTests {
+    static let modelJSON = """
+        {"entities": {
+          "Company": {"relationships": {"groups": {"destination": "Group", "toMany": true, "inverse": "company"}}},
+          "Group": {"attributes": {"name": {"type": "string"}},
+            "relationships": {"people": {"destination": "Person", "toMany": true, "inverse": "group"},
+                              "company": {"destination": "Company", "inverse": "groups"}},
+            "derived": {"totalAge": "people.@sum.age"}},
+          "Person": {"attributes": {"name": {"type": "string"}, "age": {"type": "integer"},
+                                    "weight": {"type": "real"}, "born": {"type": "date"}, "tags": {"type": "any"}},
+            "relationships": {"group": {"destination": "Group", "inverse": "people"}}}}}
+        """
+
+    func store() throws -> ObjectStore {
+        let store = ObjectStore(model: try model(Self.modelJSON))
+        try store.transaction { tx in
+            try tx.insertObjects([
+                ["$id": "Company/c", "groups": [ref("Group/g"), ref("Group/empty"), ref("Group/h")]],
+                ["$id": "Group/g", "name": "stooges"],
+                ["$id": "Group/empty", "name": "nobody"],
+                ["$id": "Group/h", "name": "others"],
+                [
+                    "$id": "Person/tom", "name": "Tom", "age": 27, "weight": 70.5, "group": ref("Group/g"),
+                    "born": "1990-05-01", "tags": ["a", "b"],
+                ],
+                [
+                    "$id": "Person/dick", "name": "Dick", "age": 31, "weight": 80, "group": ref("Group/g"),
+                    "born": "1980-01-01", "tags": ["b"],
+                ],
+                ["$id": "Person/harry", "name": "Harry", "age": 47, "group": ref("Group/g"), "born": "2000-12-31"],
+                ["$id": "Person/ann", "name": "Ann", "age": 27, "group": ref("Group/h"), "tags": ["c"]],
+            ])
+        }
+        return store
+    }
+
+    @Test func sumAvgMinMaxCount() throws {
+        let store = try store()
+        #expect(try store.json("people.@sum.age", of: "Group/g") == 105)
+        #expect(try store.json("people.@avg.age", of: "Group/g") == 35.0)
+        #expect(try store.json("people.@min.age", of: "Group/g") == 27)
+        #expect(try store.json("people.@max.age", of: "Group/g") == 47)
+        #expect(try store.json("people.@count", of: "Group/g") == 3)
+        #expect(try store.json("totalAge", of: "Group/g") == 105)
+    }
+
+    @Test func emptyCollections() throws {
+        let store = try store()
+        #expect(try store.json("people.@sum.age", of: "Group/empty") == 0)
+        #expect(try store.json("people.@avg.age", of: "Group/empty") == nil)
+        #expect(try store.json("people.@min.age", of: "Group/empty") == nil)
+        #expect(try store.json("people.@max.name", of: "Group/empty") == nil)
+        #expect(try store.json("people.@count", of: "Group/empty") == 0)
+        #expect(try store.json("people.@unionOfObjects.name", of: "Group/empty") == [])
+    }
+
+    @Test func minMaxOfStringsAndDates() throws {
+        let store = try store()
+        #expect(try store.json("people.@min.name", of: "Group/g") == "Dick")
+        #expect(try store.json("people.@max.name", of: "Group/g") == "Tom")
+        let latest = try store.json("people.@max.born", of: "Group/g")
+        #expect(latest == .date(ISO8601.date(from: "2000-12-31")!))
+    }
+
+    @Test func sumOfRealsIsReal() throws {
+        let store = try store()
+        // Harry has no weight: nulls are skipped by @sum, but @avg divides by the collection's count (Cocoa).
+        #expect(try store.json("people.@sum.weight", of: "Group/g") == 150.5)
+        #expect(try store.json("people.@avg.weight", of: "Group/g") == .real(150.5 / 3))
+    }
+
+    @Test func unionsOfObjects() throws {
+        let store = try store()
+        #expect(try store.json("people.@unionOfObjects.age", of: "Group/g") == [27, 31, 47])
+        #expect(try store.json("groups.people.age", of: "Company/c") == [[27, 31, 47], [], [27]])
+        #expect(try store.json("groups.@unionOfArrays.people.age", of: "Company/c") == [27, 31, 47, 27])
+        #expect(try store.json("groups.@distinctUnionOfArrays.people.age", of: "Company/c") == [27, 31, 47])
+        #expect(try store.json("groups.@distinctUnionOfObjects.company", of: "Company/c") == [ref("Company/c")])
+    }
+
+    @Test func unionOfArraysOfPlainArrays() throws {
+        let store = try store()
+        #expect(try store.json("people.@unionOfArrays.tags", of: "Group/g") == ["a", "b", "b"])
+        #expect(try store.json("people.@distinctUnionOfArrays.tags", of: "Group/g") == ["a", "b"])
+    }
+
+    @Test func nestedOperators() throws {
+        let store = try store()
+        // Cocoa: the right-hand key path of @sum ("people.@count") is evaluated on each group.
+        #expect(try store.json("groups.@sum.people.@count", of: "Company/c") == 4)
+        #expect(try store.json("groups.@max.people.@sum.age", of: "Company/c") == 105)
+        // Cocoa applies keys one at a time: groups.people is an array of arrays, and @count counts the groups.
+        #expect(try store.json("groups.people.@count", of: "Company/c") == 3)
+        #expect(try store.json("groups.@sum.totalAge", of: "Company/c") == 132)
+    }
+
+    @Test func countIgnoresTheRightKeyPath() throws {
+        let store = try store()
+        #expect(try store.json("people.@count.age", of: "Group/g") == 3)
+    }
+
+    @Test func operatorsOnPlainValues() throws {
+        let store = try store()
+        let result = try store.read { view in
+            try view.value(forKeyPath: "@sum.self", of: .value([1, 2, 3.5])).json
+        }
+        #expect(result == 6.5)
+        let maximum = try store.read { view in
+            try view.value(forKeyPath: "@max.self", of: .value(["b", "c", "a"])).json
+        }
+        #expect(maximum == "c")
+    }
+
+    @Test func operatorErrors() throws {
+        let store = try store()
+        expectError("type-mismatch") { _ = try store.value("people.@sum.name", of: "Group/g") }
+        expectError("undefined-key", status: 404) { _ = try store.value("name.@count", of: "Group/g") }
+        expectError("undefined-key", status: 404) { _ = try store.value("company.@count", of: "Group/g") }
+        expectError("bad-key-path", status: 400) { _ = try store.value("people.@median.age", of: "Group/g") }
+        expectError("undefined-key", status: 404) { _ = try store.value("people.@sum.agee", of: "Group/g") }
+    }
+}

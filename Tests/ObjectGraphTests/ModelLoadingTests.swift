@@ -1,0 +1,124 @@
+import ObjectGraph
+import PropertyList
+import Testing
+
+struct ModelLoadingTests {
+    @Test func loadsTheEmployeesModel() throws {
+        let model = try employeesModel()
+        #expect(model.entities.map(\.name) == ["Department", "Employee"])
+        let employee = try #require(model.entity(named: "Employee"))
+        #expect(employee.attributes.map(\.name) == ["active", "firstName", "hireDate", "lastName", "salary"])
+        #expect(employee.attribute(named: "salary")?.type == .integer)
+        #expect(employee.attribute(named: "salary")?.minimum == 0)
+        #expect(employee.attribute(named: "active")?.defaultValue == true)
+        let department = try #require(employee.relationship(named: "department"))
+        #expect(department.isRequired && !department.isToMany && department.deleteRule == .nullify)
+        #expect(model.entities[department.destinationIndex].name == "Department")
+        #expect(model.entities[department.destinationIndex].relationships[department.inverseIndex].name == "employees")
+        #expect(employee.relationship(named: "directReports")?.maxCount == 15)
+        #expect(model.entity(named: "Department")?.derivedKey(named: "payroll")?.keyPath == "employees.@sum.salary")
+    }
+
+    @Test func modelJSONLoadsBackTheSame() throws {
+        let model = try employeesModel()
+        let again = try ObjectModel(json: model.json)
+        #expect(again.json == model.json)
+        #expect(model.json["entities"]?["Department"]?["relationships"]?["employees"]?["deleteRule"] == "deny")
+    }
+
+    @Test func misspelledInverseNamesFileEntityAndKey() throws {
+        let json = """
+            {"entities": {
+              "Department": {"relationships": {"employees": {"destination": "Employee", "toMany": true,
+                "inverse": "department"}}},
+              "Employee": {"relationships": {"department": {"destination": "Department", "inverse": "employes"}}}}}
+            """
+        let error = expectError("invalid-model") { _ = try model(json) }
+        #expect(
+            error?.message
+                == "model.json: entity Employee, key department: inverse \"employes\" is not a relationship of Department."
+        )
+        #expect(error?.fields["entity"] == "Employee")
+        #expect(error?.fields["key"] == "department")
+    }
+
+    @Test func inverseMustPointBack() throws {
+        let json = """
+            {"entities": {"A": {"relationships": {
+              "b": {"destination": "B", "inverse": "a"}, "c": {"destination": "B", "inverse": "a"}}},
+              "B": {"relationships": {"a": {"destination": "A", "inverse": "b"}}}}}
+            """
+        let error = expectError("invalid-model") { _ = try model(json) }
+        #expect(error?.message.hasPrefix("model.json: entity A, key c: inverse B.a does not point back") == true)
+    }
+
+    @Test(arguments: [
+        (#"{"entities": {"E": {"attributes": {"x": {"type": "float"}}}}}"#, "entity E, key x: \"type\" must be"),
+        (
+            #"{"entities": {"E": {"attributes": {"x": {"type": "string", "requierd": true}}}}}"#,
+            "has no setting \"requierd\""
+        ),
+        (
+            #"{"entities": {"E": {"attributes": {"x": {"type": "string", "pattern": "("}}}}}"#,
+            "valid regular expression"
+        ),
+        (#"{"entities": {"E": {"attributes": {"x": {"type": "integer", "min": 5, "default": 1}}}}}"#, "\"default\""),
+        (#"{"entities": {"E": {"attributes": {"x": {"type": "boolean", "min": 1}}}}}"#, "\"min\" applies to"),
+        (#"{"entities": {"E": {"derived": {"d": "nope"}}}}"#, "entity E, key d: key path \"nope\""),
+        (#"{"entities": {"E": {"derived": {"a": "b", "b": "a"}}}}"#, "cycle"),
+        (#"{"entities": {"E": {"relationships": {"r": {"destination": "F", "inverse": "x"}}}}}"#, "not an entity"),
+        (#"{"entities": {"E": {"relationships": {"r": {"destination": "E"}}}}}"#, "\"inverse\" is missing"),
+        (#"{"entities": {"E": {"attributes": {"self": {"type": "string"}}}}}"#, "identifier"),
+        (#"{"entities": {}}"#, "non-empty"),
+        (#"{"entities": {"E": {"attributes": {"x": {"type": "string"}}, "derived": {"x": "x"}}}}"#, "defined twice"),
+    ])
+    func badModelsAreRefused(json: String, expected: String) throws {
+        let error = expectError("invalid-model", status: 500) { _ = try model(json) }
+        #expect(error?.message.contains(expected) == true, "\(error?.message ?? "")")
+        #expect(error?.message.hasPrefix("model.json: ") == true)
+    }
+
+    @Test func derivedKeyPathsAreCheckedThroughRelationships() throws {
+        let json = """
+            {"entities": {
+              "Department": {"attributes": {"name": {"type": "string"}},
+                "relationships": {"employees": {"destination": "Employee", "toMany": true, "inverse": "department"}},
+                "derived": {"payroll": "employees.@sum.salry"}},
+              "Employee": {"attributes": {"salary": {"type": "integer"}},
+                "relationships": {"department": {"destination": "Department", "inverse": "employees"}}}}}
+            """
+        let error = expectError("invalid-model") { _ = try model(json) }
+        #expect(error?.message.contains("entity Department, key payroll") == true)
+        #expect(error?.message.contains("Employee has no key \"salry\"") == true)
+    }
+
+    @Test func derivedKeysMayUseOtherDerivedKeys() throws {
+        let json = """
+            {"entities": {"E": {"attributes": {"x": {"type": "integer"}}, "derived": {"a": "b", "b": "x"}}}}
+            """
+        #expect(try model(json).entity(named: "E")?.derivedKeys.count == 2)
+    }
+
+    @Test func checkNamesAMissingFile() {
+        let error = expectError("invalid-model") { _ = try ObjectModel.check(file: "/nonexistent/model.json") }
+        #expect(error?.message.hasPrefix("/nonexistent/model.json: ") == true)
+    }
+
+    @Test func malformedJSONIsAModelError() {
+        let error = expectError("invalid-model") { _ = try model("{\"entities\": ") }
+        #expect(error?.message.hasPrefix("model.json: malformed JSON") == true)
+    }
+
+    @Test func constraintsAreParsed() throws {
+        let json = """
+            {"entities": {"E": {"attributes": {
+              "code": {"type": "string", "pattern": "[A-Z]{3}", "minLength": 3, "maxLength": 3},
+              "level": {"type": "string", "enum": ["low", "high"], "default": "low"},
+              "when": {"type": "date", "min": "2000-01-01"}}}}}
+            """
+        let entity = try #require(try model(json).entity(named: "E"))
+        #expect(entity.attribute(named: "code")?.pattern?.pattern == "[A-Z]{3}")
+        #expect(entity.attribute(named: "level")?.allowedValues == ["low", "high"])
+        if case .date = entity.attribute(named: "when")?.minimum {} else { Issue.record("min of a date is a date") }
+    }
+}

@@ -1,0 +1,160 @@
+import Foundation
+import ObjectGraph
+import PropertyList
+import Synchronization
+import Testing
+
+struct TransactionTests {
+    struct Failure: Error {}
+
+    @Test func seqIncreasesOncePerChangingTransaction() throws {
+        let store = try employeesStore()
+        #expect(store.seq == 1)
+        let result = try store.transaction { tx in
+            try tx.setValue(400, forKeyPath: "salary", of: id("Employee/ann"))
+            try tx.setValue(500, forKeyPath: "salary", of: id("Employee/bob"))
+            return "done"
+        }
+        #expect(result.value == "done")
+        #expect(result.seq == 2 && result.record?.seq == 2)
+        // Reading only, or setting a value equal to the current one, uses no seq.
+        let unchanged = try store.transaction { tx in try tx.setValue(400, forKeyPath: "salary", of: id("Employee/ann"))
+        }
+        #expect(unchanged.record == nil && unchanged.seq == 2)
+        #expect(store.seq == 2)
+    }
+
+    @Test func versionsAreTheSeqOfTheLastChange() throws {
+        let store = try employeesStore()
+        try store.transaction { tx in
+            try tx.setValue(ref("Department/2"), forKeyPath: "department", of: id("Employee/bob"))
+        }
+        let versions = try store.read { view throws(ObjectGraphError) in
+            try ["Employee/ann", "Employee/bob", "Department/1", "Department/2", "Department/3"].map {
+                reference throws(ObjectGraphError) in try view.version(of: id(reference))
+            }
+        }
+        #expect(versions == [1, 2, 2, 2, 1])
+    }
+
+    @Test func aThrowingBodyChangesNothing() throws {
+        let store = try employeesStore()
+        let before = store.export()
+        #expect(throws: Failure.self) {
+            try store.transaction { tx in
+                try tx.setValue(1, forKeyPath: "salary", of: id("Employee/ann"))
+                try tx.insert("Department", id: "9", values: ["name": "New"])
+                try tx.delete(id("Employee/dee"))
+                try tx.setValue(ref("Department/9"), forKeyPath: "department", of: id("Employee/bob"))
+                try tx.replaceGraph(with: ["objects": []])
+                try tx.insert("Department", id: "10", values: ["name": "Newer"])
+                throw Failure()
+            }
+        }
+        #expect(store.export() == before)
+        #expect(store.seq == 1)
+        // The rows and indexes are intact: the old ids resolve, the new ones do not.
+        #expect(try store.json("employees.firstName", of: "Department/2") == ["Dee"])
+        #expect(try store.read { view in view.contains(id("Department/9")) } == false)
+    }
+
+    @Test func serverAssignedIdsAreUniqueAndNeverReused() throws {
+        let store = try employeesStore()
+        let first = try store.transaction { tx in try tx.insert("Department", values: ["name": "A"]) }.value
+        try store.transaction { tx in try tx.delete(first) }
+        // A client taking the next number makes the server skip it.
+        try store.transaction { tx in try tx.insert("Department", id: "2x", values: ["name": "B"]) }
+        let second = try store.transaction { tx in try tx.insert("Department", values: ["name": "C"]) }.value
+        #expect(first.id == "1" ? false : true)
+        #expect(first != second)
+        #expect(Int(second.id)! > Int(first.id)!)
+        // A rolled-back insert does not burn a number either way: ids stay unique.
+        _ = try? store.transaction { tx in
+            try tx.insert("Department", values: ["name": "D"])
+            throw Failure()
+        }
+        let third = try store.transaction { tx in try tx.insert("Department", values: ["name": "E"]) }.value
+        #expect(Int(third.id)! > Int(second.id)!)
+    }
+
+    @Test func clientIDs() throws {
+        let store = try employeesStore()
+        expectError("duplicate-id", status: 409) {
+            try store.transaction { tx in try tx.insert("Department", id: "1", values: ["name": "X"]) }
+        }
+        expectError("duplicate-id") {
+            try store.transaction { tx in try tx.insert("Department", values: ["$id": "Department/2", "name": "X"]) }
+        }
+        expectError("bad-id", status: 400) {
+            try store.transaction { tx in try tx.insert("Department", id: "a b", values: ["name": "X"]) }
+        }
+        expectError("validation-failed") {
+            try store.transaction { tx in try tx.insert("Department", values: ["$id": "Employee/7", "name": "X"]) }
+        }
+        expectError("no-such-entity", status: 404) { try store.transaction { tx in try tx.insert("Nope") } }
+        let created = try store.transaction { tx in try tx.insert("Department", values: ["$id": "d-9.x", "name": "X"]) }
+        #expect(created.value == id("Department/d-9.x"))
+        #expect(try store.json("budget", of: "Department/d-9.x") == 0.0)
+    }
+
+    @Test func setValuesForKeysIsAtomic() throws {
+        let store = try employeesStore()
+        expectError("type-mismatch") {
+            try store.transaction { tx in
+                try tx.setValuesForKeys(["firstName": "Anna", "salary": "lots"], of: id("Employee/ann"))
+            }
+        }
+        #expect(try store.json("firstName", of: "Employee/ann") == "Ann")
+        try store.transaction { tx in
+            try tx.setValuesForKeys(["$id": "ann", "firstName": "Anna", "salary": 1], of: id("Employee/ann"))
+        }
+        #expect(try store.json("firstName", of: "Employee/ann") == "Anna")
+    }
+
+    @Test func willCommitFailureRollsBack() throws {
+        let journal = Mutex<[Int64]>([])
+        let failNext = Mutex(false)
+        let hooks = ObjectStoreHooks(willCommit: { record in
+            if failNext.withLock({ $0 }) { throw Failure() }
+            journal.withLock { $0.append(record.seq) }
+        })
+        let store = try employeesStore(hooks: hooks)
+        failNext.withLock { $0 = true }
+        #expect(throws: Failure.self) {
+            try store.transaction { tx in try tx.setValue(1, forKeyPath: "salary", of: id("Employee/ann")) }
+        }
+        #expect(try store.json("salary", of: "Employee/ann") == 300)
+        failNext.withLock { $0 = false }
+        try store.transaction { tx in try tx.setValue(1, forKeyPath: "salary", of: id("Employee/ann")) }
+        #expect(journal.withLock { $0 } == [1, 2])
+    }
+
+    @Test func didCommitDeliversEveryRecordInOrder() async throws {
+        let delivered = Mutex<[Int64]>([])
+        let hooks = ObjectStoreHooks(didCommit: { record in delivered.withLock { $0.append(record.seq) } })
+        let store = try employeesStore(hooks: hooks)
+        await withTaskGroup(of: Void.self) { group in
+            for worker in 0..<4 {
+                group.addTask {
+                    for n in 0..<50 {
+                        _ = try? store.transaction { tx in
+                            try tx.setValue(
+                                .integer(Int64(worker * 1000 + n)), forKeyPath: "salary", of: id("Employee/ann"))
+                        }
+                    }
+                }
+            }
+        }
+        #expect(store.seq == 201)
+        #expect(delivered.withLock { $0 } == Array(1...201))
+    }
+
+    @Test func readsInsideATransactionSeeItsChanges() throws {
+        let store = try employeesStore()
+        let headcount = try store.transaction { tx in
+            try tx.setValue(ref("Department/3"), forKeyPath: "department", of: id("Employee/dee"))
+            return try tx.view.value(forKeyPath: "headcount", of: id("Department/3")).json
+        }.value
+        #expect(headcount == 1)
+    }
+}
