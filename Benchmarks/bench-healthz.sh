@@ -14,6 +14,7 @@
 #   TARGET [0.9]       the ratio Bindery/bare the issue asks for; the script exits 1 below it when STRICT=1
 #   STRICT [0]
 #   SKIP_BUILD [0]     1: use the binaries already in .build-release/
+#   BINDERY_BINARY     another bindery executable to measure (e.g. a patched build); implies no Swift build
 #
 # Prints requests/s of every run, the median of each server and the ratio Bindery/bare.
 set -euo pipefail
@@ -34,14 +35,16 @@ SCRATCH="$ROOT/.build-release"
 
 if [ "$SKIP_BUILD" != 1 ]; then
     bash scripts/install-deps.sh wrk
-    echo "== building Bindery (release, scratch path .build-release)"
-    swift build -c release --scratch-path "$SCRATCH" 2>&1 | tail -n 3
+    if [ -z "${BINDERY_BINARY:-}" ]; then
+        echo "== building Bindery (release, scratch path .build-release)"
+        swift build -c release --scratch-path "$SCRATCH" 2>&1 | tail -n 3
+    fi
     echo "== compiling Benchmarks/bare_mhd.c"
     mkdir -p "$SCRATCH"
     # shellcheck disable=SC2046  # pkg-config output is meant to be split into words
     cc -O2 -o "$SCRATCH/bare_mhd" Benchmarks/bare_mhd.c $(pkg-config --cflags --libs libmicrohttpd) -lpthread
 fi
-BINDERY="$SCRATCH/release/bindery"
+BINDERY=${BINDERY_BINARY:-$SCRATCH/release/bindery}
 BARE="$SCRATCH/bare_mhd"
 for binary in "$BINDERY" "$BARE"; do
     [ -x "$binary" ] || { echo "missing $binary (run without SKIP_BUILD=1)" >&2; exit 2; }
@@ -117,14 +120,25 @@ check "$BARE_PORT"
 echo "== bindery on :$BINDERY_PORT, bare_mhd on :$BARE_PORT$([ "$BARE_HEADERS" = 1 ] && echo ' (with Bindery headers)')"
 echo "== $(nproc) cores; wrk -t$WRK_THREADS -c$CONNECTIONS -d${DURATION}s, $ROUNDS rounds A B (A = bindery, B = bare)"
 
-# run_wrk URL SECONDS — prints requests/s; complains on stderr about errors and non-2xx answers.
+# cpu_ticks PID: user+system clock ticks the process has used so far.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+TICK=$(getconf CLK_TCK)
+
+# run_wrk URL SECONDS [PID] — prints "REQUESTS_PER_SECOND CPU_MICROSECONDS_PER_REQUEST" (the server's user+system CPU,
+# from /proc, divided by the requests served: steadier than req/s when the machine is shared); complains on stderr
+# about socket errors and non-2xx answers.
 run_wrk() {
-    local url=$1 seconds=$2 out
+    local url=$1 seconds=$2 pid=${3:-} out before=0 after=0
+    [ -n "$pid" ] && before=$(cpu_ticks "$pid")
     out=$(timeout $((seconds + 30)) wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"${seconds}s" --latency "$url")
+    [ -n "$pid" ] && after=$(cpu_ticks "$pid")
     if grep -qE 'Socket errors|Non-2xx' <<<"$out"; then
         grep -E 'Socket errors|Non-2xx' <<<"$out" | sed 's/^/    warning: /' >&2
     fi
-    awk '/^Requests\/sec:/ { print $2 }' <<<"$out"
+    awk -v ticks=$((after - before)) -v hz="$TICK" '
+        /requests in/ { requests = $1 }
+        /^Requests\/sec:/ { rps = $2 }
+        END { printf "%s %.2f\n", rps, (requests > 0 ? ticks / hz / requests * 1e6 : 0) }' <<<"$out"
 }
 
 if [ "$WARMUP" -gt 0 ]; then
@@ -135,13 +149,17 @@ fi
 
 bindery_results=()
 bare_results=()
+bindery_cpu=()
+bare_cpu=()
 for round in $(seq "$ROUNDS"); do
-    a=$(run_wrk "$BINDERY_URL" "$DURATION")
-    printf 'round %d  A bindery   %10.0f req/s\n' "$round" "$a"
-    b=$(run_wrk "$BARE_URL" "$DURATION")
-    printf 'round %d  B bare_mhd  %10.0f req/s\n' "$round" "$b"
+    read -r a a_cpu < <(run_wrk "$BINDERY_URL" "$DURATION" "${PIDS[0]}")
+    printf 'round %d  A bindery   %10.0f req/s   server CPU %6.2f us/request\n' "$round" "$a" "$a_cpu"
+    read -r b b_cpu < <(run_wrk "$BARE_URL" "$DURATION" "${PIDS[1]}")
+    printf 'round %d  B bare_mhd  %10.0f req/s   server CPU %6.2f us/request\n' "$round" "$b" "$b_cpu"
     bindery_results+=("$a")
     bare_results+=("$b")
+    bindery_cpu+=("$a_cpu")
+    bare_cpu+=("$b_cpu")
 done
 
 median() {
@@ -149,10 +167,14 @@ median() {
 }
 bindery_median=$(median "${bindery_results[@]}")
 bare_median=$(median "${bare_results[@]}")
+bindery_cpu_median=$(median "${bindery_cpu[@]}")
+bare_cpu_median=$(median "${bare_cpu[@]}")
 ratio=$(awk -v a="$bindery_median" -v b="$bare_median" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')
+cpu_ratio=$(awk -v a="$bindery_cpu_median" -v b="$bare_cpu_median" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
 verdict=$(awk -v r="$ratio" -v t="$TARGET" 'BEGIN { print (r >= t ? "meets" : "BELOW") }')
 echo "--"
-printf 'median   bindery   %10.0f req/s\n' "$bindery_median"
-printf 'median   bare_mhd  %10.0f req/s\n' "$bare_median"
-echo "ratio bindery/bare = $ratio ($verdict the target $TARGET)"
+printf 'median   bindery   %10.0f req/s   server CPU %6.2f us/request\n' "$bindery_median" "$bindery_cpu_median"
+printf 'median   bare_mhd  %10.0f req/s   server CPU %6.2f us/request\n' "$bare_median" "$bare_cpu_median"
+echo "ratio bindery/bare = $ratio ($verdict the target $TARGET); server CPU per request bindery/bare = $cpu_ratio"
+echo "load average now: $(cut -d' ' -f1-3 /proc/loadavg) (req/s is only comparable on an otherwise idle machine)"
 if [ "$STRICT" = 1 ] && [ "$verdict" = BELOW ]; then exit 1; fi
