@@ -24,12 +24,15 @@ let package = Package(
         .target(name: "PropertyList", dependencies: ["CJansson"]),
         .target(name: "ObjectGraph", dependencies: ["PropertyList"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"]),
-        .target(name: "BinderyHTTP", dependencies: ["PropertyList", "HTTPServer"]),
+        .target(name: "Bindery", dependencies: ["ObjectGraph", "PropertyList"]),
+        .target(name: "BinderyHTTP", dependencies: ["Bindery", "ObjectGraph", "PropertyList", "HTTPServer"]),
         .executableTarget(
             name: "bindery",
             dependencies: [
+                "Bindery",
                 "BinderyHTTP",
                 "HTTPServer",
+                "ObjectGraph",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -38,7 +41,8 @@ let package = Package(
         .testTarget(name: "ObjectGraphTests", dependencies: ["ObjectGraph", "PropertyList"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPTestSupport"]),
         .testTarget(
-            name: "BinderyHTTPTests", dependencies: ["BinderyHTTP", "HTTPServer", "PropertyList", "HTTPTestSupport"]
+            name: "BinderyHTTPTests",
+            dependencies: ["Bindery", "BinderyHTTP", "HTTPServer", "ObjectGraph", "PropertyList", "HTTPTestSupport"]
         ),
     ]
 )

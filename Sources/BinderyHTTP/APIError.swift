@@ -1,3 +1,4 @@
+import ObjectGraph
 import PropertyList
 
 /// An error a client sees: rendered as `{"error": {"code", "message", ...fields}}` with `status` (API.md §2).
@@ -31,6 +32,11 @@ public struct APIError: Error, Sendable {
         return ["error": .dictionary(error)]
     }
 
+    /// An object-graph error, as it is.
+    public init(_ error: ObjectGraphError) {
+        self.init(status: error.status, code: error.code, message: error.message, fields: error.fields)
+    }
+
     public static func notFound(_ message: String = "There is nothing at this path.") -> APIError {
         APIError(status: 404, code: "not-found", message: message)
     }
@@ -44,6 +50,10 @@ public struct APIError: Error, Sendable {
 
     public static func badRequest(_ code: String, _ message: String) -> APIError {
         APIError(status: 400, code: code, message: message)
+    }
+
+    public static func badQuery(_ message: String) -> APIError {
+        APIError(status: 400, code: "bad-query", message: message)
     }
 
     public static func bodyTooLarge(limit: Int) -> APIError {

@@ -1,4 +1,6 @@
+import Bindery
 import HTTPServer
+import ObjectGraph
 import PropertyList
 
 /// The REST layer of API.md: the `HTTPResponder` that routes requests, renders errors and serves `Public/`.
@@ -18,17 +20,18 @@ public final class BinderyService: HTTPResponder {
     }
 
     public let configuration: Configuration
+    public let document: Document
     private let router: Router
     private let staticFiles: StaticFiles?
-    private let storeSequence: @Sendable () -> UInt64
 
-    /// - Parameter storeSequence: the store's current sequence number (0 while there is no store).
-    public init(configuration: Configuration, storeSequence: @escaping @Sendable () -> UInt64 = { 0 }) {
+    public init(configuration: Configuration, document: Document) {
         self.configuration = configuration
+        self.document = document
         self.staticFiles = StaticFiles(root: configuration.publicDirectory)
-        self.storeSequence = storeSequence
         var router = Router()
         Self.addHealthRoutes(to: &router)
+        Self.addModelRoutes(to: &router, store: document.store)
+        Self.addObjectRoutes(to: &router, store: document.store)
         self.router = router
     }
 
@@ -48,6 +51,8 @@ public final class BinderyService: HTTPResponder {
                 }
             } catch let error as APIError {
                 return .response(finish(.error(error)))
+            } catch let error as ObjectGraphError {
+                return .response(finish(.error(APIError(error))))
             } catch {
                 return .response(finish(.error(.internalError("\(error)"))))
             }
@@ -67,10 +72,13 @@ public final class BinderyService: HTTPResponder {
         finish(.error(.bodyTooLarge(limit: limit)))
     }
 
-    /// Adds the headers every response carries.
+    /// Adds the headers every response carries; a handler that knows the seq its answer reflects sets
+    /// `X-Store-Seq` itself, else the store's current seq is used.
     public func finish(_ response: HTTPResponse) -> HTTPResponse {
         var response = response
-        response.headers.append(("X-Store-Seq", String(storeSequence())))
+        if response.header("X-Store-Seq") == nil {
+            response.headers.append(("X-Store-Seq", String(document.store.seq)))
+        }
         response.headers.append(("Access-Control-Allow-Origin", configuration.corsOrigin))
         response.headers.append(("Access-Control-Expose-Headers", "ETag, Location, X-Store-Seq, Retry-After"))
         return response

@@ -6,7 +6,7 @@ struct BinderyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bindery",
         abstract: "Cocoa Bindings as an HTTP service.",
-        subcommands: [ServeCommand.self],
+        subcommands: [ServeCommand.self, CheckModelCommand.self],
         defaultSubcommand: ServeCommand.self
     )
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Bindery
 import BinderyHTTP
 import Dispatch
 import Foundation
@@ -54,14 +55,16 @@ struct ServeCommand: ParsableCommand {
     }
 
     func run() throws {
-        let modelPath = fixture + "/model.json"
-        guard FileManager.default.fileExists(atPath: modelPath) else {
-            throw ValidationError("\(modelPath): no such file (--fixture names a folder holding model.json)")
-        }
         try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
-
+        let document: Document
+        do {
+            document = try Document(fixtureDirectory: fixture)
+        } catch {
+            FileHandle.standardError.write(Data("bindery: \(error.message)\n".utf8))
+            throw ExitCode.failure
+        }
         let service = BinderyService(
-            configuration: .init(publicDirectory: publicDirectory, corsOrigin: cors))
+            configuration: .init(publicDirectory: publicDirectory, corsOrigin: cors), document: document)
         let server = HTTPServer(
             configuration: HTTPServerConfiguration(
                 host: host, port: port, threads: threads, maxBodySize: maxBody),

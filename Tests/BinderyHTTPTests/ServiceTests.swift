@@ -1,3 +1,4 @@
+import Bindery
 import BinderyHTTP
 import Foundation
 import HTTPServer
@@ -5,11 +6,15 @@ import HTTPTestSupport
 import PropertyList
 import Testing
 
-/// Starts the REST service on a free port with the repository's Public/ folder.
+/// The package's root folder.
+let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().path
+
+/// Starts the REST service on a free port with the employees fixture and the repository's Public/ folder.
 func withService(maxBody: Int = 1 << 20, _ body: (TestHTTPClient) throws -> Void) throws {
-    let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().path
-    let service = BinderyService(configuration: .init(publicDirectory: packageRoot + "/Public", corsOrigin: "*"))
+    let document = try Document(fixtureDirectory: packageRoot + "/Fixtures/employees")
+    let service = BinderyService(
+        configuration: .init(publicDirectory: packageRoot + "/Public", corsOrigin: "*"), document: document)
     let server = HTTPServer(
         configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 2, maxBodySize: maxBody),
         responder: service)
@@ -29,7 +34,7 @@ struct ServiceTests {
             #expect(response.status == 200)
             #expect(response.json == ["status": "ok"])
             #expect(response.header("Content-Type") == "application/json")
-            #expect(response.header("X-Store-Seq") == "0")
+            #expect(response.header("X-Store-Seq") == "1")
             #expect(response.header("Access-Control-Allow-Origin") == "*")
         }
     }
@@ -40,7 +45,7 @@ struct ServiceTests {
             #expect(response.status == 404)
             #expect(response.json?["error"]?["code"] == "not-found")
             #expect(response.json?["error"]?["message"]?.stringValue?.isEmpty == false)
-            #expect(response.header("X-Store-Seq") == "0")
+            #expect(response.header("X-Store-Seq") == "1")
             let post = try client.request("POST", "/no/such/thing", json: "{}")
             #expect(post.status == 404)
         }

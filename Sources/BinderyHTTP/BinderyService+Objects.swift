@@ -1,0 +1,254 @@
+import HTTPServer
+import ObjectGraph
+import PropertyList
+
+/// `/objects`: key-value coding over REST (API.md §4).
+///
+/// Conditional requests: the ETag of an object is `"<version>"`, the seq of its last change. `If-Match` on a
+/// mutating request is checked inside the transaction, so the check and the change are one atomic step; a mismatch is
+/// 412 `precondition-failed` with the current representation in `current` and the current `ETag` header.
+extension BinderyService {
+    static func addObjectRoutes(to router: inout Router, store: ObjectStore) {
+        router.add("GET", "/objects/:entity") { try listObjects($0, store: store) }
+        router.add("POST", "/objects/:entity") { try insertObject($0, store: store) }
+        router.add("GET", "/objects/:entity/:id") { try getObject($0, store: store) }
+        router.add("PATCH", "/objects/:entity/:id") { try patchObject($0, store: store) }
+        router.add("DELETE", "/objects/:entity/:id") { try deleteObject($0, store: store) }
+        router.add("GET", "/objects/:entity/:id/*keyPath") { try getValue($0, store: store) }
+        router.add("PUT", "/objects/:entity/:id/*keyPath") { try putValue($0, store: store) }
+        router.add("POST", "/objects/:entity/:id/*keyPath") { try insertElement($0, store: store) }
+        router.add("DELETE", "/objects/:entity/:id/*keyPath") { try removeElement($0, store: store) }
+    }
+
+    // MARK: Entities
+
+    private static func listObjects(_ request: RouteRequest, store: ObjectStore) throws -> HTTPHandlerResult {
+        let entity = request.parameter("entity")
+        let query = request.request
+        let filter = try query.queryValue("filter").map { try ObjectGraph.Predicate(format: $0) }
+        let sort = try query.queryValue("sort").map { try SortDescriptor.descriptors(query: $0) } ?? []
+        let offset = try nonNegativeInteger(query.queryValue("offset"), name: "offset") ?? 0
+        let limit = try nonNegativeInteger(query.queryValue("limit"), name: "limit")
+        let keys = query.queryValue("keys").map {
+            $0.split(separator: ",").map { $0.trimmingCharacters(in: " ") }.filter { !$0.isEmpty }
+        }
+        let (objects, count, seq) = try store.read { view throws -> ([PropertyListValue], Int, Int64) in
+            var ids = try view.objects(of: entity)
+            if let filter {
+                ids = try filter.filter(ids, subject: { .object($0) }, resolver: view)
+            }
+            if !sort.isEmpty {
+                ids = try SortOrdering(sort).sorted(ids, subject: { .object($0) }, resolver: view)
+            }
+            let start = min(offset, ids.count)
+            let end = limit.map { min(ids.count, start + $0) } ?? ids.count
+            let objects = try ids[start..<end].map { try view.json(of: $0, keys: keys) }
+            return (objects, ids.count, view.seq)
+        }
+        return .response(.json(["objects": .array(objects), "count": .integer(Int64(count))], seq: seq))
+    }
+
+    private static func insertObject(_ request: RouteRequest, store: ObjectStore) throws -> HTTPHandlerResult {
+        let entity = request.parameter("entity")
+        guard case .dictionary(let values) = try request.jsonBody() else {
+            throw APIError(status: 422, code: "type-mismatch", message: "The body must be a JSON object of keys.")
+        }
+        let createOnly = request.request.header("If-None-Match")?.trimmingCharacters(in: " ") == "*"
+        let result = try store.transaction { transaction throws -> (ObjectID, PropertyListValue) in
+            if createOnly, let given = values["$id"] {
+                let id = try requestedID(given, entity: entity)
+                if transaction.view.contains(id) {
+                    throw APIError(
+                        status: 412, code: "precondition-failed",
+                        message: "\(id) exists and If-None-Match: * asks to create only.",
+                        fields: ["current": try transaction.view.json(of: id)])
+                }
+            }
+            let id = try transaction.insert(entity, values: values)
+            return (id, try transaction.view.json(of: id))
+        }
+        let (id, json) = result.value
+        var response = HTTPResponse.json(json, status: 201, seq: result.seq)
+        response.headers.append(("Location", "/objects/\(id.entity)/\(id.id)"))
+        response.headers.append(("ETag", etag(result.seq)))
+        return .response(response)
+    }
+
+    // MARK: Objects
+
+    private static func getObject(_ request: RouteRequest, store: ObjectStore) throws -> HTTPHandlerResult {
+        let id = try objectID(request)
+        let (json, version, seq) = try store.read { view throws -> (PropertyListValue, Int64, Int64) in
+            (try view.json(of: id), try view.version(of: id), view.seq)
+        }
+        if let condition = request.request.header("If-None-Match"), matches(condition, version: version) {
+            return .response(
+                HTTPResponse(status: 304, headers: [("ETag", etag(version)), ("X-Store-Seq", String(seq))]))
+        }
+        var response = HTTPResponse.json(json, seq: seq)
+        response.headers.append(("ETag", etag(version)))
+        return .response(response)
+    }
+
+    private static func patchObject(_ request: RouteRequest, store: ObjectStore) throws -> HTTPHandlerResult {
+        let id = try objectID(request)
+        guard case .dictionary(let values) = try request.jsonBody() else {
+            throw APIError(status: 422, code: "type-mismatch", message: "The body must be a JSON object of keys.")
+        }
+        let result = try store.transaction { transaction throws -> (PropertyListValue, Int64) in
+            let version = try checkIfMatch(request, id: id, in: transaction.view) { try $0.json(of: id) }
+            try transaction.setValuesForKeys(values, of: id)
+            return (try transaction.view.json(of: id), version)
+        }
+        return .response(changed(result, id: id, body: result.value.0, previousVersion: result.value.1))
+    }
+
+    private static func deleteObject(_ request: RouteRequest, store: ObjectStore) throws -> HTTPHandlerResult {
+        let id = try objectID(request)
+        let result = try store.transaction { transaction in
+            _ = try checkIfMatch(request, id: id, in: transaction.view) { try $0.json(of: id) }
+            try transaction.delete(id)
+        }
+        return .response(HTTPResponse(status: 204, headers: [("X-Store-Seq", String(result.seq))]))
+    }
+
+    // MARK: Key paths
+
+    private static func getValue(_ request: RouteRequest, store: ObjectStore) throws -> HTTPHandlerResult {
+        let id = try objectID(request)
+        let keyPath = request.rest("keyPath").joined(separator: ".")
+        let (value, seq) = try store.read { view throws -> (PropertyListValue, Int64) in
+            (try view.value(forKeyPath: keyPath, of: id).json, view.seq)
+        }
+        return .response(.json(value, seq: seq))
+    }
+
+    private static func putValue(_ request: RouteRequest, store: ObjectStore) throws -> HTTPHandlerResult {
+        let id = try objectID(request)
+        let keyPath = request.rest("keyPath").joined(separator: ".")
+        let value = try request.jsonBody()
+        let result = try store.transaction { transaction throws -> (PropertyListValue, Int64) in
+            let version = try checkIfMatch(request, id: id, in: transaction.view) {
+                try $0.value(forKeyPath: keyPath, of: id).json
+            }
+            try transaction.setValue(value, forKeyPath: keyPath, of: id)
+            return (try transaction.view.value(forKeyPath: keyPath, of: id).json, version)
+        }
+        return .response(changed(result, id: id, body: result.value.0, previousVersion: result.value.1))
+    }
+
+    /// `POST /objects/{Entity}/{id}/{toManyKeyPath}?index=N` with a `{"$ref"}` body: answers the relationship's new
+    /// value.
+    private static func insertElement(_ request: RouteRequest, store: ObjectStore) throws -> HTTPHandlerResult {
+        let id = try objectID(request)
+        let keyPath = request.rest("keyPath").joined(separator: ".")
+        let index = try nonNegativeInteger(request.request.queryValue("index"), name: "index")
+        let body = try request.jsonBody()
+        guard case .string(let reference)? = body["$ref"], let element = ObjectID(reference: reference) else {
+            throw APIError(
+                status: 422, code: "type-mismatch", message: "The body must be a reference: {\"$ref\": \"Entity/id\"}.")
+        }
+        let result = try store.transaction { transaction throws -> (PropertyListValue, Int64) in
+            let version = try checkIfMatch(request, id: id, in: transaction.view) {
+                try $0.value(forKeyPath: keyPath, of: id).json
+            }
+            try transaction.insert(element, at: index, intoKeyPath: keyPath, of: id)
+            return (try transaction.view.value(forKeyPath: keyPath, of: id).json, version)
+        }
+        return .response(changed(result, id: id, body: result.value.0, previousVersion: result.value.1))
+    }
+
+    /// `DELETE /objects/{Entity}/{id}/{toManyKeyPath}/{index}`: answers the relationship's new value.
+    private static func removeElement(_ request: RouteRequest, store: ObjectStore) throws -> HTTPHandlerResult {
+        let id = try objectID(request)
+        var segments = request.rest("keyPath")
+        guard segments.count >= 2, let index = Int(segments.removeLast()), index >= 0 else {
+            throw APIError.methodNotAllowed("DELETE", allowed: ["GET", "PUT", "POST", "HEAD"])
+        }
+        let keyPath = segments.joined(separator: ".")
+        let result = try store.transaction { transaction throws -> (PropertyListValue, Int64) in
+            let version = try checkIfMatch(request, id: id, in: transaction.view) {
+                try $0.value(forKeyPath: keyPath, of: id).json
+            }
+            try transaction.remove(at: index, fromKeyPath: keyPath, of: id)
+            return (try transaction.view.value(forKeyPath: keyPath, of: id).json, version)
+        }
+        return .response(changed(result, id: id, body: result.value.0, previousVersion: result.value.1))
+    }
+
+    // MARK: Helpers
+
+    private static func objectID(_ request: RouteRequest) throws(ObjectGraphError) -> ObjectID {
+        let id = request.parameter("id")
+        guard ObjectID.isValidID(id) else { throw ObjectGraphError.badID(id) }
+        return ObjectID(entity: request.parameter("entity"), id: id)
+    }
+
+    /// The id a create request asks for: `"42"` or `"Employee/42"`.
+    private static func requestedID(_ value: PropertyListValue, entity: String) throws -> ObjectID {
+        guard case .string(let text) = value else { throw ObjectGraphError.badID(value.jsonString()) }
+        if text.contains("/") {
+            guard let id = ObjectID(reference: text), id.entity == entity else { throw ObjectGraphError.badID(text) }
+            return id
+        }
+        guard ObjectID.isValidID(text) else { throw ObjectGraphError.badID(text) }
+        return ObjectID(entity: entity, id: text)
+    }
+
+    static func etag(_ version: Int64) -> String { "\"\(version)\"" }
+
+    /// Whether an `If-Match` / `If-None-Match` list names this version (`*` names any).
+    static func matches(_ condition: String, version: Int64) -> Bool {
+        condition.split(separator: ",").contains { candidate in
+            var tag = candidate.trimmingCharacters(in: " \t")
+            if tag.hasPrefix("W/") { tag.removeFirst(2) }
+            return tag == "*" || tag == etag(version)
+        }
+    }
+
+    /// Checks `If-Match` against the object's version inside a transaction; returns the version.
+    private static func checkIfMatch(
+        _ request: RouteRequest, id: ObjectID, in view: ReadView,
+        current: (ReadView) throws -> PropertyListValue
+    ) throws -> Int64 {
+        let version = try view.version(of: id)
+        if let condition = request.request.header("If-Match"), !matches(condition, version: version) {
+            throw APIError(
+                status: 412, code: "precondition-failed",
+                message: "\(id) is at version \(version), not \(condition).",
+                fields: ["current": try current(view), "etag": .string(etag(version))],
+                headers: [("ETag", etag(version))])
+        }
+        return version
+    }
+
+    /// The 200 answer to a change of one object: its ETag is the transaction's seq when the object changed.
+    private static func changed<T>(
+        _ result: TransactionResult<T>, id: ObjectID, body: PropertyListValue, previousVersion: Int64
+    ) -> HTTPResponse {
+        let touched = result.record.map { $0.updated.contains(id) || $0.inserted.contains(id) } ?? false
+        var response = HTTPResponse.json(body, seq: result.seq)
+        response.headers.append(("ETag", etag(touched ? result.seq : previousVersion)))
+        return response
+    }
+
+    private static func nonNegativeInteger(_ text: String?, name: String) throws(APIError) -> Int? {
+        guard let text else { return nil }
+        guard let value = Int(text), value >= 0 else {
+            throw APIError.badQuery("\(name) must be a non-negative integer, not \"\(text)\".")
+        }
+        return value
+    }
+}
+
+extension String {
+    fileprivate func trimmingCharacters(in set: String) -> String {
+        String(drop(while: { set.contains($0) }).reversed().drop(while: { set.contains($0) }).reversed())
+    }
+}
+
+extension Substring {
+    fileprivate func trimmingCharacters(in set: String) -> String {
+        String(self).trimmingCharacters(in: set)
+    }
+}

@@ -1,0 +1,219 @@
+import HTTPTestSupport
+import PropertyList
+import Testing
+
+extension TestResponse {
+    var errorCode: String? { json?["error"]?["code"]?.stringValue }
+}
+
+/// `/model` and `/objects` through a real server on the employees fixture (API.md §3–4, §6).
+struct ObjectRoutesTests {
+    @Test func modelAndEntity() throws {
+        try withService { client in
+            let model = try client.request("GET", "/model")
+            #expect(model.json?["entities"]?["Employee"]?["relationships"]?["department"]?["inverse"] == "employees")
+            let entity = try client.request("GET", "/model/Department")
+            #expect(entity.json?["derived"]?["payroll"] == "employees.@sum.salary")
+            #expect(try client.request("GET", "/model/Nope").errorCode == "no-such-entity")
+        }
+    }
+
+    @Test func listingFiltersSortsPagesAndProjects() throws {
+        try withService { client in
+            let all = try client.request("GET", "/objects/Employee")
+            #expect(all.json?["count"] == 32)
+            #expect(all.json?["objects"]?.arrayValue?.count == 32)
+            let page = try client.request(
+                "GET",
+                "/objects/Employee?filter=salary%20%3E%20150000%20AND%20active%20%3D%3D%20TRUE"
+                    + "&sort=-salary&keys=lastName,department.name&offset=1&limit=2")
+            #expect(page.json?["count"] == 6)
+            #expect(
+                page.json?["objects"]
+                    == [
+                        ["$id": "Employee/12", "lastName": "Jobs", "department.name": "Sales"],
+                        ["$id": "Employee/2", "lastName": "Kay", "department.name": "Engineering"],
+                    ])
+            let byName = try client.request(
+                "GET", "/objects/Employee?filter=lastName%20BEGINSWITH%5Bc%5D%20'h'&sort=lastName&keys=lastName")
+            #expect(
+                byName.json?["objects"]?.arrayValue?.compactMap { $0["lastName"]?.stringValue } == [
+                    "Hamilton", "Hertzfeld", "Hoffman", "Hopper",
+                ])
+            #expect(try client.request("GET", "/objects/Employee?filter=salary%20%3E").errorCode == "bad-predicate")
+            #expect(try client.request("GET", "/objects/Employee?filter=salary%20%3E").json?["error"]?["column"] == 9)
+            #expect(try client.request("GET", "/objects/Employee?limit=-1").errorCode == "bad-query")
+            #expect(try client.request("GET", "/objects/Employee?keys=nope").errorCode == "undefined-key")
+            #expect(try client.request("GET", "/objects/Nope").status == 404)
+        }
+    }
+
+    @Test func objectWithETagAndNotModified() throws {
+        try withService { client in
+            let department = try client.request("GET", "/objects/Department/1")
+            #expect(department.status == 200)
+            #expect(department.json?["$id"] == "Department/1")
+            #expect(department.json?["headcount"] == 11)
+            #expect(department.json?["employees"]?.arrayValue?.first == ["$ref": "Employee/1"])
+            let etag = try #require(department.header("ETag"))
+            #expect(etag == "\"1\"")
+            let again = try client.request("GET", "/objects/Department/1", headers: ["If-None-Match": etag])
+            #expect(again.status == 304)
+            #expect(try client.request("GET", "/objects/Department/99").errorCode == "no-such-object")
+        }
+    }
+
+    @Test func keyPathsInBothSpellingsWithOperators() throws {
+        try withService { client in
+            #expect(try client.request("GET", "/objects/Employee/4/department/name").json == "Engineering")
+            #expect(try client.request("GET", "/objects/Employee/4/department.name").json == "Engineering")
+            #expect(try client.request("GET", "/objects/Department/1/employees.@count").json == 11)
+            #expect(
+                try client.request("GET", "/objects/Department/5/employees/@avg/salary").json == PropertyListValue.null)
+            #expect(try client.request("GET", "/objects/Department/5/employees/@sum/salary").json == 0)
+            #expect(try client.request("GET", "/objects/Employee/1/manager/lastName").json == PropertyListValue.null)
+            let names = try client.request("GET", "/objects/Department/3/employees/lastName")
+            #expect(names.json == ["Kenneth Keller", "Sutherland", "Easley", "Engelbart", "Sammet", "Borg"])
+            let missing = try client.request("GET", "/objects/Employee/4/department/nope")
+            #expect(missing.status == 404)
+            #expect(missing.errorCode == "undefined-key")
+            #expect(missing.json?["error"]?["keyPath"] == "nope")
+        }
+    }
+
+    @Test func putValueHonoursIfMatchAndValidates() throws {
+        try withService { client in
+            let put = try client.request("PUT", "/objects/Employee/4/salary", json: "160000")
+            #expect(put.status == 200)
+            #expect(put.json == 160000)
+            #expect(put.header("ETag") == "\"2\"")
+            #expect(put.header("X-Store-Seq") == "2")
+            let stale = try client.request(
+                "PUT", "/objects/Employee/4/salary", headers: ["If-Match": "\"1\""], json: "1")
+            #expect(stale.status == 412)
+            #expect(stale.errorCode == "precondition-failed")
+            #expect(stale.json?["error"]?["current"] == 160000)
+            #expect(stale.header("ETag") == "\"2\"")
+            let fresh = try client.request(
+                "PUT", "/objects/Employee/4/salary", headers: ["If-Match": "\"2\""], json: "1")
+            #expect(fresh.status == 200)
+            let negative = try client.request("PUT", "/objects/Employee/4/salary", json: "-1")
+            #expect(negative.status == 422)
+            #expect(negative.errorCode == "validation-failed")
+            #expect(
+                try client.request("PUT", "/objects/Employee/4/salary", json: "\"lots\"").errorCode == "type-mismatch")
+            #expect(try client.request("PUT", "/objects/Employee/4/salary", json: "12.0").json == 12)
+            #expect(
+                try client.request("PUT", "/objects/Employee/4/hireDate", json: "\"2020-01-02\"").json
+                    == .date(try #require(ISO8601.date(from: "2020-01-02T00:00:00.000Z"))))
+            #expect(try client.request("PUT", "/objects/Employee/4/headcount", json: "1").status == 404)
+            #expect(try client.request("PUT", "/objects/Employee/4/department/name", json: "\"R&D\"").json == "R&D")
+            #expect(try client.request("GET", "/objects/Employee/5/departmentName").json == "R&D")
+        }
+    }
+
+    @Test func patchIsAtomic() throws {
+        try withService { client in
+            let bad = try client.request(
+                "PATCH", "/objects/Employee/4", json: #"{"firstName": "Kenneth", "salary": -5}"#)
+            #expect(bad.status == 422)
+            #expect(try client.request("GET", "/objects/Employee/4/firstName").json == "Ken")
+            let unknown = try client.request(
+                "PATCH", "/objects/Employee/4", json: #"{"firstName": "Kenneth", "nope": 1}"#)
+            #expect(unknown.status == 404)
+            #expect(try client.request("GET", "/objects/Employee/4/firstName").json == "Ken")
+            let good = try client.request(
+                "PATCH", "/objects/Employee/4",
+                json: #"{"firstName": "Kenneth", "department": {"$ref": "Department/5"}}"#)
+            #expect(good.status == 200)
+            #expect(good.json?["firstName"] == "Kenneth")
+            #expect(good.json?["departmentName"] == "Research")
+            #expect(try client.request("GET", "/objects/Department/5/employees").json == [["$ref": "Employee/4"]])
+            #expect(try client.request("GET", "/objects/Department/1/headcount").json == 10)
+            #expect(try client.request("PATCH", "/objects/Employee/4", json: "[1]").status == 422)
+        }
+    }
+
+    @Test func insertWithLocationDuplicateAndCreateOnly() throws {
+        try withService { client in
+            let body =
+                #"{"$id": "E99", "firstName": "New", "lastName": "Hire", "department": {"$ref": "Department/5"}}"#
+            let created = try client.request("POST", "/objects/Employee", json: body)
+            #expect(created.status == 201)
+            #expect(created.header("Location") == "/objects/Employee/E99")
+            #expect(created.json?["active"] == true)
+            #expect(created.json?["$id"] == "Employee/E99")
+            #expect(try client.request("POST", "/objects/Employee", json: body).errorCode == "duplicate-id")
+            let createOnly = try client.request(
+                "POST", "/objects/Employee", headers: ["If-None-Match": "*"], json: body)
+            #expect(createOnly.status == 412)
+            let assigned = try client.request(
+                "POST", "/objects/Employee",
+                json: #"{"firstName": "A", "lastName": "B", "department": {"$ref": "Department/5"}}"#)
+            #expect(assigned.status == 201)
+            let location = try #require(assigned.header("Location"))
+            #expect(try client.request("GET", location).json?["firstName"] == "A")
+            let orphan = try client.request("POST", "/objects/Employee", json: #"{"firstName": "A", "lastName": "B"}"#)
+            #expect(orphan.status == 422)
+            #expect(orphan.errorCode == "cardinality")
+            #expect(try client.request("GET", "/objects/Employee").json?["count"] == 34)
+        }
+    }
+
+    @Test func deleteAppliesRules() throws {
+        try withService { client in
+            let denied = try client.request("DELETE", "/objects/Department/1")
+            #expect(denied.status == 409)
+            #expect(denied.errorCode == "delete-denied")
+            #expect(try client.request("DELETE", "/objects/Department/5").status == 204)
+            #expect(try client.request("GET", "/objects/Department/5").status == 404)
+            // Employee/2 manages 4 and 5: deleting it nullifies their manager.
+            #expect(try client.request("DELETE", "/objects/Employee/2", headers: ["If-Match": "\"7\""]).status == 412)
+            #expect(try client.request("DELETE", "/objects/Employee/2").status == 204)
+            #expect(try client.request("GET", "/objects/Employee/4/manager").json == PropertyListValue.null)
+            #expect(try client.request("GET", "/objects/Department/1/headcount").json == 10)
+        }
+    }
+
+    @Test func toManyInsertAndRemove() throws {
+        try withService { client in
+            let moved = try client.request(
+                "POST", "/objects/Department/5/employees?index=0", json: #"{"$ref": "Employee/4"}"#)
+            #expect(moved.status == 200)
+            #expect(moved.json == [["$ref": "Employee/4"]])
+            #expect(try client.request("GET", "/objects/Employee/4/department").json == ["$ref": "Department/5"])
+            let reports = try client.request(
+                "POST", "/objects/Employee/1/directReports?index=1", json: #"{"$ref": "Employee/7"}"#)
+            #expect(reports.json == [["$ref": "Employee/2"], ["$ref": "Employee/7"], ["$ref": "Employee/3"]])
+            let removed = try client.request("DELETE", "/objects/Employee/1/directReports/1")
+            #expect(removed.json == [["$ref": "Employee/2"], ["$ref": "Employee/3"]])
+            #expect(try client.request("GET", "/objects/Employee/7/manager").json == PropertyListValue.null)
+            // Employee.department is required: removing from Department.employees is refused, nothing changes.
+            let refused = try client.request("DELETE", "/objects/Department/5/employees/0")
+            #expect(refused.status == 422)
+            #expect(try client.request("GET", "/objects/Department/5/employees").json == [["$ref": "Employee/4"]])
+            #expect(try client.request("POST", "/objects/Department/5/employees", json: "{}").status == 422)
+            #expect(try client.request("DELETE", "/objects/Department/5/employees/9").status == 422)
+        }
+    }
+
+    @Test func malformedBodiesChangeNothing() throws {
+        try withService(maxBody: 4096) { client in
+            let duplicate = try client.request("PUT", "/objects/Employee/4/salary", json: #"{"a": 1, "a": 2}"#)
+            #expect(duplicate.status == 400)
+            #expect(duplicate.errorCode == "malformed-json")
+            #expect(duplicate.json?["error"]?["line"] == 1)
+            let broken = try client.request("PATCH", "/objects/Employee/4", json: "{\"firstName\": ")
+            #expect(broken.status == 400)
+            #expect(broken.json?["error"]?["column"] != nil)
+            let huge = try client.request(
+                "PATCH", "/objects/Employee/4", json: "{\"firstName\": \"\(String(repeating: "x", count: 5000))\"}")
+            #expect(huge.status == 413)
+            let xml = try client.request(
+                "PATCH", "/objects/Employee/4", headers: ["Content-Type": "application/xml"], json: "<a/>")
+            #expect(xml.status == 415)
+            #expect(try client.request("GET", "/objects/Employee/4").header("ETag") == "\"1\"")
+            #expect(try client.request("GET", "/healthz").header("X-Store-Seq") == "1")
+        }
+    }
+}
