@@ -1,3 +1,4 @@
+import Bindery
 import HTTPServer
 import ObjectGraph
 import PropertyList
@@ -8,21 +9,21 @@ import PropertyList
 /// mutating request is checked inside the transaction, so the check and the change are one atomic step; a mismatch is
 /// 412 `precondition-failed` with the current representation in `current` and the current `ETag` header.
 extension BinderyService {
-    static func addObjectRoutes(to router: inout Router, store: ObjectStore) {
-        router.add("GET", "/objects/:entity") { try listObjects($0, store: store) }
-        router.add("POST", "/objects/:entity") { try insertObject($0, store: store) }
-        router.add("GET", "/objects/:entity/:id") { try getObject($0, store: store) }
-        router.add("PATCH", "/objects/:entity/:id") { try patchObject($0, store: store) }
-        router.add("DELETE", "/objects/:entity/:id") { try deleteObject($0, store: store) }
-        router.add("GET", "/objects/:entity/:id/*keyPath") { try getValue($0, store: store) }
-        router.add("PUT", "/objects/:entity/:id/*keyPath") { try putValue($0, store: store) }
-        router.add("POST", "/objects/:entity/:id/*keyPath") { try insertElement($0, store: store) }
-        router.add("DELETE", "/objects/:entity/:id/*keyPath") { try removeElement($0, store: store) }
+    static func addObjectRoutes(to router: inout Router, document: Document) {
+        router.add("GET", "/objects/:entity") { try listObjects($0, document: document) }
+        router.add("POST", "/objects/:entity") { try insertObject($0, document: document) }
+        router.add("GET", "/objects/:entity/:id") { try getObject($0, document: document) }
+        router.add("PATCH", "/objects/:entity/:id") { try patchObject($0, document: document) }
+        router.add("DELETE", "/objects/:entity/:id") { try deleteObject($0, document: document) }
+        router.add("GET", "/objects/:entity/:id/*keyPath") { try getValue($0, document: document) }
+        router.add("PUT", "/objects/:entity/:id/*keyPath") { try putValue($0, document: document) }
+        router.add("POST", "/objects/:entity/:id/*keyPath") { try insertElement($0, document: document) }
+        router.add("DELETE", "/objects/:entity/:id/*keyPath") { try removeElement($0, document: document) }
     }
 
     // MARK: Entities
 
-    private static func listObjects(_ request: RouteRequest, store: ObjectStore) throws -> HTTPHandlerResult {
+    private static func listObjects(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {
         let entity = request.parameter("entity")
         let query = request.request
         let filter = try query.queryValue("filter").map { try ObjectGraph.Predicate(format: $0) }
@@ -32,7 +33,7 @@ extension BinderyService {
         let keys = query.queryValue("keys").map {
             $0.split(separator: ",").map { $0.trimmingCharacters(in: " ") }.filter { !$0.isEmpty }
         }
-        let (objects, count, seq) = try store.read { view throws -> ([PropertyListValue], Int, Int64) in
+        let (objects, count, seq) = try document.store.read { view throws -> ([PropertyListValue], Int, Int64) in
             var ids = try view.objects(of: entity)
             if let filter {
                 ids = try filter.filter(ids, subject: { .object($0) }, resolver: view)
@@ -48,13 +49,13 @@ extension BinderyService {
         return .response(.json(["objects": .array(objects), "count": .integer(Int64(count))], seq: seq))
     }
 
-    private static func insertObject(_ request: RouteRequest, store: ObjectStore) throws -> HTTPHandlerResult {
+    private static func insertObject(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {
         let entity = request.parameter("entity")
         guard case .dictionary(let values) = try request.jsonBody() else {
             throw APIError(status: 422, code: "type-mismatch", message: "The body must be a JSON object of keys.")
         }
         let createOnly = request.request.header("If-None-Match")?.trimmingCharacters(in: " ") == "*"
-        let result = try store.transaction { transaction throws -> (ObjectID, PropertyListValue) in
+        let result = try document.transaction { transaction throws -> (ObjectID, PropertyListValue) in
             if createOnly, let given = values["$id"] {
                 let id = try requestedID(given, entity: entity)
                 if transaction.view.contains(id) {
@@ -76,9 +77,9 @@ extension BinderyService {
 
     // MARK: Objects
 
-    private static func getObject(_ request: RouteRequest, store: ObjectStore) throws -> HTTPHandlerResult {
+    private static func getObject(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {
         let id = try objectID(request)
-        let (json, version, seq) = try store.read { view throws -> (PropertyListValue, Int64, Int64) in
+        let (json, version, seq) = try document.store.read { view throws -> (PropertyListValue, Int64, Int64) in
             (try view.json(of: id), try view.version(of: id), view.seq)
         }
         if let condition = request.request.header("If-None-Match"), matches(condition, version: version) {
@@ -90,12 +91,12 @@ extension BinderyService {
         return .response(response)
     }
 
-    private static func patchObject(_ request: RouteRequest, store: ObjectStore) throws -> HTTPHandlerResult {
+    private static func patchObject(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {
         let id = try objectID(request)
         guard case .dictionary(let values) = try request.jsonBody() else {
             throw APIError(status: 422, code: "type-mismatch", message: "The body must be a JSON object of keys.")
         }
-        let result = try store.transaction { transaction throws -> (PropertyListValue, Int64) in
+        let result = try document.transaction { transaction throws -> (PropertyListValue, Int64) in
             let version = try checkIfMatch(request, id: id, in: transaction.view) { try $0.json(of: id) }
             try transaction.setValuesForKeys(values, of: id)
             return (try transaction.view.json(of: id), version)
@@ -103,9 +104,9 @@ extension BinderyService {
         return .response(changed(result, id: id, body: result.value.0, previousVersion: result.value.1))
     }
 
-    private static func deleteObject(_ request: RouteRequest, store: ObjectStore) throws -> HTTPHandlerResult {
+    private static func deleteObject(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {
         let id = try objectID(request)
-        let result = try store.transaction { transaction in
+        let result = try document.transaction { transaction in
             _ = try checkIfMatch(request, id: id, in: transaction.view) { try $0.json(of: id) }
             try transaction.delete(id)
         }
@@ -114,20 +115,20 @@ extension BinderyService {
 
     // MARK: Key paths
 
-    private static func getValue(_ request: RouteRequest, store: ObjectStore) throws -> HTTPHandlerResult {
+    private static func getValue(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {
         let id = try objectID(request)
         let keyPath = request.rest("keyPath").joined(separator: ".")
-        let (value, seq) = try store.read { view throws -> (PropertyListValue, Int64) in
+        let (value, seq) = try document.store.read { view throws -> (PropertyListValue, Int64) in
             (try view.value(forKeyPath: keyPath, of: id).json, view.seq)
         }
         return .response(.json(value, seq: seq))
     }
 
-    private static func putValue(_ request: RouteRequest, store: ObjectStore) throws -> HTTPHandlerResult {
+    private static func putValue(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {
         let id = try objectID(request)
         let keyPath = request.rest("keyPath").joined(separator: ".")
         let value = try request.jsonBody()
-        let result = try store.transaction { transaction throws -> (PropertyListValue, Int64) in
+        let result = try document.transaction { transaction throws -> (PropertyListValue, Int64) in
             let version = try checkIfMatch(request, id: id, in: transaction.view) {
                 try $0.value(forKeyPath: keyPath, of: id).json
             }
@@ -139,7 +140,7 @@ extension BinderyService {
 
     /// `POST /objects/{Entity}/{id}/{toManyKeyPath}?index=N` with a `{"$ref"}` body: answers the relationship's new
     /// value.
-    private static func insertElement(_ request: RouteRequest, store: ObjectStore) throws -> HTTPHandlerResult {
+    private static func insertElement(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {
         let id = try objectID(request)
         let keyPath = request.rest("keyPath").joined(separator: ".")
         let index = try nonNegativeInteger(request.request.queryValue("index"), name: "index")
@@ -148,7 +149,7 @@ extension BinderyService {
             throw APIError(
                 status: 422, code: "type-mismatch", message: "The body must be a reference: {\"$ref\": \"Entity/id\"}.")
         }
-        let result = try store.transaction { transaction throws -> (PropertyListValue, Int64) in
+        let result = try document.transaction { transaction throws -> (PropertyListValue, Int64) in
             let version = try checkIfMatch(request, id: id, in: transaction.view) {
                 try $0.value(forKeyPath: keyPath, of: id).json
             }
@@ -159,14 +160,14 @@ extension BinderyService {
     }
 
     /// `DELETE /objects/{Entity}/{id}/{toManyKeyPath}/{index}`: answers the relationship's new value.
-    private static func removeElement(_ request: RouteRequest, store: ObjectStore) throws -> HTTPHandlerResult {
+    private static func removeElement(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {
         let id = try objectID(request)
         var segments = request.rest("keyPath")
         guard segments.count >= 2, let index = Int(segments.removeLast()), index >= 0 else {
             throw APIError.methodNotAllowed("DELETE", allowed: ["GET", "PUT", "POST", "HEAD"])
         }
         let keyPath = segments.joined(separator: ".")
-        let result = try store.transaction { transaction throws -> (PropertyListValue, Int64) in
+        let result = try document.transaction { transaction throws -> (PropertyListValue, Int64) in
             let version = try checkIfMatch(request, id: id, in: transaction.view) {
                 try $0.value(forKeyPath: keyPath, of: id).json
             }

@@ -31,7 +31,7 @@ public final class BinderyService: HTTPResponder {
         var router = Router()
         Self.addHealthRoutes(to: &router)
         Self.addModelRoutes(to: &router, store: document.store)
-        Self.addObjectRoutes(to: &router, store: document.store)
+        Self.addObjectRoutes(to: &router, document: document)
         self.router = router
     }
 
