@@ -118,3 +118,24 @@ struct ChangeRecordTests {
         #expect(store.seq == 1)
     }
 }
+
+struct SnapshotTests {
+    @Test func snapshotAndRestoreKeepVersionsSeqAndIDCounter() throws {
+        let store = try employeesStore()
+        try store.transaction { tx in try tx.insert("Department", values: ["name": "Ops"]) }
+        try store.transaction { tx in try tx.setValue(7, forKeyPath: "salary", of: id("Employee/bob")) }
+        let snapshot = store.read { $0.snapshot() }
+        let text = snapshot.jsonString()
+        let copy = ObjectStore(model: try employeesModel())
+        try copy.restore(snapshot: try PropertyListValue(jsonString: text))
+        #expect(copy.seq == 3)
+        #expect(copy.export() == store.export())
+        #expect(try copy.read { view in try view.version(of: id("Employee/bob")) } == 3)
+        #expect(try copy.read { view in try view.version(of: id("Employee/ann")) } == 1)
+        let a = try store.transaction { tx in try tx.insert("Department", values: ["name": "N"]) }
+        let b = try copy.transaction { tx in try tx.insert("Department", values: ["name": "N"]) }
+        #expect(a.value == b.value && a.seq == b.seq)
+        expectError("bad-change-record") { try copy.restore(snapshot: ["objects": []]) }
+        #expect(copy.seq == 4)
+    }
+}

@@ -82,6 +82,26 @@ public final class ObjectStore: Sendable {
         }
     }
 
+    /// Replaces the whole state with a snapshot from `ReadView.snapshot()`: objects, versions, seq and id counter.
+    ///
+    /// For recovery (snapshot, then `apply` of the journal records after it): no hooks run and no record is made.
+    /// The snapshot is validated like a transaction; on error nothing changes.
+    public func restore(snapshot: PropertyListValue) throws(ObjectGraphError) {
+        try state.withLock { (state: inout GraphState) throws(ObjectGraphError) in
+            let transaction = Transaction(state: state)
+            do throws(ObjectGraphError) {
+                let (seq, lastAssignedID) = try transaction.restore(snapshot: snapshot)
+                try transaction.validate()
+                transaction.discardUndoLog()
+                state.seq = seq
+                state.lastAssignedID = lastAssignedID
+            } catch {
+                transaction.rollback()
+                throw error
+            }
+        }
+    }
+
     /// Loads a fixture's `data.json` bytes (`{"objects": [...]}`) as one transaction replacing the graph.
     ///
     /// Malformed JSON is 400 `malformed-json` with `line` and `column`.

@@ -91,6 +91,26 @@ public struct ReadView: KeyPathResolving {
         ["seq": .integer(state.seq), "objects": .array(state.exportObjects())]
     }
 
+    /// The graph with what a restart needs: `{"seq", "lastAssignedID", "objects": [...]}`, each object with its
+    /// `"$version"` (for journal snapshots; `ObjectStore.restore(snapshot:)` reads it back).
+    public func snapshot() -> PropertyListValue {
+        var objects: [PropertyListValue] = []
+        for entity in state.tables.indices {
+            let table = state.tables[entity]
+            for row in table.liveRows {
+                guard
+                    case .dictionary(var object) = state.objectJSON(
+                        ObjectHandle(entity: entity, row: row), includingDerived: false)
+                else { continue }
+                object["$version"] = .integer(table.versions[row])
+                objects.append(.dictionary(object))
+            }
+        }
+        return [
+            "seq": .integer(state.seq), "lastAssignedID": .integer(state.lastAssignedID), "objects": .array(objects),
+        ]
+    }
+
     // MARK: Fast path
 
     /// Handles of every object of `entity`, in insertion order; valid inside this closure only.

@@ -23,6 +23,23 @@ extension Transaction {
             new: ["objects": .array(state.exportObjects())])
     }
 
+    /// Replaces the graph with a snapshot written by `ReadView.snapshot()`, restoring each object's `$version`;
+    /// returns the snapshot's `seq` and `lastAssignedID`.
+    func restore(snapshot: PropertyListValue) throws(ObjectGraphError) -> (seq: Int64, lastAssignedID: Int64) {
+        guard case .integer(let seq) = snapshot["seq"], seq >= 0 else {
+            throw ChangeRecord.bad("a snapshot needs a non-negative \"seq\".")
+        }
+        try replaceGraph(with: snapshot)
+        for object in try Self.objectList(snapshot) {
+            guard let text = object["$id"]?.stringValue, let id = ObjectID(reference: text),
+                case .integer(let version) = object["$version"]
+            else { continue }
+            let handle = try state.handle(of: id)
+            state.tables[handle.entity].versions[handle.row] = min(version, seq)
+        }
+        return (seq, snapshot["lastAssignedID"]?.integerValue ?? 0)
+    }
+
     /// Inserts several objects given in JSON form (as in `data.json`), adding to the graph; references may point
     /// forward among them and to existing objects.
     @discardableResult
@@ -57,7 +74,7 @@ extension Transaction {
             let entity = state.model.entities[try state.model.entityIndex(id.entity)]
             var attributes: [String: PropertyListValue] = [:]
             var relationships: [String: PropertyListValue] = [:]
-            for (key, value) in values where key != "$id" {
+            for (key, value) in values where key != "$id" && key != "$version" {
                 switch entity.properties[key] {
                 case .attribute: attributes[key] = value
                 case .relationship: relationships[key] = value

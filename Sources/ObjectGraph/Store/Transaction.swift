@@ -184,6 +184,12 @@ public final class Transaction {
 
     // MARK: Commit
 
+    /// Forgets the steps without committing them (the caller has set seq and versions itself).
+    func discardUndoLog() {
+        steps = []
+        resetIndex = nil
+    }
+
     /// The change record of the transaction as committed with `seq` (nil when nothing changed).
     func changeRecord(seq: Int64) -> ChangeRecord? {
         guard !steps.isEmpty else { return nil }
