@@ -1,4 +1,5 @@
 import Bindery
+import Dispatch
 import HTTPServer
 import ObjectGraph
 import PropertyList
@@ -21,17 +22,25 @@ public final class BinderyService: HTTPResponder {
 
     public let configuration: Configuration
     public let document: Document
+    /// Change history, KVO observers, notifications and waiting long-polls.
+    public let observations: ObservationCenter
     private let router: Router
     private let staticFiles: StaticFiles?
 
-    public init(configuration: Configuration, document: Document) {
+    /// - Parameter observations: the observation center (the server passes one on the main queue); by default, one
+    ///   on a queue of its own.
+    public init(configuration: Configuration, document: Document, observations: ObservationCenter? = nil) {
         self.configuration = configuration
         self.document = document
+        let observations =
+            observations ?? ObservationCenter(document: document, queue: DispatchQueue(label: "bindery.observation"))
+        self.observations = observations
         self.staticFiles = StaticFiles(root: configuration.publicDirectory)
         var router = Router()
         Self.addHealthRoutes(to: &router)
         Self.addModelRoutes(to: &router, store: document.store)
         Self.addObjectRoutes(to: &router, document: document)
+        Self.addObservingRoutes(to: &router, center: observations)
         self.router = router
     }
 

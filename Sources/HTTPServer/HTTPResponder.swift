@@ -25,9 +25,14 @@ public protocol HTTPResponder: Sendable {
     func respond(to request: HTTPRequest) -> HTTPHandlerResult
     /// The answer to a request whose body went over the limit; the body has been read and dropped.
     func respondToOversizedBody(_ request: HTTPRequest, limit: Int) -> HTTPResponse
+    /// Last touches to a response given to `HTTPSuspendedConnection.resume(with:)` (or a shutdown response), on
+    /// the server's thread just before it is sent: the place for headers every response carries.
+    func finish(_ response: HTTPResponse) -> HTTPResponse
 }
 
 extension HTTPResponder {
+    public func finish(_ response: HTTPResponse) -> HTTPResponse { response }
+
     public func respondToOversizedBody(_ request: HTTPRequest, limit: Int) -> HTTPResponse {
         HTTPResponse(status: 413, contentType: "text/plain", text: "request body over \(limit) bytes\n")
     }

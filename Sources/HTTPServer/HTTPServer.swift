@@ -129,7 +129,7 @@ public final class HTTPServer: Sendable {
         connection: OpaquePointer, rawURL: String, method: String, context: RequestContext
     ) -> HTTPResponse? {
         if let suspended = context.suspended {
-            return suspended.takeResponse()
+            return suspended.takeResponse().map(responder.finish)
         }
         var request = HTTPRequest(method: method, rawPath: rawURL)
         request.headers = Self.values(of: connection, kind: .HEADER_KIND, lowerCaseKeys: true)

@@ -32,14 +32,17 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Journal durability: always, batch or never. (Takes effect with persistence.)")
     var fsync: FsyncPolicy = .batch
 
-    @Option(help: "Changes retained for long-poll clients. (Takes effect with change feeds.)")
+    @Option(help: "Changes retained for long-poll clients (older `since` gets 410).")
     var history = 100_000
 
     @Option(help: "The request body limit in bytes (413 beyond).")
     var maxBody = 1_048_576
 
-    @Option(help: "Seconds after which an unpolled observer expires. (Takes effect with observers.)")
+    @Option(help: "Seconds after which an unpolled observer expires.")
     var observerTtl = 300
+
+    @Option(help: "Long-polls waiting at once; beyond, 503 too-many-waiters.")
+    var maxWaiters = 16_000
 
     @Option(help: "HTTP worker threads (default: one per core).")
     var threads = HTTPServerConfiguration.processorCount
@@ -52,6 +55,7 @@ struct ServeCommand: ParsableCommand {
         guard threads > 0 else { throw ValidationError("--threads must be positive") }
         guard history > 0 else { throw ValidationError("--history must be positive") }
         guard observerTtl > 0 else { throw ValidationError("--observer-ttl must be positive") }
+        guard maxWaiters > 0 else { throw ValidationError("--max-waiters must be positive") }
     }
 
     func run() throws {
@@ -63,8 +67,13 @@ struct ServeCommand: ParsableCommand {
             FileHandle.standardError.write(Data("bindery: \(error.message)\n".utf8))
             throw ExitCode.failure
         }
+        let observations = ObservationCenter(
+            document: document, queue: .main,
+            configuration: .init(
+                historyCapacity: history, observerTTL: Double(observerTtl), maxWaiters: maxWaiters))
         let service = BinderyService(
-            configuration: .init(publicDirectory: publicDirectory, corsOrigin: cors), document: document)
+            configuration: .init(publicDirectory: publicDirectory, corsOrigin: cors), document: document,
+            observations: observations)
         let server = HTTPServer(
             configuration: HTTPServerConfiguration(
                 host: host, port: port, threads: threads, maxBodySize: maxBody),
@@ -78,6 +87,7 @@ struct ServeCommand: ParsableCommand {
             signal(signalNumber, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .main)
             source.setEventHandler { @Sendable in
+                observations.answerAllWaiters()
                 server.stop()
                 Foundation.exit(0)
             }

@@ -11,15 +11,24 @@ let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().de
     .deletingLastPathComponent().path
 
 /// Starts the REST service on a free port with the employees fixture and the repository's Public/ folder.
-func withService(maxBody: Int = 1 << 20, _ body: (TestHTTPClient) throws -> Void) throws {
+func withService(
+    maxBody: Int = 1 << 20, observation: ObservationCenter.Configuration = .init(),
+    _ body: (TestHTTPClient) throws -> Void
+) throws {
     let document = try Document(fixtureDirectory: packageRoot + "/Fixtures/employees")
+    let observations = ObservationCenter(
+        document: document, queue: DispatchQueue(label: "test.observation"), configuration: observation)
     let service = BinderyService(
-        configuration: .init(publicDirectory: packageRoot + "/Public", corsOrigin: "*"), document: document)
+        configuration: .init(publicDirectory: packageRoot + "/Public", corsOrigin: "*"), document: document,
+        observations: observations)
     let server = HTTPServer(
         configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 2, maxBodySize: maxBody),
         responder: service)
     try server.start()
-    defer { server.stop() }
+    defer {
+        observations.answerAllWaiters()
+        server.stop()
+    }
     try body(TestHTTPClient(port: try #require(server.port)))
 }
 

@@ -1,0 +1,87 @@
+import ObjectGraph
+import PropertyList
+
+/// One registration of `POST /observers`: a target, a key path and the options of API.md §7.
+///
+/// Confined to the observation queue. It keeps its own bounded list of changes for its long-poll clients.
+final class KeyValueObserver {
+    enum Target: Equatable {
+        case object(ObjectID)
+        case controller(String)
+        case defaults
+
+        var description: String {
+            switch self {
+            case .object(let id): id.description
+            case .controller(let name): "controllers/\(name)"
+            case .defaults: "defaults"
+            }
+        }
+    }
+
+    struct Options: OptionSet {
+        let rawValue: Int
+        static let new = Options(rawValue: 1)
+        static let old = Options(rawValue: 2)
+        static let initial = Options(rawValue: 4)
+        static let prior = Options(rawValue: 8)
+    }
+
+    let id: String
+    let target: Target
+    let keyPath: String
+    let options: Options
+    /// The store seq at registration: changes up to it are not this observer's.
+    let since: Int64
+    /// Set when the key path is one stored key of the target object: changes then come straight from the records,
+    /// with their kinds and indexes; otherwise the value is re-read after each commit and compared.
+    let storedKey: Bool
+    var lastValue: PropertyListValue
+    var initial: FeedChange?
+    var history: ChangeHistory
+    var lastActivity: Double
+    var activeWaiters = 0
+
+    init(
+        id: String, target: Target, keyPath: String, options: Options, since: Int64, storedKey: Bool,
+        value: PropertyListValue, capacity: Int, now: Double
+    ) {
+        self.id = id
+        self.target = target
+        self.keyPath = keyPath
+        self.options = options
+        self.since = since
+        self.storedKey = storedKey
+        self.lastValue = value
+        self.history = ChangeHistory(capacity: capacity, startingAt: since)
+        self.lastActivity = now
+        if options.contains(.initial) {
+            initial = FeedChange(seq: since, target: target.description, keyPath: keyPath, kind: .setting, new: value)
+        }
+    }
+
+    /// Records a change, preceded by its prior notification when asked for.
+    func emit(_ change: FeedChange) {
+        if options.contains(.prior) {
+            var prior = change
+            prior.prior = true
+            prior.new = nil
+            history.append(prior)
+        }
+        history.append(change)
+    }
+
+    /// The JSON of the changes after `since`, shaped by the options; the initial change (with `new`, never `old`)
+    /// comes first, once.
+    func answer(after since: Int64) -> [PropertyListValue] {
+        var result: [PropertyListValue] = []
+        if let initial, since <= initial.seq {
+            result.append(initial.json(includingOld: false, includingNew: true))
+            self.initial = nil
+        }
+        for change in history.changes(after: since) {
+            result.append(change.json(includingOld: options.contains(.old), includingNew: options.contains(.new)))
+        }
+        return result
+    }
+}

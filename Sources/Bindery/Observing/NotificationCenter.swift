@@ -1,0 +1,86 @@
+import PropertyList
+
+/// A posted notification (API.md §8).
+public struct PostedNotification: Sendable, Sequenced {
+    public var seq: Int64
+    public var name: String
+    /// A reference (`Employee/42`, `controllers/NAME`) or any value naming the sender; nil for none.
+    public var object: PropertyListValue
+    public var userInfo: PropertyListValue
+
+    public var json: PropertyListValue {
+        ["seq": .integer(seq), "name": .string(name), "object": object, "userInfo": userInfo]
+    }
+
+    /// Whether the object is `object`: a string compares with a string object, else the JSON text compares.
+    func objectMatches(_ object: String) -> Bool {
+        if case .string(let own) = self.object { return own == object }
+        return self.object.jsonString() == object
+    }
+}
+
+/// NSNotificationCenter for long-poll clients: posted notifications, numbered, kept in a bounded history.
+///
+/// Confined to the observation queue.
+final class NotificationCenter {
+    private(set) var history: SequenceHistory<PostedNotification>
+    private(set) var lastSeq: Int64 = 0
+
+    init(capacity: Int) {
+        history = SequenceHistory(capacity: capacity, startingAt: 0)
+    }
+
+    /// Posts now; returns the notification's seq.
+    @discardableResult
+    func post(name: String, object: PropertyListValue, userInfo: PropertyListValue) -> PostedNotification {
+        lastSeq += 1
+        let notification = PostedNotification(seq: lastSeq, name: name, object: object, userInfo: userInfo)
+        history.append(notification)
+        return notification
+    }
+
+    func notifications(after since: Int64, name: String?, object: String?) -> [PostedNotification] {
+        history.changes(after: since) { notification in
+            (name == nil || notification.name == name) && (object == nil || notification.objectMatches(object!))
+        }
+    }
+}
+
+/// NSNotificationQueue: notifications posted `asap` (at the end of the current turn of the observation queue) or
+/// `whenIdle` (once the queue has been quiet for a moment), coalesced on name and/or sender.
+///
+/// Confined to the observation queue.
+final class NotificationQueue {
+    enum PostingStyle: String {
+        case now, asap, whenIdle
+    }
+
+    struct Coalescing: OptionSet {
+        let rawValue: Int
+        static let name = Coalescing(rawValue: 1)
+        static let sender = Coalescing(rawValue: 2)
+    }
+
+    struct Pending {
+        var name: String
+        var object: PropertyListValue
+        var userInfo: PropertyListValue
+    }
+
+    var asap: [Pending] = []
+    var idle: [Pending] = []
+
+    /// Enqueues, dropping pending notifications the new one coalesces with (Cocoa keeps the first; so do we).
+    /// Returns false when coalesced away.
+    func enqueue(_ notification: Pending, style: PostingStyle, coalescing: Coalescing) -> Bool {
+        func matches(_ other: Pending) -> Bool {
+            guard !coalescing.isEmpty else { return false }
+            if coalescing.contains(.name), other.name != notification.name { return false }
+            if coalescing.contains(.sender), other.object != notification.object { return false }
+            return true
+        }
+        if asap.contains(where: matches) || idle.contains(where: matches) { return false }
+        if style == .asap { asap.append(notification) } else { idle.append(notification) }
+        return true
+    }
+}

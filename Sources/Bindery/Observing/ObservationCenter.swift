@@ -1,0 +1,365 @@
+import Dispatch
+import ObjectGraph
+import PropertyList
+
+/// Everything that feeds long-poll clients: the change history, KVO observers, notifications, and the waiting
+/// connections (DESIGN.md, "The flow of one change").
+///
+/// `@unchecked Sendable`: every stored property below `queue` is touched only on `queue` (a serial queue: the main
+/// queue in the server), so that state needs no lock. The public methods may be called from any thread; they hop to
+/// the queue. Committed records arrive through the `Receptionist`, in seq order. Waiting clients cost no thread:
+/// a waiter is a closure that answers a suspended connection.
+public final class ObservationCenter: @unchecked Sendable {
+    public struct Configuration: Sendable {
+        /// Changes retained for `/changes` (and per observer), and notifications retained.
+        public var historyCapacity: Int
+        /// Seconds after which an observer that nobody polls expires.
+        public var observerTTL: Double
+        /// Waiting long-polls at once; beyond, 503 `too-many-waiters`.
+        public var maxWaiters: Int
+
+        public init(historyCapacity: Int = 100_000, observerTTL: Double = 300, maxWaiters: Int = 16_000) {
+            self.historyCapacity = historyCapacity
+            self.observerTTL = observerTTL
+            self.maxWaiters = maxWaiters
+        }
+    }
+
+    private struct Waiter {
+        var request: PollRequest
+        var since: Int64
+        var deadline: Double
+        var deliver: @Sendable (PollAnswer) -> Void
+    }
+
+    public let queue: DispatchQueue
+    public let configuration: Configuration
+    private let store: ObjectStore
+    private var history: ChangeHistory
+    /// The seq of the last record processed here: the `last` of every answer.
+    private var processedSeq: Int64
+    private var observers: [String: KeyValueObserver] = [:]
+    private var nextObserverID = 0
+    private var waiters: [Int: Waiter] = [:]
+    private var nextWaiterID = 0
+    private let notificationCenter: NotificationCenter
+    private let notificationQueue = NotificationQueue()
+    private var idleFlushScheduled = false
+    private var timer: (any DispatchSourceTimer)?
+
+    /// Starts observing the document's commits; answers go out on `queue`.
+    public init(document: Document, queue: DispatchQueue, configuration: Configuration = Configuration()) {
+        self.queue = queue
+        self.configuration = configuration
+        self.store = document.store
+        let seq = document.store.seq
+        history = ChangeHistory(capacity: configuration.historyCapacity, startingAt: seq)
+        processedSeq = seq
+        notificationCenter = NotificationCenter(capacity: configuration.historyCapacity)
+        queue.setSpecific(key: Self.queueKey, value: ObjectIdentifier(self))
+        let receptionist = Receptionist(queue: queue) { [weak self] record in self?.receive(record) }
+        document.addCommitObserver(receptionist.observe)
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + 0.1, repeating: 0.1, leeway: .milliseconds(20))
+        timer.setEventHandler { [weak self] in self?.tick() }
+        timer.resume()
+        self.timer = timer
+    }
+
+    deinit {
+        timer?.cancel()
+    }
+
+    // MARK: Long-poll
+
+    /// Answers `request` now if there is something to answer (or its timeout is 0), else when there is, or when the
+    /// timeout passes (with an empty list and the current `last`). `deliver` is called exactly once, on the queue.
+    public func poll(_ request: PollRequest, deliver: @escaping @Sendable (PollAnswer) -> Void) {
+        queue.async { [self] in
+            let since = request.since ?? currentSeq(of: request.source)
+            if let answer = answer(request.source, since: since, force: request.timeout <= 0) {
+                deliver(answer)
+                return
+            }
+            guard waiters.count < configuration.maxWaiters else {
+                deliver(.tooManyWaiters(retryAfter: 1))
+                return
+            }
+            nextWaiterID += 1
+            if case .observer(let id) = request.source { observers[id]?.activeWaiters += 1 }
+            waiters[nextWaiterID] = Waiter(
+                request: request, since: since, deadline: Self.now() + request.timeout, deliver: deliver)
+        }
+    }
+
+    /// Answers every waiting client at once (with what there is, usually nothing): before the server stops.
+    /// Callable from any thread, the queue included.
+    public func answerAllWaiters() {
+        onQueue {
+            for id in waiters.keys.sorted() { finish(waiter: id, force: true) }
+        }
+    }
+
+    private static let queueKey = DispatchSpecificKey<ObjectIdentifier>()
+
+    /// Runs `body` on the queue and waits for it; runs it directly when already there.
+    private func onQueue<T>(_ body: () throws -> T) rethrows -> T {
+        if DispatchQueue.getSpecific(key: Self.queueKey) == ObjectIdentifier(self) { return try body() }
+        return try queue.sync(execute: body)
+    }
+
+    /// Waiting long-polls now.
+    public var waiterCount: Int {
+        onQueue { waiters.count }
+    }
+
+    private func currentSeq(of source: PollRequest.Source) -> Int64 {
+        if case .notifications = source { return notificationCenter.lastSeq }
+        return processedSeq
+    }
+
+    /// The answer for a source after `since`, or nil when there is nothing yet and `force` is false.
+    private func answer(_ source: PollRequest.Source, since: Int64, force: Bool) -> PollAnswer? {
+        switch source {
+        case .store(let entity):
+            guard history.covers(since: since) else {
+                return .compacted(oldest: history.compactedThrough, current: processedSeq)
+            }
+            let changes = history.changes(after: since) { change in
+                entity == nil || change.entity?.elementsEqual(entity!) == true
+            }
+            if changes.isEmpty && !force { return nil }
+            return .items(
+                ["changes": .array(changes.map { $0.json() }), "last": .integer(processedSeq)], seq: processedSeq)
+        case .observer(let id):
+            guard let observer = observers[id] else { return .noSuchObserver(id) }
+            observer.lastActivity = Self.now()
+            guard observer.history.covers(since: since) || (observer.initial != nil && since <= observer.since)
+            else {
+                return .compacted(oldest: observer.history.compactedThrough, current: processedSeq)
+            }
+            let hasInitial = observer.initial.map { since <= $0.seq } ?? false
+            if !hasInitial && observer.history.changes(after: since).isEmpty && !force { return nil }
+            let changes = observer.answer(after: since)
+            return .items(["changes": .array(changes), "last": .integer(processedSeq)], seq: processedSeq)
+        case .notifications(let name, let object):
+            let center = notificationCenter
+            guard center.history.covers(since: since) else {
+                return .compacted(oldest: center.history.compactedThrough, current: center.lastSeq)
+            }
+            let found = center.notifications(after: since, name: name, object: object)
+            if found.isEmpty && !force { return nil }
+            return .items(
+                ["notifications": .array(found.map(\.json)), "last": .integer(center.lastSeq)], seq: processedSeq)
+        }
+    }
+
+    private func finish(waiter id: Int, force: Bool) {
+        guard let waiter = waiters[id], let answer = answer(waiter.request.source, since: waiter.since, force: force)
+        else { return }
+        waiters[id] = nil
+        if case .observer(let observerID) = waiter.request.source { observers[observerID]?.activeWaiters -= 1 }
+        waiter.deliver(answer)
+    }
+
+    /// Answers the waiters that now have something (batched: one pass per turn of the queue).
+    private func wakeWaiters() {
+        for id in waiters.keys.sorted() { finish(waiter: id, force: false) }
+    }
+
+    private func tick() {
+        let now = Self.now()
+        for (id, waiter) in waiters where waiter.deadline <= now { finish(waiter: id, force: true) }
+        for (id, observer) in observers
+        where observer.activeWaiters == 0 && now - observer.lastActivity > configuration.observerTTL {
+            observers[id] = nil
+        }
+    }
+
+    static func now() -> Double {
+        Double(DispatchTime.now().uptimeNanoseconds) / 1e9
+    }
+
+    // MARK: Commits
+
+    /// One committed record, on the queue, in seq order.
+    private func receive(_ record: ChangeRecord) {
+        guard record.seq > processedSeq else { return }
+        processedSeq = record.seq
+        for change in FeedChange.changes(of: record) { history.append(change) }
+        updateObservers(with: record)
+        notificationCenter.post(
+            name: "ObjectsDidChange", object: .null,
+            userInfo: [
+                "inserted": .array(record.inserted.map { ["$ref": .string($0.description)] }),
+                "updated": .array(record.updated.map { ["$ref": .string($0.description)] }),
+                "deleted": .array(record.deleted.map { ["$ref": .string($0.description)] }),
+            ])
+        wakeWaiters()
+    }
+
+    private func updateObservers(with record: ChangeRecord) {
+        guard !observers.isEmpty else { return }
+        var reread: [KeyValueObserver] = []
+        for observer in observers.values where record.seq > observer.since {
+            guard case .object(let id) = observer.target else { continue }
+            guard observer.storedKey else {
+                reread.append(observer)
+                continue
+            }
+            for change in record.changes where change.target == id || change.kind == .reset {
+                switch change.kind {
+                case .setting, .insertion, .removal, .replacement:
+                    guard change.key == observer.keyPath else { continue }
+                    observer.emit(
+                        FeedChange(
+                            seq: record.seq, target: id.description, keyPath: observer.keyPath, kind: change.kind,
+                            old: change.old, new: change.new, indexes: change.indexes))
+                case .creation, .deletion, .reset:
+                    reread.append(observer)
+                }
+            }
+        }
+        guard !reread.isEmpty else { return }
+        let values = store.read { view in
+            reread.map { observer -> PropertyListValue in
+                guard case .object(let id) = observer.target,
+                    let value = try? view.value(forKeyPath: observer.keyPath, of: id)
+                else { return .null }
+                return value.json
+            }
+        }
+        for (observer, value) in zip(reread, values) where value != observer.lastValue {
+            observer.emit(
+                FeedChange(
+                    seq: record.seq, target: observer.target.description, keyPath: observer.keyPath, kind: .setting,
+                    old: observer.lastValue, new: value))
+            observer.lastValue = value
+        }
+    }
+
+    // MARK: Observers
+
+    /// Registers a KVO observer (`POST /observers`); returns its id and the seq it starts after.
+    ///
+    /// Errors: 400 `bad-request` for a malformed target or an unknown option; 404 `no-such-object`,
+    /// `undefined-key` for a key path the target does not have.
+    public func addObserver(target: String, keyPath: String, options: [String]) throws -> (id: String, since: Int64) {
+        var parsedOptions: KeyValueObserver.Options = []
+        for option in options {
+            switch option {
+            case "new": parsedOptions.insert(.new)
+            case "old": parsedOptions.insert(.old)
+            case "initial": parsedOptions.insert(.initial)
+            case "prior": parsedOptions.insert(.prior)
+            default:
+                throw ObjectGraphError(
+                    status: 400, code: "bad-request",
+                    message: "Unknown option \"\(option)\"; options are new, old, initial and prior.")
+            }
+        }
+        guard let object = ObjectID(reference: target) else {
+            if target.hasPrefix("controllers/") || target == "defaults" {
+                throw ObjectGraphError(
+                    status: 404, code: "not-found", message: "Observing \(target) is not available yet.")
+            }
+            throw ObjectGraphError(
+                status: 400, code: "bad-request",
+                message: "The target must be \"Entity/id\", \"controllers/NAME\" or \"defaults\", not \"\(target)\".")
+        }
+        let entity = store.model.entity(named: object.entity)
+        let storedKey = entity?.attribute(named: keyPath) != nil || entity?.relationship(named: keyPath) != nil
+        return try onQueue { () throws -> (id: String, since: Int64) in
+            // Read on the queue: every record up to the value's seq is either processed or ignored by `since`.
+            let (value, seq) = try store.read { view throws -> (PropertyListValue, Int64) in
+                (try view.value(forKeyPath: keyPath, of: object).json, view.seq)
+            }
+            let since = max(seq, processedSeq)
+            nextObserverID += 1
+            let id = "o\(nextObserverID)"
+            observers[id] = KeyValueObserver(
+                id: id, target: .object(object), keyPath: keyPath, options: parsedOptions, since: since,
+                storedKey: storedKey, value: value, capacity: min(configuration.historyCapacity, 10_000),
+                now: Self.now())
+            return (id, since)
+        }
+    }
+
+    /// Stops an observer; its waiting clients get 404. Returns whether it existed.
+    public func removeObserver(_ id: String) -> Bool {
+        onQueue {
+            guard observers.removeValue(forKey: id) != nil else { return false }
+            for (waiterID, waiter) in waiters {
+                if case .observer(id) = waiter.request.source {
+                    waiters[waiterID] = nil
+                    waiter.deliver(.noSuchObserver(id))
+                }
+            }
+            return true
+        }
+    }
+
+    // MARK: Notifications
+
+    /// Posts a notification (`POST /notifications`): `now` answers its seq; `asap` and `whenIdle` are queued
+    /// (and may be coalesced away) and answer nil.
+    public func post(
+        name: String, object: PropertyListValue, userInfo: PropertyListValue, style: String, coalesce: [String]
+    ) throws -> Int64? {
+        guard let postingStyle = NotificationQueue.PostingStyle(rawValue: style) else {
+            throw ObjectGraphError(
+                status: 400, code: "bad-request", message: "postingStyle must be now, asap or whenIdle, not \(style).")
+        }
+        var coalescing: NotificationQueue.Coalescing = []
+        for key in coalesce {
+            switch key {
+            case "name": coalescing.insert(.name)
+            case "sender": coalescing.insert(.sender)
+            default:
+                throw ObjectGraphError(
+                    status: 400, code: "bad-request", message: "coalesce takes \"name\" and \"sender\", not \(key).")
+            }
+        }
+        if postingStyle == .now {
+            return onQueue {
+                let posted = notificationCenter.post(name: name, object: object, userInfo: userInfo)
+                wakeWaiters()
+                return posted.seq
+            }
+        }
+        queue.async { [self, coalescing] in
+            let pending = NotificationQueue.Pending(name: name, object: object, userInfo: userInfo)
+            guard notificationQueue.enqueue(pending, style: postingStyle, coalescing: coalescing) else { return }
+            if postingStyle == .asap {
+                // The end of this turn of the queue: after what is already queued.
+                queue.async { [self] in flush(\.asap) }
+            } else if !idleFlushScheduled {
+                idleFlushScheduled = true
+                queue.asyncAfter(deadline: .now() + 0.05) { [self] in
+                    idleFlushScheduled = false
+                    flush(\.idle)
+                }
+            }
+        }
+        return nil
+    }
+
+    /// Posts a notification of the service's own (`StoreDidSave`, `ControllerDidCommitEditing`, ...) now.
+    public func postNow(name: String, object: PropertyListValue = .null, userInfo: PropertyListValue = [:]) {
+        queue.async { [self] in
+            notificationCenter.post(name: name, object: object, userInfo: userInfo)
+            wakeWaiters()
+        }
+    }
+
+    private func flush(_ list: ReferenceWritableKeyPath<NotificationQueue, [NotificationQueue.Pending]>) {
+        let pending = notificationQueue[keyPath: list]
+        notificationQueue[keyPath: list] = []
+        guard !pending.isEmpty else { return }
+        for notification in pending {
+            notificationCenter.post(
+                name: notification.name, object: notification.object, userInfo: notification.userInfo)
+        }
+        wakeWaiters()
+    }
+}

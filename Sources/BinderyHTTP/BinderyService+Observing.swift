@@ -1,0 +1,143 @@
+import Bindery
+import HTTPServer
+import ObjectGraph
+import PropertyList
+
+/// `/observers`, `/changes` and `/notifications`: KVO and notifications over long-poll (API.md §7–8).
+///
+/// A poll with nothing to answer suspends its connection (no thread waits); the observation center resumes it
+/// when something arrives or its timeout passes.
+extension BinderyService {
+    static let defaultPollTimeout = 30.0
+    static let maxPollTimeout = 300.0
+
+    static func addObservingRoutes(to router: inout Router, center: ObservationCenter) {
+        router.add("POST", "/observers") { request in
+            guard case .dictionary(let body) = try request.jsonBody() else {
+                throw APIError(status: 422, code: "type-mismatch", message: "The body must be a JSON object.")
+            }
+            guard case .string(let target)? = body["target"] else {
+                throw APIError.badRequest(
+                    "bad-request", "\"target\" is required: \"Entity/id\", \"controllers/NAME\" or \"defaults\".")
+            }
+            guard case .string(let keyPath)? = body["keyPath"], !keyPath.isEmpty else {
+                throw APIError.badRequest("bad-key-path", "\"keyPath\" is required.")
+            }
+            var options: [String] = []
+            switch body["options"] {
+            case nil, .null?: break
+            case .array(let values)?:
+                for value in values {
+                    guard case .string(let option) = value else {
+                        throw APIError.badRequest("bad-request", "\"options\" must be an array of strings.")
+                    }
+                    options.append(option)
+                }
+            default: throw APIError.badRequest("bad-request", "\"options\" must be an array of strings.")
+            }
+            let (id, since) = try center.addObserver(target: target, keyPath: keyPath, options: options)
+            var response = HTTPResponse.json(["id": .string(id), "since": .integer(since)], status: 201, seq: since)
+            response.headers.append(("Location", "/observers/\(id)"))
+            return .response(response)
+        }
+        router.add("GET", "/observers/:id/changes") { request in
+            try poll(request, source: .observer(request.parameter("id")), center: center)
+        }
+        router.add("DELETE", "/observers/:id") { request in
+            let id = request.parameter("id")
+            guard center.removeObserver(id) else { throw noSuchObserver(id) }
+            return .response(HTTPResponse(status: 204))
+        }
+        router.add("GET", "/changes") { request in
+            try poll(request, source: .store(entity: request.request.queryValue("entity")), center: center)
+        }
+        router.add("GET", "/notifications") { request in
+            let query = request.request
+            return try poll(
+                request, source: .notifications(name: query.queryValue("name"), object: query.queryValue("object")),
+                center: center)
+        }
+        router.add("POST", "/notifications") { request in
+            guard case .dictionary(let body) = try request.jsonBody() else {
+                throw APIError(status: 422, code: "type-mismatch", message: "The body must be a JSON object.")
+            }
+            guard case .string(let name)? = body["name"], !name.isEmpty else {
+                throw APIError.badRequest("bad-request", "\"name\" is required.")
+            }
+            var style = "now"
+            if let given = body["postingStyle"], !given.isNull {
+                guard case .string(let text) = given else {
+                    throw APIError.badRequest("bad-request", "\"postingStyle\" must be now, asap or whenIdle.")
+                }
+                style = text
+            }
+            let coalesce = try (body["coalesce"]?.arrayValue ?? []).map { value throws(APIError) -> String in
+                guard case .string(let key) = value else {
+                    throw APIError.badRequest(
+                        "bad-request", "\"coalesce\" must be an array of \"name\" and \"sender\".")
+                }
+                return key
+            }
+            let seq = try center.post(
+                name: name, object: body["object"] ?? .null, userInfo: body["userInfo"] ?? .null, style: style,
+                coalesce: coalesce)
+            if let seq {
+                return .response(.json(["seq": .integer(seq), "posted": true], status: 201))
+            }
+            return .response(.json(["posted": false, "queued": .string(style)], status: 202))
+        }
+    }
+
+    /// A long-poll: `since` (default: now), `timeout` seconds (default 30, at most 300).
+    private static func poll(
+        _ request: RouteRequest, source: PollRequest.Source, center: ObservationCenter
+    ) throws -> HTTPHandlerResult {
+        let query = request.request
+        var since: Int64?
+        if let text = query.queryValue("since") {
+            guard let value = Int64(text), value >= 0 else {
+                throw APIError.badQuery("since must be a non-negative integer, not \"\(text)\".")
+            }
+            since = value
+        }
+        var timeout = defaultPollTimeout
+        if let text = query.queryValue("timeout") {
+            guard let value = Double(text), value >= 0, value.isFinite else {
+                throw APIError.badQuery("timeout must be a non-negative number of seconds, not \"\(text)\".")
+            }
+            timeout = min(value, maxPollTimeout)
+        }
+        let pollRequest = PollRequest(source: source, since: since, timeout: timeout)
+        let emptyKey = if case .notifications = source { "notifications" } else { "changes" }
+        let shutdown = HTTPResponse.json([emptyKey: [], "last": .integer(since ?? 0)])
+        return .suspend(
+            HTTPSuspension(shutdownResponse: shutdown) { connection in
+                center.poll(pollRequest) { answer in connection.resume(with: render(answer)) }
+            })
+    }
+
+    private static func render(_ answer: PollAnswer) -> HTTPResponse {
+        switch answer {
+        case .items(let json, let seq):
+            return .json(json, seq: seq)
+        case .compacted(let oldest, let current):
+            return .error(
+                APIError(
+                    status: 410, code: "history-compacted",
+                    message: "Changes after \(oldest) are retained; re-read, then observe again with initial.",
+                    fields: ["oldest": .integer(oldest), "current": .integer(current)]))
+        case .noSuchObserver(let id):
+            return .error(noSuchObserver(id))
+        case .tooManyWaiters(let retryAfter):
+            return .error(
+                APIError(
+                    status: 503, code: "too-many-waiters", message: "Too many clients are waiting; retry shortly.",
+                    headers: [("Retry-After", String(retryAfter))]))
+        }
+    }
+
+    private static func noSuchObserver(_ id: String) -> APIError {
+        APIError(
+            status: 404, code: "no-such-observer", message: "There is no observer \(id) (it may have expired).")
+    }
+}
