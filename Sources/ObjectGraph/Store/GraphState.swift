@@ -12,6 +12,11 @@ final class GraphState: @unchecked Sendable {
     /// The last number used for a server-assigned id; ids are never reused.
     var lastAssignedID: Int64 = 0
     private var keyPathCache: [KeyPathCacheKey: CompiledKeyPath] = [:]
+    /// The last few compiled paths, checked by string equality first (callers such as a predicate evaluated over
+    /// many objects pass the same string again and again, and equal string storage compares in O(1)).
+    private var recentKeyPaths: [(entity: Int, keyPath: String, compiled: CompiledKeyPath)] = []
+    private var nextRecent = 0
+    private var recentEntity: (name: String, index: Int)?
 
     private struct KeyPathCacheKey: Hashable {
         let entity: Int
@@ -30,7 +35,13 @@ final class GraphState: @unchecked Sendable {
     // MARK: Addressing
 
     func handle(of object: ObjectID) throws(ObjectGraphError) -> ObjectHandle {
-        let entity = try model.entityIndex(object.entity)
+        let entity: Int
+        if let recent = recentEntity, recent.name == object.entity {
+            entity = recent.index
+        } else {
+            entity = try model.entityIndex(object.entity)
+            recentEntity = (object.entity, entity)
+        }
         guard let row = tables[entity].row(of: object.id) else { throw .noSuchObject(object) }
         return ObjectHandle(entity: entity, row: row)
     }
@@ -120,11 +131,24 @@ final class GraphState: @unchecked Sendable {
 
     /// The compiled form of `keyPath` for objects of `entity` (-1: plain values), cached for the store's lifetime.
     func compiled(_ keyPath: String, entity: Int) throws(ObjectGraphError) -> CompiledKeyPath {
+        for recent in recentKeyPaths where recent.entity == entity && recent.keyPath == keyPath {
+            return recent.compiled
+        }
         let key = KeyPathCacheKey(entity: entity, keyPath: keyPath)
-        if let compiled = keyPathCache[key] { return compiled }
-        let compiled = try model.compile(keyPath, for: entity < 0 ? nil : model.entities[entity].name)
-        if keyPathCache.count >= 4096 { keyPathCache.removeAll(keepingCapacity: true) }
-        keyPathCache[key] = compiled
+        let compiled: CompiledKeyPath
+        if let cached = keyPathCache[key] {
+            compiled = cached
+        } else {
+            compiled = try model.compile(keyPath, for: entity < 0 ? nil : model.entities[entity].name)
+            if keyPathCache.count >= 4096 { keyPathCache.removeAll(keepingCapacity: true) }
+            keyPathCache[key] = compiled
+        }
+        if recentKeyPaths.count < 8 {
+            recentKeyPaths.append((entity, keyPath, compiled))
+        } else {
+            recentKeyPaths[nextRecent] = (entity, keyPath, compiled)
+            nextRecent = (nextRecent + 1) % 8
+        }
         return compiled
     }
 

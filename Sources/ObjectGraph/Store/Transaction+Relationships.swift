@@ -103,9 +103,11 @@ extension Transaction {
         let inverseIndex = relationship.inverseIndex
         let inverse = state.relationship(destination, inverseIndex)
         if inverse.isToMany {
-            if !state.toManyRows(destination, inverse).contains(Int32(owner.row)) {
-                insertToMany(
-                    destination, inverseIndex, Int32(owner.row), at: state.toManyRows(destination, inverse).count)
+            // From a to-one the owner cannot be in the list yet (its old destination was detached first): skip the
+            // linear search, which would make filling a large to-many quadratic.
+            let count = state.toManyRows(destination, inverse).count
+            if !relationship.isToMany || !state.toManyRows(destination, inverse).contains(Int32(owner.row)) {
+                insertToMany(destination, inverseIndex, Int32(owner.row), at: count)
             }
             return
         }
