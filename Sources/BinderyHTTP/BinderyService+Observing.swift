@@ -107,6 +107,10 @@ extension BinderyService {
             }
             timeout = min(value, maxPollTimeout)
         }
+        if query.header("Accept")?.contains("text/event-stream") == true {
+            if let lastEventID = query.header("Last-Event-ID").flatMap({ Int64($0) }) { since = lastEventID }
+            return .response(eventStream(PollRequest(source: source, since: since, timeout: 0), center: center))
+        }
         let pollRequest = PollRequest(source: source, since: since, timeout: timeout)
         let emptyKey = if case .notifications = source { "notifications" } else { "changes" }
         let shutdown = HTTPResponse.json([emptyKey: [], "last": .integer(since ?? 0)])
@@ -114,6 +118,34 @@ extension BinderyService {
             HTTPSuspension(shutdownResponse: shutdown) { connection in
                 center.poll(pollRequest) { answer in connection.resume(with: render(answer)) }
             })
+    }
+
+    /// The same feed as server-sent events: `id:` is the seq, `event: change` (or `notification`), a heartbeat
+    /// comment when idle, `event: error` before the stream ends when it cannot go on.
+    private static func eventStream(_ request: PollRequest, center: ObservationCenter) -> HTTPResponse {
+        let stream = HTTPStream()
+        let id = center.subscribe(
+            request,
+            send: { events in
+                var text = ""
+                for event in events {
+                    switch event {
+                    case .item(let id, let name, let data):
+                        text += "id: \(id)\nevent: \(name)\ndata: \(data.jsonString())\n\n"
+                    case .error(let body): text += "event: error\ndata: \(body.jsonString())\n\n"
+                    case .heartbeat: text += ": heartbeat\n\n"
+                    }
+                }
+                return stream.write(Array(text.utf8))
+            },
+            close: { stream.finish() })
+        stream.onClose { center.unsubscribe(id) }
+        return HTTPResponse(
+            status: 200,
+            headers: [
+                ("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no"),
+            ],
+            body: .stream(stream))
     }
 
     private static func render(_ answer: PollAnswer) -> HTTPResponse {

@@ -38,6 +38,12 @@ public struct HTTPRequest: Sendable {
     static func decodeSegments(_ path: String) -> [String]? {
         var segments: [String] = []
         for raw in path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true) {
+            if !raw.contains(UInt8(ascii: "%")) {
+                // Nothing to decode: the bytes are already valid UTF-8 (a slice of a String at ASCII boundaries).
+                guard !raw.contains(0) else { return nil }
+                segments.append(String(Substring(raw)))
+                continue
+            }
             guard let decoded = percentDecode(raw, plusIsSpace: false), !decoded.utf8.contains(0) else { return nil }
             segments.append(decoded)
         }

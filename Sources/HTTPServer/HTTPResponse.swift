@@ -6,6 +6,8 @@ public struct HTTPResponse: Sendable {
         case bytes([UInt8])
         /// An open regular file, sent with sendfile; the server closes the descriptor once the response is done.
         case file(descriptor: Int32, size: Int64)
+        /// A body written over time, chunked (server-sent events); see `HTTPStream`.
+        case stream(HTTPStream)
     }
 
     public var status: Int

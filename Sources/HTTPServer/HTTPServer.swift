@@ -35,6 +35,8 @@ public final class HTTPServer: Sendable {
     public let configuration: HTTPServerConfiguration
     let responder: any HTTPResponder
     private let state = Mutex(State.idle)
+    /// Streams being sent, and whether new ones must end at once.
+    private let streams = Mutex((open: [ObjectIdentifier: HTTPStream](), stopping: false))
     /// Suspended connections not yet completed, and whether new suspensions must be answered at once.
     private let suspensions = Mutex((connections: [ObjectIdentifier: HTTPSuspendedConnection](), stopping: false))
 
@@ -89,7 +91,7 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    /// Answers every suspended connection with its shutdown response, waits (up to `grace` seconds) for those
+    /// Answers every suspended connection with its shutdown response, ends every stream, waits (up to `grace` seconds) for those
     /// answers to go out, then stops the daemon. Safe to call more than once.
     public func stop(grace: Double = 5) {
         let daemon: Daemon? = state.withLock { state in
@@ -103,8 +105,13 @@ public final class HTTPServer: Sendable {
             return Array(suspensions.connections.values)
         }
         for connection in waiting { connection.resume(with: connection.shutdownResponse) }
+        let open = streams.withLock { streams in
+            streams.stopping = true
+            return Array(streams.open.values)
+        }
+        for stream in open { stream.finish() }
         let deadline = Self.now() + grace
-        while suspendedCount > 0, Self.now() < deadline {
+        while suspendedCount + streams.withLock({ $0.open.count }) > 0, Self.now() < deadline {
             usleep(2_000)
         }
         MHD_stop_daemon(daemon.pointer)
@@ -197,8 +204,15 @@ public final class HTTPServer: Sendable {
             { context, _, key, value in
                 guard let context, let key else { return .YES }
                 let collector = Unmanaged<ValueCollector>.fromOpaque(context).takeUnretainedValue()
-                var name = String(cString: key)
-                if collector.lowerCaseKeys { name = name.lowercased() }
+                // Field names are ASCII tokens: lower-case the bytes rather than going through Unicode.
+                let length = strlen(key)
+                let name = String(unsafeUninitializedCapacity: length) { buffer in
+                    for index in 0..<length {
+                        let byte = UInt8(bitPattern: key[index])
+                        buffer[index] = collector.lowerCaseKeys && byte >= 65 && byte <= 90 ? byte | 0x20 : byte
+                    }
+                    return length
+                }
                 let text = value.map { String(cString: $0) } ?? ""
                 if let existing = collector.values[name] {
                     collector.values[name] = existing + ", " + text
@@ -236,7 +250,7 @@ public final class HTTPServer: Sendable {
         return collector.pairs
     }
 
-    fileprivate static func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MHD_Result {
+    fileprivate func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MHD_Result {
         let mhdResponse: OpaquePointer?
         switch response.body {
         case .empty:
@@ -246,6 +260,18 @@ public final class HTTPServer: Sendable {
                 MHD_create_response_from_buffer(
                     raw.count, UnsafeMutableRawPointer(mutating: raw.baseAddress), .RESPMEM_MUST_COPY)
             }
+        case .stream(let stream):
+            stream.attach(to: connection)
+            let key = ObjectIdentifier(stream)
+            let stopping = streams.withLock { streams in
+                streams.open[key] = stream
+                return streams.stopping
+            }
+            stream.serverRelease = { [weak self] in _ = self?.streams.withLock { $0.open.removeValue(forKey: key) } }
+            if stopping { stream.finish() }
+            // The response holds a retain on the stream, released in `streamReleased` when MHD destroys it.
+            mhdResponse = MHD_create_response_from_callback(
+                UInt64.max, 4096, streamReader, Unmanaged.passRetained(stream).toOpaque(), streamReleased)
         case .file(let descriptor, let size):
             // The response owns the descriptor from here and closes it when destroyed.
             mhdResponse = MHD_create_response_from_fd64(UInt64(size), descriptor)
@@ -314,7 +340,18 @@ private let accessHandler: MHD_AccessHandlerCallback = {
         connection: connection, rawURL: url.map { String(cString: $0) } ?? "/",
         method: method.map { String(cString: $0) } ?? "GET", context: context)
     guard let response else { return .YES }  // suspended: answered after `resume`
-    return HTTPServer.queue(response, on: connection)
+    return server.queue(response, on: connection)
+}
+
+private let streamReader: MHD_ContentReaderCallback = { cls, _, buffer, max in
+    guard let cls, let buffer else { return -2 }
+    return Unmanaged<HTTPStream>.fromOpaque(cls).takeUnretainedValue().read(into: buffer, max: max)
+}
+
+private let streamReleased: MHD_ContentReaderFreeCallback = { cls in
+    guard let cls else { return }
+    let stream = Unmanaged<HTTPStream>.fromOpaque(cls).takeRetainedValue()
+    stream.released()
 }
 
 private let requestCompleted: MHD_RequestCompletedCallback = { cls, _, requestContext, _ in

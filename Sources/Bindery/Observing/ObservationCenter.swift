@@ -15,13 +15,19 @@ public final class ObservationCenter: @unchecked Sendable {
         public var historyCapacity: Int
         /// Seconds after which an observer that nobody polls expires.
         public var observerTTL: Double
-        /// Waiting long-polls at once; beyond, 503 `too-many-waiters`.
+        /// Waiting long-polls (and event streams) at once; beyond, 503 `too-many-waiters`.
         public var maxWaiters: Int
+        /// Seconds between heartbeats on idle event streams.
+        public var heartbeatInterval: Double
 
-        public init(historyCapacity: Int = 100_000, observerTTL: Double = 300, maxWaiters: Int = 16_000) {
+        public init(
+            historyCapacity: Int = 100_000, observerTTL: Double = 300, maxWaiters: Int = 16_000,
+            heartbeatInterval: Double = 15
+        ) {
             self.historyCapacity = historyCapacity
             self.observerTTL = observerTTL
             self.maxWaiters = maxWaiters
+            self.heartbeatInterval = heartbeatInterval
         }
     }
 
@@ -30,6 +36,24 @@ public final class ObservationCenter: @unchecked Sendable {
         var since: Int64
         var deadline: Double
         var deliver: @Sendable (PollAnswer) -> Void
+    }
+
+    /// What an event stream (server-sent events) is sent.
+    public enum StreamEvent: Sendable {
+        /// One change or notification; `id` is its seq.
+        case item(id: Int64, name: String, data: PropertyListValue)
+        /// The stream cannot go on (history compacted, observer gone): the error body; the stream then ends.
+        case error(PropertyListValue)
+        case heartbeat
+    }
+
+    private struct Subscriber {
+        var source: PollRequest.Source
+        var since: Int64
+        var lastSent: Double
+        /// Returns false when the client has gone.
+        var send: @Sendable ([StreamEvent]) -> Bool
+        var close: @Sendable () -> Void
     }
 
     public let queue: DispatchQueue
@@ -42,6 +66,7 @@ public final class ObservationCenter: @unchecked Sendable {
     private var nextObserverID = 0
     private var waiters: [Int: Waiter] = [:]
     private var nextWaiterID = 0
+    private var subscribers: [Int: Subscriber] = [:]
     private let notificationCenter: NotificationCenter
     private let notificationQueue = NotificationQueue()
     private var idleFlushScheduled = false
@@ -92,12 +117,84 @@ public final class ObservationCenter: @unchecked Sendable {
         }
     }
 
-    /// Answers every waiting client at once (with what there is, usually nothing): before the server stops.
-    /// Callable from any thread, the queue included.
+    /// Answers every waiting client at once (with what there is, usually nothing) and ends every event stream:
+    /// before the server stops. Callable from any thread, the queue included.
     public func answerAllWaiters() {
         onQueue {
             for id in waiters.keys.sorted() { finish(waiter: id, force: true) }
+            for id in subscribers.keys.sorted() { endSubscription(id) }
         }
+    }
+
+    /// Streams `request`'s changes (or notifications) after its `since` as they arrive, until `send` returns false
+    /// or the stream is ended; returns an id for `unsubscribe`. `close` is called when the center ends the stream.
+    public func subscribe(
+        _ request: PollRequest, send: @escaping @Sendable ([StreamEvent]) -> Bool,
+        close: @escaping @Sendable () -> Void
+    ) -> Int {
+        onQueue {
+            nextWaiterID += 1
+            let id = nextWaiterID
+            guard waiters.count + subscribers.count < configuration.maxWaiters else {
+                _ = send([.error(["error": ["code": "too-many-waiters", "message": "Too many clients are waiting."]])])
+                close()
+                return id
+            }
+            if case .observer(let observerID) = request.source { observers[observerID]?.activeWaiters += 1 }
+            let since = request.since ?? currentSeq(of: request.source)
+            subscribers[id] = Subscriber(
+                source: request.source, since: since, lastSent: Self.now(), send: send, close: close)
+            push(to: id)
+            return id
+        }
+    }
+
+    /// Ends an event stream (the client went away); asynchronous, so any thread may call it.
+    public func unsubscribe(_ id: Int) {
+        queue.async { [self] in endSubscription(id) }
+    }
+
+    private func endSubscription(_ id: Int) {
+        guard let subscriber = subscribers.removeValue(forKey: id) else { return }
+        if case .observer(let observerID) = subscriber.source { observers[observerID]?.activeWaiters -= 1 }
+        subscriber.close()
+    }
+
+    /// Sends a subscriber what arrived since its cursor.
+    private func push(to id: Int) {
+        guard var subscriber = subscribers[id] else { return }
+        let events: [StreamEvent]
+        switch answer(subscriber.source, since: subscriber.since, force: false) {
+        case nil:
+            return
+        case .items(let json, _)?:
+            let isNotification = if case .notifications = subscriber.source { true } else { false }
+            let items = (isNotification ? json["notifications"] : json["changes"])?.arrayValue ?? []
+            events = items.map { item in
+                .item(
+                    id: item["seq"]?.integerValue ?? 0, name: isNotification ? "notification" : "change", data: item)
+            }
+            subscriber.since = json["last"]?.integerValue ?? subscriber.since
+        case .compacted(let oldest, let current)?:
+            events = [
+                .error([
+                    "error": [
+                        "code": "history-compacted", "message": "The stream fell behind the retained history.",
+                        "oldest": .integer(oldest), "current": .integer(current),
+                    ]
+                ])
+            ]
+        case .noSuchObserver(let observerID)?:
+            events = [
+                .error(["error": ["code": "no-such-observer", "message": .string("No observer \(observerID).")]])
+            ]
+        case .tooManyWaiters?:
+            return
+        }
+        subscriber.lastSent = Self.now()
+        subscribers[id] = subscriber
+        let alive = subscriber.send(events)
+        if !alive || events.contains(where: { if case .error = $0 { true } else { false } }) { endSubscription(id) }
     }
 
     private static let queueKey = DispatchSpecificKey<ObjectIdentifier>()
@@ -165,11 +262,16 @@ public final class ObservationCenter: @unchecked Sendable {
     /// Answers the waiters that now have something (batched: one pass per turn of the queue).
     private func wakeWaiters() {
         for id in waiters.keys.sorted() { finish(waiter: id, force: false) }
+        for id in subscribers.keys.sorted() { push(to: id) }
     }
 
     private func tick() {
         let now = Self.now()
         for (id, waiter) in waiters where waiter.deadline <= now { finish(waiter: id, force: true) }
+        for (id, subscriber) in subscribers where now - subscriber.lastSent >= configuration.heartbeatInterval {
+            subscribers[id]?.lastSent = now
+            if !subscriber.send([.heartbeat]) { endSubscription(id) }
+        }
         for (id, observer) in observers
         where observer.activeWaiters == 0 && now - observer.lastActivity > configuration.observerTTL {
             observers[id] = nil

@@ -1,0 +1,103 @@
+private import CMicroHTTPD
+import Synchronization
+
+/// A response body written over time (server-sent events): chunked, until `finish()` or the client goes away.
+///
+/// While nothing is buffered the connection is suspended from the content reader (libmicrohttpd allows
+/// `MHD_suspend_connection` there), so an idle stream costs no thread and no polling; `write` resumes it.
+/// `@unchecked Sendable`: the connection pointer is used only under the state mutex, and only between the response
+/// being queued and the stream being released by libmicrohttpd.
+public final class HTTPStream: @unchecked Sendable {
+    private struct State {
+        var buffer: [UInt8] = []
+        var finished = false
+        var released = false
+        var parked = false
+        var connection: Connection?
+    }
+
+    /// `@unchecked Sendable`: used only under the state mutex (see the type's comment).
+    private struct Connection: @unchecked Sendable {
+        let pointer: OpaquePointer
+    }
+
+    private let state = Mutex(State())
+    private let closeHandler = Mutex<(@Sendable () -> Void)?>(nil)
+    /// Set by the server that sends the stream, to stop tracking it.
+    nonisolated(unsafe) var serverRelease: (@Sendable () -> Void)?
+
+    public init() {}
+
+    /// Called once when the stream ends (finished and sent, or the client went away).
+    public func onClose(_ handler: @escaping @Sendable () -> Void) {
+        closeHandler.withLock { $0 = handler }
+    }
+
+    /// Appends bytes; returns false once the stream has ended.
+    @discardableResult
+    public func write(_ bytes: [UInt8]) -> Bool {
+        state.withLock { state in
+            guard !state.finished, !state.released else { return false }
+            state.buffer.append(contentsOf: bytes)
+            wake(&state)
+            return true
+        }
+    }
+
+    /// Ends the stream once what is buffered has been sent.
+    public func finish() {
+        state.withLock { state in
+            state.finished = true
+            wake(&state)
+        }
+    }
+
+    private func wake(_ state: inout State) {
+        if state.parked, let connection = state.connection {
+            state.parked = false
+            MHD_resume_connection(connection.pointer)
+        }
+    }
+
+    // MARK: Server side
+
+    func attach(to connection: OpaquePointer) {
+        let connection = Connection(pointer: connection)
+        state.withLock { $0.connection = connection }
+    }
+
+    /// The content reader: copies buffered bytes, ends the stream, or parks the connection until `write`.
+    func read(into destination: UnsafeMutablePointer<CChar>, max: Int) -> Int {
+        state.withLock { state in
+            if !state.buffer.isEmpty {
+                let count = min(max, state.buffer.count)
+                state.buffer.withUnsafeBufferPointer { source in
+                    UnsafeMutableRawPointer(destination).copyMemory(from: source.baseAddress!, byteCount: count)
+                }
+                state.buffer.removeFirst(count)
+                return count
+            }
+            if state.finished { return -1 }  // MHD_CONTENT_READER_END_OF_STREAM
+            if let connection = state.connection {
+                state.parked = true
+                MHD_suspend_connection(connection.pointer)
+            }
+            return 0
+        }
+    }
+
+    /// libmicrohttpd is done with the response: the connection may be gone.
+    func released() {
+        state.withLock { state in
+            state.released = true
+            state.connection = nil
+            state.buffer = []
+        }
+        let handler = closeHandler.withLock { handler in
+            defer { handler = nil }
+            return handler
+        }
+        handler?()
+        serverRelease?()
+    }
+}

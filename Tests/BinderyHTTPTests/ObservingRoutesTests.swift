@@ -1,0 +1,312 @@
+import Bindery
+import Foundation
+import HTTPTestSupport
+import PropertyList
+import Synchronization
+import Testing
+
+/// Runs `work` on a new thread; the returned closure waits for its result.
+private func background<T: Sendable>(_ work: @escaping @Sendable () throws -> T) -> () throws -> T {
+    let result = Mutex<Result<T, any Error>?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    Thread.detachNewThread {
+        let outcome = Result { try work() }
+        result.withLock { $0 = outcome }
+        done.signal()
+    }
+    return {
+        guard done.wait(timeout: .now() + 30) == .success else { throw TestHTTPError(description: "timed out") }
+        return try result.withLock { $0! }.get()
+    }
+}
+
+private func changes(_ response: TestResponse) -> [PropertyListValue] {
+    response.json?["changes"]?.arrayValue ?? []
+}
+
+/// `/changes`, `/observers` and `/notifications` through a real server (API.md §7–8).
+struct ObservingRoutesTests {
+    @Test func waitingPollIsAnsweredWithinASecondOfAChange() throws {
+        try withService { client in
+            let waiting = background { try client.request("GET", "/changes?since=1&timeout=20") }
+            usleep(300_000)
+            let started = Date()
+            _ = try client.request("PUT", "/objects/Employee/4/salary", json: "5")
+            let answer = try waiting()
+            #expect(Date().timeIntervalSince(started) < 1)
+            #expect(answer.status == 200)
+            #expect(
+                changes(answer) == [
+                    ["seq": 2, "target": "Employee/4", "keyPath": "salary", "kind": "setting", "old": 154000, "new": 5]
+                ])
+            #expect(answer.json?["last"] == 2)
+            #expect(answer.header("X-Store-Seq") == "2")
+        }
+    }
+
+    @Test func timeoutAnswersEmptyWithTheCurrentSeq() throws {
+        try withService { client in
+            let started = Date()
+            let answer = try client.request("GET", "/changes?since=1&timeout=0.3")
+            #expect(Date().timeIntervalSince(started) >= 0.25)
+            #expect(answer.json == ["changes": [], "last": 1])
+            #expect(try client.request("GET", "/changes?timeout=0").json == ["changes": [], "last": 1])
+            #expect(try client.request("GET", "/changes?since=x").errorCode == "bad-query")
+        }
+    }
+
+    @Test func concurrentWritersAreSeenExactlyOnceInOrder() throws {
+        try withService { client in
+            let writers = (0..<4).map { writer in
+                background {
+                    for step in 0..<40 {
+                        let response = try client.request(
+                            "PUT", "/objects/Employee/\(writer + 1)/salary", json: "\(1000 * writer + step)")
+                        guard response.status == 200 else { throw TestHTTPError(description: response.text) }
+                    }
+                }
+            }
+            var seen: [PropertyListValue] = []
+            var since: Int64 = 1
+            while seen.count < 160 {
+                let answer = try client.request("GET", "/changes?since=\(since)&timeout=5")
+                let batch = changes(answer)
+                #expect(!batch.isEmpty)
+                if batch.isEmpty { break }
+                seen += batch
+                since = answer.json?["last"]?.integerValue ?? since
+            }
+            for writer in writers { try writer() }
+            #expect(seen.count == 160)
+            let seqs = seen.compactMap { $0["seq"]?.integerValue }
+            #expect(seqs == Array(2...161))
+            for writer in 0..<4 {
+                let values = seen.filter { $0["target"] == .string("Employee/\(writer + 1)") }.compactMap { $0["new"] }
+                #expect(values == (0..<40).map { .integer(Int64(1000 * writer + $0)) })
+            }
+        }
+    }
+
+    @Test func oneChangeWakesThreeHundredWaiters() throws {
+        try withService { client in
+            let waiters = (0..<300).map { _ in background { try client.request("GET", "/changes?since=1&timeout=20") } }
+            usleep(800_000)
+            _ = try client.request("PUT", "/objects/Employee/4/salary", json: "6")
+            for waiter in waiters {
+                let answer = try waiter()
+                #expect(changes(answer).count == 1)
+            }
+        }
+    }
+
+    @Test func oldSinceIsHistoryCompacted() throws {
+        try withService(observation: .init(historyCapacity: 3)) { client in
+            for value in 0..<5 { _ = try client.request("PUT", "/objects/Employee/4/salary", json: "\(value)") }
+            let gone = try client.request("GET", "/changes?since=1&timeout=0")
+            #expect(gone.status == 410)
+            #expect(gone.errorCode == "history-compacted")
+            #expect(gone.json?["error"]?["oldest"] == 3)
+            #expect(gone.json?["error"]?["current"] == 6)
+            #expect(changes(try client.request("GET", "/changes?since=3&timeout=0")).count == 3)
+        }
+    }
+
+    @Test func entityFilter() throws {
+        try withService { client in
+            _ = try client.request("PUT", "/objects/Department/2/name", json: "\"Sales EMEA\"")
+            _ = try client.request("PUT", "/objects/Employee/4/salary", json: "7")
+            let departments = try client.request("GET", "/changes?since=1&timeout=0&entity=Department")
+            #expect(changes(departments).map { $0["target"] } == ["Department/2"])
+            #expect(departments.json?["last"] == 3)
+        }
+    }
+
+    @Test func observerOptionShapes() throws {
+        try withService { client in
+            func observe(_ options: String) throws -> String {
+                let created = try client.request(
+                    "POST", "/observers",
+                    json: #"{"target": "Employee/4", "keyPath": "salary", "options": \#(options)}"#)
+                #expect(created.status == 201)
+                #expect(created.json?["since"] == 1)
+                return try #require(created.json?["id"]?.stringValue)
+            }
+            let bare = try observe("[]")
+            let both = try observe(#"["new", "old"]"#)
+            let initial = try observe(#"["initial"]"#)
+            let prior = try observe(#"["prior", "old"]"#)
+            _ = try client.request("PUT", "/objects/Employee/4/salary", json: "10")
+            func poll(_ id: String) throws -> [PropertyListValue] {
+                changes(try client.request("GET", "/observers/\(id)/changes?since=1&timeout=0"))
+            }
+            #expect(try poll(bare) == [["seq": 2, "target": "Employee/4", "keyPath": "salary", "kind": "setting"]])
+            #expect(
+                try poll(both) == [
+                    [
+                        "seq": 2, "target": "Employee/4", "keyPath": "salary", "kind": "setting", "old": 154000,
+                        "new": 10,
+                    ]
+                ])
+            let initialChanges = try poll(initial)
+            #expect(initialChanges.count == 2)
+            #expect(initialChanges.first?["new"] == 154000)
+            #expect(initialChanges.first?["old"] == nil)
+            #expect(initialChanges.last?["new"] == nil)
+            #expect(
+                try poll(prior) == [
+                    [
+                        "seq": 2, "target": "Employee/4", "keyPath": "salary", "kind": "setting", "old": 154000,
+                        "prior": true,
+                    ],
+                    ["seq": 2, "target": "Employee/4", "keyPath": "salary", "kind": "setting", "old": 154000],
+                ])
+        }
+    }
+
+    @Test func keyPathObserverRetargetsToTheNewIntermediateObject() throws {
+        try withService { client in
+            let created = try client.request(
+                "POST", "/observers",
+                json: #"{"target": "Employee/4", "keyPath": "department.name", "options": ["new", "old"]}"#)
+            let id = try #require(created.json?["id"]?.stringValue)
+            _ = try client.request("PUT", "/objects/Employee/4/department", json: #"{"$ref": "Department/2"}"#)
+            _ = try client.request("PUT", "/objects/Department/1/name", json: #""Old home""#)
+            _ = try client.request("PUT", "/objects/Department/2/name", json: #""New home""#)
+            let seen = changes(try client.request("GET", "/observers/\(id)/changes?since=1&timeout=0"))
+            #expect(seen.map { $0["new"] } == ["Sales", "New home"])
+            #expect(seen.map { $0["old"] } == ["Engineering", "Sales"])
+        }
+    }
+
+    @Test func derivedKeyObserverFiresOnMembershipAndValues() throws {
+        try withService { client in
+            let created = try client.request(
+                "POST", "/observers", json: #"{"target": "Department/5", "keyPath": "payroll", "options": ["new"]}"#)
+            let id = try #require(created.json?["id"]?.stringValue)
+            _ = try client.request("PUT", "/objects/Employee/4/department", json: #"{"$ref": "Department/5"}"#)
+            _ = try client.request("PUT", "/objects/Employee/4/salary", json: "100")
+            let seen = changes(try client.request("GET", "/observers/\(id)/changes?since=1&timeout=0"))
+            #expect(seen.map { $0["new"] } == [154000, 100])
+        }
+    }
+
+    @Test func observerErrorsAndDeletion() throws {
+        try withService { client in
+            #expect(
+                try client.request("POST", "/observers", json: #"{"target": "Employee/404", "keyPath": "salary"}"#)
+                    .errorCode == "no-such-object")
+            #expect(
+                try client.request("POST", "/observers", json: #"{"target": "Employee/4", "keyPath": "nope"}"#)
+                    .errorCode == "undefined-key")
+            #expect(
+                try client.request(
+                    "POST", "/observers", json: #"{"target": "Employee/4", "keyPath": "salary", "options": ["x"]}"#
+                )
+                .status == 400)
+            let created = try client.request(
+                "POST", "/observers", json: #"{"target": "Employee/4", "keyPath": "salary"}"#)
+            let id = try #require(created.json?["id"]?.stringValue)
+            let waiting = background { try client.request("GET", "/observers/\(id)/changes?since=1&timeout=20") }
+            usleep(200_000)
+            #expect(try client.request("DELETE", "/observers/\(id)").status == 204)
+            #expect(try waiting().status == 404)
+            #expect(try client.request("GET", "/observers/\(id)/changes?timeout=0").errorCode == "no-such-observer")
+            #expect(try client.request("DELETE", "/observers/\(id)").status == 404)
+        }
+    }
+
+    @Test func unpolledObserversExpire() throws {
+        try withService(observation: .init(observerTTL: 0.3)) { client in
+            let created = try client.request(
+                "POST", "/observers", json: #"{"target": "Employee/4", "keyPath": "salary"}"#)
+            let id = try #require(created.json?["id"]?.stringValue)
+            usleep(700_000)
+            #expect(try client.request("GET", "/observers/\(id)/changes?timeout=0").status == 404)
+        }
+    }
+
+    @Test func tooManyWaitersIs503WithRetryAfter() throws {
+        try withService(observation: .init(maxWaiters: 2)) { client in
+            let first = background { try client.request("GET", "/changes?timeout=2") }
+            let second = background { try client.request("GET", "/changes?timeout=2") }
+            usleep(300_000)
+            let third = try client.request("GET", "/changes?timeout=2")
+            #expect(third.status == 503)
+            #expect(third.errorCode == "too-many-waiters")
+            #expect(third.header("Retry-After") == "1")
+            _ = try client.request("PUT", "/objects/Employee/4/salary", json: "1")
+            #expect(try first().status == 200)
+            #expect(try second().status == 200)
+        }
+    }
+
+    @Test func notificationsPostPollAndCoalesce() throws {
+        try withService { client in
+            let waiting = background { try client.request("GET", "/notifications?since=0&name=Ping&timeout=10") }
+            usleep(200_000)
+            let posted = try client.request(
+                "POST", "/notifications", json: #"{"name": "Ping", "object": "me", "userInfo": {"n": 1}}"#)
+            #expect(posted.status == 201)
+            let answer = try waiting()
+            #expect(
+                answer.json?["notifications"] == [["seq": 1, "name": "Ping", "object": "me", "userInfo": ["n": 1]]])
+            for n in 0..<3 {
+                let queued = try client.request(
+                    "POST", "/notifications",
+                    json:
+                        #"{"name": "Idle", "object": "me", "userInfo": \#(n), "postingStyle": "whenIdle", "coalesce": ["name", "sender"]}"#
+                )
+                #expect(queued.status == 202)
+            }
+            _ = try client.request("PUT", "/objects/Employee/4/salary", json: "1")
+            usleep(300_000)
+            let idle = try client.request("GET", "/notifications?since=0&name=Idle&timeout=0")
+            #expect(idle.json?["notifications"]?.arrayValue?.map { $0["userInfo"] } == [0])
+            let didChange = try client.request("GET", "/notifications?since=0&name=ObjectsDidChange&timeout=0")
+            #expect(
+                didChange.json?["notifications"]?.arrayValue?.first?["userInfo"]
+                    == ["inserted": [], "updated": [["$ref": "Employee/4"]], "deleted": []])
+            #expect(
+                try client.request("POST", "/notifications", json: #"{"name": "X", "postingStyle": "later"}"#).status
+                    == 400)
+        }
+    }
+}
+
+/// Reads a streamed response until `marker` shows up (or the socket's timeout passes).
+private func read(_ socket: Int32, until marker: String, into received: inout String) -> Bool {
+    var buffer = [UInt8](repeating: 0, count: 8192)
+    while !received.contains(marker) {
+        let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+        if count <= 0 { return false }
+        received += String(decoding: buffer[0..<count], as: UTF8.self)
+    }
+    return true
+}
+
+struct ServerSentEventsTests {
+    @Test func streamsChangesAndResumesFromLastEventID() throws {
+        try withService(observation: .init(heartbeatInterval: 0.3)) { client in
+            let socket = try client.connect()
+            defer { close(socket) }
+            try client.send(
+                Array("GET /changes?since=1 HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n".utf8), on: socket)
+            var received = ""
+            #expect(read(socket, until: ": heartbeat", into: &received))
+            #expect(received.contains("Content-Type: text/event-stream"))
+            _ = try client.request("PUT", "/objects/Employee/4/salary", json: "11")
+            _ = try client.request("PUT", "/objects/Employee/4/salary", json: "12")
+            #expect(read(socket, until: "id: 3\nevent: change\n", into: &received))
+            #expect(received.contains("id: 2\nevent: change\ndata: {\"keyPath\":\"salary\",\"kind\":\"setting\""))
+
+            let resumed = try client.connect()
+            defer { close(resumed) }
+            try client.send(
+                Array("GET /changes HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\nLast-Event-ID: 2\r\n\r\n".utf8),
+                on: resumed)
+            var again = ""
+            #expect(read(resumed, until: "id: 3\n", into: &again))
+            #expect(!again.contains("id: 2\n"))
+        }
+    }
+}
