@@ -40,6 +40,7 @@ let package = Package(
         .testTarget(name: "PropertyListTests", dependencies: ["PropertyList"]),
         .testTarget(name: "ObjectGraphTests", dependencies: ["ObjectGraph", "PropertyList"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPTestSupport"]),
+        .testTarget(name: "BinderyTests", dependencies: ["Bindery", "ObjectGraph", "PropertyList"]),
         .testTarget(
             name: "BinderyHTTPTests",
             dependencies: ["Bindery", "BinderyHTTP", "HTTPServer", "ObjectGraph", "PropertyList", "HTTPTestSupport"]

@@ -7,44 +7,146 @@ import Synchronization
 ///
 /// Every mutating request goes through `transaction(_:)`, the one place where later layers hook in: the journal
 /// (durability before the answer), undo groups, and the commit observers that feed KVO and the change feeds.
-/// Until persistence lands, the store lives in memory and is seeded from the fixture's `data.json` at every start.
+/// The store lives in a data directory (`DocumentStorage`): loaded from its snapshot and journal at start, or seeded
+/// from the fixture's `data.json` when the directory is empty. Call `close()` before exiting (a last snapshot, the
+/// journal flushed); the directory's lock is held until the document is released.
 public final class Document: Sendable {
+    /// How the document keeps its store.
+    public struct Options: Sendable {
+        public var fsync: FsyncPolicy
+        /// Undo groups kept (`--undo-depth`); 0 turns undo off.
+        public var undoDepth: Int
+        /// A snapshot is written once the journal holds this many records, or bytes, since the last one.
+        public var snapshotRecords: Int
+        public var snapshotBytes: Int
+        /// Where recovery problems and background failures are told (one line each); standard error by default.
+        public var report: @Sendable (String) -> Void
+
+        public init(
+            fsync: FsyncPolicy = .batch, undoDepth: Int = 100, snapshotRecords: Int = 50_000,
+            snapshotBytes: Int = 64 << 20,
+            report: @escaping @Sendable (String) -> Void = {
+                FileHandle.standardError.write(Data("bindery: \($0)\n".utf8))
+            }
+        ) {
+            self.fsync = fsync
+            self.undoDepth = undoDepth
+            self.snapshotRecords = snapshotRecords
+            self.snapshotBytes = snapshotBytes
+            self.report = report
+        }
+    }
+
     public let store: ObjectStore
     public let fixtureDirectory: String
+    public let dataDirectory: String
+    public let options: Options
+    /// The undo groups of this run (see `DocumentUndoManager`).
+    public let undoManager: DocumentUndoManager
+    /// Controllers register here to take part in the responder chain (`X-First-Responder`, `controllers/NAME`).
+    public let responders = ResponderRegistry()
     private let commitHooks: CommitHooks
+    let storage: DocumentStorage
+    /// Set for the convenience initializer's temporary directory, removed when the document goes.
+    private let temporaryDirectory: String?
+    let notificationHandler = Mutex<(@Sendable (DocumentNotification) -> Void)?>(nil)
 
-    /// Loads `model.json` (required) and seeds the store from `data.json` (optional).
+    /// Loads `model.json` (required), then the store from `dataDirectory` (created if missing): its snapshot and
+    /// journal, or, when it holds neither, the fixture's `data.json` (optional), saved as the first snapshot.
     ///
     /// Errors name the file: a bad model names file, entity and key; a bad `data.json` names the file and the
-    /// object or key at fault.
-    public init(fixtureDirectory: String) throws(ObjectGraphError) {
+    /// object or key at fault; 409 `data-directory-locked` when another server uses the directory; 500 when the
+    /// data directory cannot be recovered without losing acknowledged changes.
+    public convenience init(
+        fixtureDirectory: String, dataDirectory: String, options: Options = Options()
+    ) throws(ObjectGraphError) {
+        try self.init(
+            fixtureDirectory: fixtureDirectory, dataDirectory: dataDirectory, options: options, isTemporary: false)
+    }
+
+    /// A document in a fresh temporary data directory (removed when the document is released), journal not
+    /// flushed: for tests and tools.
+    public convenience init(fixtureDirectory: String, options: Options = Options(fsync: .never))
+        throws(ObjectGraphError)
+    {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "bindery-\(UUID().uuidString)"
+        ).path
+        try self.init(fixtureDirectory: fixtureDirectory, dataDirectory: directory, options: options, isTemporary: true)
+    }
+
+    private init(
+        fixtureDirectory: String, dataDirectory: String, options: Options, isTemporary: Bool
+    ) throws(ObjectGraphError) {
         self.fixtureDirectory = fixtureDirectory
+        self.dataDirectory = dataDirectory
+        self.options = options
+        self.temporaryDirectory = isTemporary ? dataDirectory : nil
         let model = try ObjectModel.check(file: fixtureDirectory + "/model.json")
         let hooks = CommitHooks()
         commitHooks = hooks
-        store = ObjectStore(
+        let store = ObjectStore(
             model: model,
             hooks: ObjectStoreHooks(
                 willCommit: { record in try hooks.willCommit(record) },
                 didCommit: { record in hooks.didCommit(record) }))
+        self.store = store
         let dataPath = fixtureDirectory + "/data.json"
-        if let data = FileManager.default.contents(atPath: dataPath) {
-            do {
-                try store.loadFixture(jsonBytes: data)
-            } catch let error as ObjectGraphError {
-                var failure = error
-                failure.message = "\(dataPath): \(error.message)"
-                throw failure
-            } catch {
-                throw ObjectGraphError(status: 500, code: "internal-error", message: "\(dataPath): \(error)")
+        do {
+            storage = try DocumentStorage(
+                path: dataDirectory,
+                options: DocumentStorage.Options(
+                    fsync: options.fsync, snapshotRecords: options.snapshotRecords, snapshotBytes: options.snapshotBytes
+                ),
+                store: store,
+                seed: {
+                    guard let data = FileManager.default.contents(atPath: dataPath) else { return }
+                    do {
+                        try store.loadFixture(jsonBytes: data)
+                    } catch let error as ObjectGraphError {
+                        var failure = error
+                        failure.message = "\(dataPath): \(error.message)"
+                        throw failure
+                    }
+                },
+                report: options.report)
+        } catch let error as ObjectGraphError {
+            if isTemporary { try? FileManager.default.removeItem(atPath: dataDirectory) }
+            throw error
+        } catch {
+            throw ObjectGraphError(status: 500, code: "internal-error", message: "\(dataDirectory): \(error)")
+        }
+        let undoManager = DocumentUndoManager(levelsOfUndo: options.undoDepth)
+        self.undoManager = undoManager
+        let journal = storage.journal
+        hooks.journal.withLock {
+            $0 = { record in
+                try journal.append(record)
+                undoManager.didCommit(record)
             }
         }
     }
 
+    deinit {
+        close()
+        if let temporaryDirectory { try? FileManager.default.removeItem(atPath: temporaryDirectory) }
+    }
+
     /// Runs one mutating request (or commit) as one transaction: all or nothing.
     @discardableResult
+    ///
+    /// The answer waits until the change is journaled (with `--fsync batch`, until a flush covering it completed).
     public func transaction<T: Sendable>(_ body: (Transaction) throws -> T) throws -> TransactionResult<T> {
-        try store.transaction(body)
+        let undoManager = undoManager
+        let result = try store.transaction { transaction in
+            undoManager.beginTransaction()
+            return try body(transaction)
+        }
+        if result.record != nil {
+            try storage.journal.waitUntilDurable(result.seq)
+            storage.snapshotIfDue(store, report: options.report)
+        }
+        return result
     }
 
     /// Adds code run after every commit, outside the store's lock, once per record, in seq order, never

@@ -40,6 +40,8 @@ public final class BinderyService: HTTPResponder {
         Self.addHealthRoutes(to: &router)
         Self.addModelRoutes(to: &router, store: document.store)
         Self.addObjectRoutes(to: &router, document: document)
+        Self.addStoreRoutes(to: &router, document: document)
+        Self.addActionRoutes(to: &router, document: document)
         Self.addObservingRoutes(to: &router, center: observations)
         self.router = router
     }

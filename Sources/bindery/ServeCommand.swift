@@ -29,8 +29,11 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .customLong("public"), help: "The folder of static files.")
     var publicDirectory = "Public"
 
-    @Option(help: "Journal durability: always, batch or never. (Takes effect with persistence.)")
+    @Option(help: "Journal durability: always (fsync per commit), batch (group commit) or never.")
     var fsync: FsyncPolicy = .batch
+
+    @Option(help: "Undo groups kept (0 turns undo off); the undo history lasts until restart.")
+    var undoDepth = 100
 
     @Option(help: "Changes retained for long-poll clients (older `since` gets 410).")
     var history = 100_000
@@ -52,6 +55,7 @@ struct ServeCommand: ParsableCommand {
 
     func validate() throws {
         guard maxBody > 0 else { throw ValidationError("--max-body must be positive") }
+        guard undoDepth >= 0 else { throw ValidationError("--undo-depth must not be negative") }
         guard threads > 0 else { throw ValidationError("--threads must be positive") }
         guard history > 0 else { throw ValidationError("--history must be positive") }
         guard observerTtl > 0 else { throw ValidationError("--observer-ttl must be positive") }
@@ -59,10 +63,11 @@ struct ServeCommand: ParsableCommand {
     }
 
     func run() throws {
-        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
         let document: Document
         do {
-            document = try Document(fixtureDirectory: fixture)
+            document = try Document(
+                fixtureDirectory: fixture, dataDirectory: data,
+                options: .init(fsync: Bindery.FsyncPolicy(rawValue: fsync.rawValue) ?? .batch, undoDepth: undoDepth))
         } catch {
             FileHandle.standardError.write(Data("bindery: \(error.message)\n".utf8))
             throw ExitCode.failure
@@ -89,6 +94,7 @@ struct ServeCommand: ParsableCommand {
             source.setEventHandler { @Sendable in
                 observations.answerAllWaiters()
                 server.stop()
+                document.close()
                 Foundation.exit(0)
             }
             source.resume()

@@ -1,0 +1,107 @@
+import Foundation
+import ObjectGraph
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The files of a data directory (`--data`, API.md §9).
+///
+/// - `lock`: held with `flock` while a server uses the directory, so a second server refuses to start.
+/// - `snapshot-<seq>.bin`: the whole store at `seq` (`SnapshotFile` over `ReadView.binarySnapshot()`), written to a
+///   `.tmp`, fsynced, renamed, directory fsynced. Only the newest is needed; older ones are removed after it is
+///   durable.
+/// - `journal-<first seq>.log`: segments of journal frames (`JournalFrame`, payload: `ChangeRecord.json` as JSON),
+///   one per snapshot interval; a segment whose records are all in a durable snapshot is removed.
+/// - `saved.bin`: a hard link to the snapshot of the last `save` (or of the first seeding): what `revertToSaved`
+///   returns to.
+///
+/// Sequence numbers in names are zero-padded to 20 digits, so names sort in seq order.
+struct DataDirectory: Sendable {
+    let path: String
+
+    static let savedName = "saved.bin"
+
+    func file(_ name: String) -> String { path + "/" + name }
+
+    static func snapshotName(_ seq: Int64) -> String { "snapshot-" + padded(seq) + ".bin" }
+
+    static func segmentName(_ firstSeq: Int64) -> String { "journal-" + padded(firstSeq) + ".log" }
+
+    private static func padded(_ seq: Int64) -> String {
+        let digits = String(seq)
+        return String(repeating: "0", count: max(0, 20 - digits.count)) + digits
+    }
+
+    /// Snapshots (by seq) and journal segments (by first seq) present, in increasing order.
+    func contents() throws(ObjectGraphError) -> (snapshots: [Int64], segments: [Int64]) {
+        var snapshots: [Int64] = []
+        var segments: [Int64] = []
+        for name in try FileIO.list(path) {
+            if let seq = Self.number(in: name, prefix: "snapshot-", suffix: ".bin") { snapshots.append(seq) }
+            if let seq = Self.number(in: name, prefix: "journal-", suffix: ".log") { segments.append(seq) }
+        }
+        return (snapshots.sorted(), segments.sorted())
+    }
+
+    /// Removes leftovers of interrupted snapshot writes.
+    func removeTemporaryFiles() throws(ObjectGraphError) {
+        for name in try FileIO.list(path) where name.hasSuffix(".tmp") { unlink(file(name)) }
+    }
+
+    private static func number(in name: String, prefix: String, suffix: String) -> Int64? {
+        guard name.hasPrefix(prefix), name.hasSuffix(suffix) else { return nil }
+        return Int64(name.dropFirst(prefix.count).dropLast(suffix.count))
+    }
+
+    /// Takes the directory's lock (created if missing, never removed) for as long as the returned descriptor lives.
+    ///
+    /// 409 `data-directory-locked` when another process (or another document in this one) holds it.
+    func lock() throws(ObjectGraphError) -> OwnedFileDescriptor {
+        let lockPath = file("lock")
+        let descriptor = try FileIO.open(lockPath, O_RDWR | O_CREAT)
+        guard flock(descriptor.fd, LOCK_EX | LOCK_NB) == 0 else {
+            if errno == EWOULDBLOCK {
+                throw ObjectGraphError(
+                    status: 409, code: "data-directory-locked",
+                    message: "\(path) is in use by another bindery (\(lockPath) is locked); stop it or choose "
+                        + "another --data directory.")
+            }
+            throw FileIO.error("flock", lockPath)
+        }
+        return descriptor
+    }
+}
+
+/// A snapshot file: `"BNDSNAPF"`, the payload length (u64), the payload's CRC-32 (u32), the payload.
+enum SnapshotFile {
+    static let magic = Array("BNDSNAPF".utf8)
+    static let headerSize = 20
+
+    static func header(for payload: [UInt8]) -> [UInt8] {
+        var bytes = magic
+        withUnsafeBytes(of: UInt64(payload.count).littleEndian) { bytes.append(contentsOf: $0) }
+        withUnsafeBytes(of: CRC32.checksum(payload).littleEndian) { bytes.append(contentsOf: $0) }
+        return bytes
+    }
+
+    /// The payload of a snapshot file, checked; 500 `bad-snapshot` when the file is short or corrupt.
+    static func payload(of bytes: [UInt8], path: String) throws(ObjectGraphError) -> [UInt8] {
+        func bad(_ reason: String) -> ObjectGraphError {
+            ObjectGraphError(status: 500, code: "bad-snapshot", message: "\(path): \(reason).")
+        }
+        guard bytes.count >= headerSize, Array(bytes[0..<8]) == magic else { throw bad("not a snapshot file") }
+        let (length, checksum) = bytes.withUnsafeBytes { raw in
+            (
+                UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)),
+                UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: 16, as: UInt32.self))
+            )
+        }
+        guard UInt64(bytes.count - headerSize) == length else { throw bad("torn (length differs)") }
+        let matches = bytes.withUnsafeBytes { raw in
+            CRC32.checksum(UnsafeRawBufferPointer(rebasing: raw[headerSize...])) == checksum
+        }
+        guard matches else { throw bad("corrupt (checksum differs)") }
+        return Array(bytes[headerSize...])
+    }
+}

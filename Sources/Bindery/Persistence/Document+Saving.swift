@@ -1,0 +1,59 @@
+import ObjectGraph
+import PropertyList
+
+/// A notification the document posts (API.md §8): `StoreDidSave` after `save`.
+public struct DocumentNotification: Sendable, Hashable {
+    public var name: String
+    /// The sender: `"document"`.
+    public var object: PropertyListValue
+    public var userInfo: PropertyListValue
+}
+
+/// NSDocument's saving: `save`, `revertToSaved`, `close`.
+extension Document {
+    /// Sets the code that receives the document's notifications (the notification center posts them to long-poll
+    /// clients); it runs on the thread that saved, outside every lock.
+    public func setNotificationHandler(_ handler: @escaping @Sendable (DocumentNotification) -> Void) {
+        notificationHandler.withLock { $0 = handler }
+    }
+
+    /// Writes a snapshot now and makes it the saved state (`revertToSaved` returns to it); posts `StoreDidSave`
+    /// with `userInfo` `{"seq": N}`. Returns the seq saved.
+    @discardableResult
+    public func save() throws -> Int64 {
+        let seq = try storage.snapshot(store, markSaved: true)
+        post(DocumentNotification(name: "StoreDidSave", object: "document", userInfo: ["seq": .integer(seq)]))
+        return seq
+    }
+
+    /// Whether the store changed since the saved state (what enables `revertToSaved`).
+    public var hasChangesSinceSave: Bool {
+        guard let saved = storage.savedSeq else { return false }
+        return store.seq != saved
+    }
+
+    /// Goes back to the saved state (the last `save`, else the state first seeded into the data directory) as one
+    /// transaction replacing the graph: journaled, observed, and undoable like any other. Returns its seq.
+    ///
+    /// Object versions (ETags) become the new seq; ids and order are the saved ones.
+    @discardableResult
+    public func revertToSaved() throws -> Int64 {
+        let saved = ObjectStore(model: store.model)
+        try saved.restore(binarySnapshot: try storage.savedSnapshot())
+        let graph = saved.read { $0.exportGraph() }
+        let result = try transaction { transaction in try transaction.replaceGraph(with: graph) }
+        storage.noteSavedState(at: result.seq)
+        return result.seq
+    }
+
+    /// Writes a last snapshot if anything changed since the newest, and flushes and closes the journal: later
+    /// changes are refused (503). Idempotent; call it before exiting.
+    public func close() {
+        storage.close(store, report: options.report)
+    }
+
+    private func post(_ notification: DocumentNotification) {
+        // Notification call site: the observing layer installs the handler (`setNotificationHandler`).
+        notificationHandler.withLock { $0 }?(notification)
+    }
+}

@@ -1,0 +1,313 @@
+import Dispatch
+import Foundation
+import ObjectGraph
+import PropertyList
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The document's data directory at run time: recovery at start, the journal, and snapshots (`DataDirectory`).
+///
+/// Snapshots run on one serial queue: periodically in the background once the journal holds `snapshotRecords`
+/// records or `snapshotBytes` bytes since the last one, on `save`, and on `close`. A snapshot encodes the store
+/// under its lock (a read, in O(objects)) and starts a new journal segment in the same critical section, then writes
+/// and syncs the file outside the lock, and only then removes what it makes obsolete.
+final class DocumentStorage: Sendable {
+    /// Tuning knobs; the defaults keep start-up replay of a full journal interval well under a second.
+    struct Options: Sendable {
+        var fsync: FsyncPolicy = .batch
+        var snapshotRecords = 50_000
+        var snapshotBytes = 64 << 20
+    }
+
+    let directory: DataDirectory
+    let journal: Journal
+    private let lockFile: OwnedFileDescriptor
+    private let snapshots = DispatchQueue(label: "bindery.snapshots")
+    private let progress: Mutex<Progress>
+
+    private struct Progress {
+        /// The seq of the newest durable snapshot.
+        var snapshotSeq: Int64
+        /// The seq of the snapshot `saved.bin` holds (nil: none).
+        var savedSeq: Int64?
+        var isSnapshotScheduled = false
+        var isClosed = false
+    }
+
+    /// Takes the directory's lock, then loads the store from it (newest valid snapshot, then the journal), or,
+    /// when it holds neither, runs `seed` on the empty store and saves the result as the first snapshot.
+    ///
+    /// `report` receives one line per problem recovered from (a torn journal tail, an unreadable older snapshot).
+    /// Throws (and leaves the directory as it was, lock released) when the data cannot be recovered without
+    /// losing acknowledged changes: a damaged record followed by more records, a gap in the seqs, a record that does
+    /// not apply.
+    init(
+        path: String, options: Options, store: ObjectStore, seed: () throws -> Void,
+        report: (String) -> Void
+    ) throws {
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        } catch {
+            throw ObjectGraphError(
+                status: 500, code: "storage-error", message: "Creating the data directory \(path) failed: \(error).")
+        }
+        let directory = DataDirectory(path: path)
+        self.directory = directory
+        lockFile = try directory.lock()
+        try directory.removeTemporaryFiles()
+        let (snapshots, segments) = try directory.contents()
+        var snapshotSeq: Int64 = 0
+        var savedSeq: Int64?
+        let file: OwnedFileDescriptor
+        var firstSeq: Int64
+        var size = 0
+        var replayed = 0
+        if snapshots.isEmpty && segments.isEmpty {
+            try seed()
+            let seq = store.seq
+            try Self.writeSnapshot(store.read { $0.binarySnapshot() }, seq: seq, in: directory)
+            try Self.markSaved(seq, in: directory)
+            snapshotSeq = seq
+            savedSeq = seq
+            firstSeq = seq + 1
+            file = try Journal.openSegment(directory, firstSeq: firstSeq)
+        } else {
+            snapshotSeq = try Self.loadNewestSnapshot(snapshots, in: directory, into: store, report: report)
+            savedSeq = Self.savedSeq(in: directory)
+            replayed = try Self.replay(segments, in: directory, into: store, report: report)
+            let seq = store.seq
+            if let last = segments.last, last <= seq + 1 {
+                firstSeq = last
+                let path = directory.file(DataDirectory.segmentName(last))
+                file = try FileIO.open(path, O_WRONLY | O_APPEND)
+                let end = lseek(file.fd, 0, SEEK_END)
+                guard end >= 0 else { throw FileIO.error("lseek", path) }
+                size = Int(end)
+            } else {
+                firstSeq = seq + 1
+                file = try Journal.openSegment(directory, firstSeq: firstSeq)
+            }
+        }
+        journal = Journal(
+            directory: directory, policy: options.fsync, file: file, firstSeq: firstSeq, size: size, seq: store.seq,
+            recordsSinceSnapshot: replayed, snapshotRecords: options.snapshotRecords,
+            snapshotBytes: options.snapshotBytes)
+        progress = Mutex(Progress(snapshotSeq: snapshotSeq, savedSeq: savedSeq))
+    }
+
+    // MARK: Recovery
+
+    /// Restores the newest snapshot that reads back intact (reporting the others); returns its seq, or 0 when there
+    /// is none. Throws when snapshots exist but none is intact.
+    private static func loadNewestSnapshot(
+        _ snapshots: [Int64], in directory: DataDirectory, into store: ObjectStore, report: (String) -> Void
+    ) throws(ObjectGraphError) -> Int64 {
+        var failures: [String] = []
+        for seq in snapshots.reversed() {
+            let path = directory.file(DataDirectory.snapshotName(seq))
+            do throws(ObjectGraphError) {
+                let payload = try SnapshotFile.payload(of: try FileIO.read(path), path: path)
+                try store.restore(binarySnapshot: payload)
+                for failure in failures { report(failure + "; loaded \(path) instead") }
+                return store.seq
+            } catch {
+                failures.append(error.message)
+            }
+        }
+        guard failures.isEmpty else {
+            throw ObjectGraphError(
+                status: 500, code: "bad-snapshot",
+                message: "No snapshot in \(directory.path) can be read: " + failures.joined(separator: "; "))
+        }
+        return 0
+    }
+
+    /// Applies every journal record after the store's seq, segment by segment; returns how many were applied.
+    ///
+    /// A torn or corrupt frame at the end of the last segment is reported and cut off (with everything after it);
+    /// anywhere else it is an error, as are gaps and records that do not apply.
+    private static func replay(
+        _ segments: [Int64], in directory: DataDirectory, into store: ObjectStore, report: (String) -> Void
+    ) throws(ObjectGraphError) -> Int {
+        var applied = 0
+        for (position, firstSeq) in segments.enumerated() {
+            let isLast = position == segments.count - 1
+            if !isLast && segments[position + 1] <= store.seq + 1 { continue }
+            let path = directory.file(DataDirectory.segmentName(firstSeq))
+            let bytes = try FileIO.read(path)
+            let (payloads, end) = JournalFrame.scan(bytes)
+            var damage: (offset: Int, reason: String)?
+            if case .damaged(let offset, let reason) = end { damage = (offset, reason) }
+            for payload in payloads {
+                let record: ChangeRecord
+                do {
+                    record = try ChangeRecord(json: try PropertyListValue(jsonBytes: bytes[payload]))
+                } catch {
+                    damage = (payload.lowerBound - JournalFrame.headerSize, "a record that is not a change record")
+                    break
+                }
+                if record.seq <= store.seq { continue }
+                guard record.seq == store.seq + 1 else {
+                    throw ObjectGraphError(
+                        status: 500, code: "journal-gap",
+                        message: "\(path): record \(record.seq) follows \(store.seq); records are missing.")
+                }
+                do throws(ObjectGraphError) {
+                    try store.apply(record)
+                } catch {
+                    throw ObjectGraphError(
+                        status: 500, code: "journal-replay-failed",
+                        message: "\(path): record \(record.seq) does not apply: \(error.message)")
+                }
+                applied += 1
+            }
+            guard let damage else { continue }
+            let dropped = bytes.count - damage.offset
+            guard isLast else {
+                throw ObjectGraphError(
+                    status: 500, code: "journal-corrupt",
+                    message: "\(path): \(damage.reason) at byte \(damage.offset), and later segments follow; "
+                        + "refusing to drop acknowledged changes.")
+            }
+            report(
+                "\(path): \(damage.reason) at byte \(damage.offset); cut off \(dropped) byte\(dropped == 1 ? "" : "s") "
+                    + "(the store recovers up to seq \(store.seq))")
+            let file = try FileIO.open(path, O_WRONLY)
+            guard ftruncate(file.fd, off_t(damage.offset)) == 0 else { throw FileIO.error("ftruncate", path) }
+            if let code = FileIO.sync(file.fd) { throw FileIO.error("fdatasync", path, errno: code) }
+        }
+        return applied
+    }
+
+    // MARK: Snapshots
+
+    /// Writes a snapshot now, unless the newest already holds the store's seq; with `markSaved`, it also becomes
+    /// what `revertToSaved` returns to. Returns the seq it holds. Blocks until durable.
+    @discardableResult
+    func snapshot(_ store: ObjectStore, markSaved: Bool) throws(ObjectGraphError) -> Int64 {
+        let result: Result<Int64, ObjectGraphError> = snapshots.sync {
+            do throws(ObjectGraphError) {
+                return .success(try writeSnapshotNow(store, markSaved: markSaved))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
+    /// Schedules a background snapshot when the journal has grown enough since the last one.
+    func snapshotIfDue(_ store: ObjectStore, report: @escaping @Sendable (String) -> Void) {
+        guard journal.wantsSnapshot else { return }
+        let schedules = progress.withLock { progress in
+            if progress.isSnapshotScheduled || progress.isClosed { return false }
+            progress.isSnapshotScheduled = true
+            return true
+        }
+        guard schedules else { return }
+        snapshots.async { [self] in
+            do throws(ObjectGraphError) {
+                try writeSnapshotNow(store, markSaved: false)
+            } catch {
+                report("snapshot failed: \(error.message)")
+            }
+            progress.withLock { $0.isSnapshotScheduled = false }
+        }
+    }
+
+    /// The seq of the saved state (`saved.bin`), if any.
+    var savedSeq: Int64? {
+        progress.withLock { $0.savedSeq }
+    }
+
+    /// The saved state's snapshot bytes (`saved.bin`), for `revertToSaved`.
+    func savedSnapshot() throws(ObjectGraphError) -> [UInt8] {
+        let path = directory.file(DataDirectory.savedName)
+        return try SnapshotFile.payload(of: try FileIO.read(path), path: path)
+    }
+
+    /// Marks `seq` as the saved state without writing (after `revertToSaved`: the store equals `saved.bin`).
+    func noteSavedState(at seq: Int64) {
+        progress.withLock { $0.savedSeq = seq }
+    }
+
+    /// Runs on the snapshot queue.
+    private func writeSnapshotNow(_ store: ObjectStore, markSaved: Bool) throws(ObjectGraphError) -> Int64 {
+        var seq = progress.withLock { $0.snapshotSeq }
+        if store.seq != seq {
+            let journal = journal
+            let (bytes, taken) = try store.read { (view: ReadView) throws(ObjectGraphError) -> ([UInt8], Int64) in
+                try journal.rotate(nextSeq: view.seq + 1)
+                return (view.binarySnapshot(), view.seq)
+            }
+            try Self.writeSnapshot(bytes, seq: taken, in: directory)
+            seq = taken
+            progress.withLock { $0.snapshotSeq = taken }
+            removeObsoleteFiles(before: taken)
+        }
+        if markSaved {
+            try Self.markSaved(seq, in: directory)
+            progress.withLock { $0.savedSeq = seq }
+        }
+        return seq
+    }
+
+    private static func writeSnapshot(_ payload: [UInt8], seq: Int64, in directory: DataDirectory)
+        throws(ObjectGraphError)
+    {
+        try FileIO.writeDurably(
+            [SnapshotFile.header(for: payload), payload], to: directory.file(DataDirectory.snapshotName(seq)),
+            directory: directory.path)
+    }
+
+    /// Makes `saved.bin` a hard link to the snapshot of `seq` (atomically replacing the previous one).
+    private static func markSaved(_ seq: Int64, in directory: DataDirectory) throws(ObjectGraphError) {
+        let target = directory.file(DataDirectory.savedName)
+        let temporary = target + ".tmp"
+        unlink(temporary)
+        guard link(directory.file(DataDirectory.snapshotName(seq)), temporary) == 0 else {
+            throw FileIO.error("link", temporary)
+        }
+        guard rename(temporary, target) == 0 else { throw FileIO.error("rename", temporary) }
+        try FileIO.syncDirectory(directory.path)
+    }
+
+    /// The seq `saved.bin` holds, read from its header (nil when it is missing or unreadable).
+    private static func savedSeq(in directory: DataDirectory) -> Int64? {
+        guard let file = try? FileIO.open(directory.file(DataDirectory.savedName), O_RDONLY) else { return nil }
+        var header = [UInt8](repeating: 0, count: SnapshotFile.headerSize + 16)
+        let count = header.withUnsafeMutableBytes { pread(file.fd, $0.baseAddress, $0.count, 0) }
+        guard count == header.count else { return nil }
+        return header.withUnsafeBytes {
+            Int64(littleEndian: $0.loadUnaligned(fromByteOffset: SnapshotFile.headerSize + 8, as: Int64.self))
+        }
+    }
+
+    /// Removes snapshots older than `seq` and journal segments whose records it holds (every segment started before
+    /// the one the snapshot began). Best effort: a leftover is skipped at the next start.
+    private func removeObsoleteFiles(before seq: Int64) {
+        guard let (snapshots, segments) = try? directory.contents() else { return }
+        for old in snapshots where old < seq { unlink(directory.file(DataDirectory.snapshotName(old))) }
+        for first in segments where first <= seq { unlink(directory.file(DataDirectory.segmentName(first))) }
+    }
+
+    // MARK: Closing
+
+    /// Writes a last snapshot when the journal holds anything since the newest, then flushes and closes the journal.
+    /// Idempotent; the directory's lock is released when the storage is released.
+    func close(_ store: ObjectStore, report: (String) -> Void) {
+        let closes = progress.withLock { progress in
+            defer { progress.isClosed = true }
+            return !progress.isClosed
+        }
+        guard closes else { return }
+        do throws(ObjectGraphError) {
+            try snapshot(store, markSaved: false)
+        } catch {
+            report("snapshot at shutdown failed: \(error.message)")
+        }
+        journal.close()
+    }
+}

@@ -1,0 +1,135 @@
+import Foundation
+import ObjectGraph
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// An open file descriptor, closed when the last reference to it goes.
+///
+/// `Sendable`: the descriptor number never changes, and it is closed only in `deinit`, so no holder can see it
+/// closed or reused; `write` and `fdatasync` on one descriptor from several threads are safe at the system level
+/// (the journal serializes its writes itself).
+final class OwnedFileDescriptor: Sendable {
+    let fd: Int32
+    let path: String
+
+    init(fd: Int32, path: String) {
+        self.fd = fd
+        self.path = path
+    }
+
+    deinit {
+        close(fd)
+    }
+}
+
+/// The few POSIX file operations persistence needs, with errors that name the file.
+enum FileIO {
+    /// 500 `storage-error` naming the operation, the file and `errno`'s text.
+    static func error(_ operation: String, _ path: String, errno code: Int32 = errno) -> ObjectGraphError {
+        ObjectGraphError(
+            status: 500, code: "storage-error",
+            message: "\(operation) \(path) failed: \(String(cString: strerror(code))).")
+    }
+
+    static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o644) throws(ObjectGraphError)
+        -> OwnedFileDescriptor
+    {
+        let fd = Glibc.open(path, flags | O_CLOEXEC, mode)
+        guard fd >= 0 else { throw error("open", path) }
+        return OwnedFileDescriptor(fd: fd, path: path)
+    }
+
+    /// Writes every byte (retrying short writes and EINTR); returns `errno` on failure, else nil.
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32? {
+        var offset = 0
+        while offset < bytes.count {
+            let written = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                return errno
+            }
+            offset += written
+        }
+        return nil
+    }
+
+    /// `fdatasync`, retried on EINTR; returns `errno` on failure, else nil.
+    static func sync(_ fd: Int32) -> Int32? {
+        while fdatasync(fd) != 0 {
+            if errno == EINTR { continue }
+            return errno
+        }
+        return nil
+    }
+
+    /// Makes a directory's entries (created, renamed, removed files) durable.
+    static func syncDirectory(_ path: String) throws(ObjectGraphError) {
+        let directory = try open(path, O_RDONLY | O_DIRECTORY)
+        while fsync(directory.fd) != 0 {
+            if errno == EINTR { continue }
+            throw error("fsync", path)
+        }
+    }
+
+    /// The whole file.
+    static func read(_ path: String) throws(ObjectGraphError) -> [UInt8] {
+        let file = try open(path, O_RDONLY)
+        var status = stat()
+        guard fstat(file.fd, &status) == 0 else { throw error("stat", path) }
+        var bytes = [UInt8](repeating: 0, count: Int(status.st_size))
+        var offset = 0
+        let failure: Int32? = bytes.withUnsafeMutableBytes { buffer in
+            while offset < buffer.count {
+                let count = Glibc.read(file.fd, buffer.baseAddress! + offset, buffer.count - offset)
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    return errno
+                }
+                if count == 0 { break }
+                offset += count
+            }
+            return nil
+        }
+        if let failure { throw error("read", path, errno: failure) }
+        if offset < bytes.count { bytes.removeLast(bytes.count - offset) }
+        return bytes
+    }
+
+    /// Writes `parts` to `path` durably and atomically: a temporary file, fsynced, renamed over `path`, and the
+    /// directory fsynced. A crash leaves either the old file or the new one (and maybe a `.tmp` to ignore).
+    static func writeDurably(_ parts: [[UInt8]], to path: String, directory: String) throws(ObjectGraphError) {
+        let temporary = path + ".tmp"
+        do throws(ObjectGraphError) {
+            let file = try open(temporary, O_WRONLY | O_CREAT | O_TRUNC)
+            for bytes in parts {
+                if let code = bytes.withUnsafeBytes({ writeAll(file.fd, $0) }) {
+                    throw error("write", temporary, errno: code)
+                }
+            }
+            while fsync(file.fd) != 0 {
+                if errno == EINTR { continue }
+                throw error("fsync", temporary)
+            }
+        } catch {
+            unlink(temporary)
+            throw error
+        }
+        guard rename(temporary, path) == 0 else {
+            let failure = Self.error("rename", temporary)
+            unlink(temporary)
+            throw failure
+        }
+        try syncDirectory(directory)
+    }
+
+    /// The names in a directory.
+    static func list(_ path: String) throws(ObjectGraphError) -> [String] {
+        do {
+            return try FileManager.default.contentsOfDirectory(atPath: path)
+        } catch {
+            throw ObjectGraphError(status: 500, code: "storage-error", message: "listing \(path) failed: \(error).")
+        }
+    }
+}

@@ -1,0 +1,57 @@
+/// One record on disk, in the journal and in snapshot files: a 4-byte payload length and a 4-byte CRC-32 of the
+/// payload (both little-endian), then the payload.
+///
+/// A crash can leave a torn last frame (a short header or payload) or, on some file systems, a tail of zeros or
+/// garbage; `scan` stops at the first frame that is not whole and intact, so a record is applied entirely or not at
+/// all.
+enum JournalFrame {
+    static let headerSize = 8
+    /// Larger lengths are taken as garbage (a record is at most a few graphs of a large store).
+    static let maximumPayload = 1 << 31
+
+    /// How a scan ended.
+    enum End: Equatable {
+        /// Every byte belongs to a whole, intact frame.
+        case clean
+        /// The frame at `offset` is torn or corrupt (`reason`); the bytes from `offset` on are to be dropped.
+        case damaged(offset: Int, reason: String)
+    }
+
+    /// The frame of `payload`.
+    static func frame(_ payload: [UInt8]) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(headerSize + payload.count)
+        withUnsafeBytes(of: UInt32(payload.count).littleEndian) { bytes.append(contentsOf: $0) }
+        withUnsafeBytes(of: CRC32.checksum(payload).littleEndian) { bytes.append(contentsOf: $0) }
+        bytes.append(contentsOf: payload)
+        return bytes
+    }
+
+    /// The payload ranges of the whole, intact frames at the start of `bytes`, and how the scan ended.
+    static func scan(_ bytes: [UInt8]) -> (payloads: [Range<Int>], end: End) {
+        bytes.withUnsafeBytes { raw in
+            var payloads: [Range<Int>] = []
+            var offset = 0
+            while offset < raw.count {
+                guard raw.count - offset >= headerSize else {
+                    return (payloads, .damaged(offset: offset, reason: "a torn record header"))
+                }
+                let length = Int(UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
+                let checksum = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self))
+                guard length > 0, length <= maximumPayload else {
+                    return (payloads, .damaged(offset: offset, reason: "an impossible record length \(length)"))
+                }
+                let start = offset + headerSize
+                guard raw.count - start >= length else {
+                    return (payloads, .damaged(offset: offset, reason: "a torn record (\(length) bytes announced)"))
+                }
+                guard CRC32.checksum(UnsafeRawBufferPointer(rebasing: raw[start..<start + length])) == checksum else {
+                    return (payloads, .damaged(offset: offset, reason: "a record whose checksum does not match"))
+                }
+                payloads.append(start..<start + length)
+                offset = start + length
+            }
+            return (payloads, .clean)
+        }
+    }
+}

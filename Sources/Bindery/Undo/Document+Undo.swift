@@ -1,0 +1,25 @@
+import ObjectGraph
+
+/// Undo and redo as transactions like any other: journaled, numbered, and told to commit observers.
+extension Document {
+    /// Undoes the newest undo group; returns the seq of the transaction that did. 409 `action-disabled` with
+    /// nothing to undo, 409 `conflict` when it no longer applies.
+    @discardableResult
+    public func undo() throws -> Int64 {
+        let undone = undoManager.undoSeq
+        let undoManager = undoManager
+        let result = try transaction { transaction in try undoManager.undo(in: transaction) }
+        if result.record == nil { undoManager.discardEmpty(undo: true, seq: undone) }
+        return result.seq
+    }
+
+    /// Redoes the newest undone group; returns the seq of the transaction that did (errors as for `undo`).
+    @discardableResult
+    public func redo() throws -> Int64 {
+        let undoManager = undoManager
+        let redone = undoManager.redoSeq
+        let result = try transaction { transaction in try undoManager.redo(in: transaction) }
+        if result.record == nil { undoManager.discardEmpty(undo: false, seq: redone) }
+        return result.seq
+    }
+}

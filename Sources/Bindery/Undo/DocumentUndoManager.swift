@@ -1,0 +1,131 @@
+import ObjectGraph
+import Synchronization
+
+/// The document's undo manager (NSUndoManager): one undo group per committed transaction, undone and redone as new
+/// transactions.
+///
+/// Every commit of the store is seen in `willCommit` (under the store's lock, in seq order, after the journal has
+/// taken the record), so the undo stack is exactly the commit order and the group on top is always the newest
+/// change. A commit that is an undo or a redo is marked by the transaction that makes it (`undo(in:)`,
+/// `redo(in:)`, which run under the same lock); any other commit pushes a new group and clears the redo stack.
+/// At most `levelsOfUndo` groups are kept (the oldest are dropped). The stacks live in memory: they are empty after
+/// a restart.
+public final class DocumentUndoManager: Sendable {
+    /// How many undo groups are kept.
+    public let levelsOfUndo: Int
+    private let state = Mutex(State())
+
+    private enum Pending {
+        case change
+        case undo(seq: Int64)
+        case redo(seq: Int64)
+    }
+
+    private struct State {
+        var undoStack: [ChangeRecord] = []
+        var redoStack: [ChangeRecord] = []
+        var pending = Pending.change
+    }
+
+    public init(levelsOfUndo: Int = 100) {
+        self.levelsOfUndo = max(0, levelsOfUndo)
+    }
+
+    public var canUndo: Bool { state.withLock { !$0.undoStack.isEmpty } }
+    public var canRedo: Bool { state.withLock { !$0.redoStack.isEmpty } }
+
+    /// The seq of the group `undo` would undo next.
+    public var undoSeq: Int64? { state.withLock { $0.undoStack.last?.seq } }
+
+    /// The seq of the group `redo` would redo next.
+    public var redoSeq: Int64? { state.withLock { $0.redoStack.last?.seq } }
+
+    /// Forgets every group.
+    public func removeAllActions() {
+        state.withLock { state in
+            state.undoStack.removeAll()
+            state.redoStack.removeAll()
+        }
+    }
+
+    // MARK: Inside transactions (under the store's lock)
+
+    /// Marks the transaction about to run as an ordinary change; the document calls it first in every transaction.
+    func beginTransaction() {
+        state.withLock { $0.pending = .change }
+    }
+
+    /// Undoes the newest group in `transaction`; 409 `action-disabled` when there is none, 409 `conflict` (and the
+    /// stacks are cleared) when it no longer applies.
+    func undo(in transaction: Transaction) throws(ObjectGraphError) {
+        guard let record = state.withLock({ $0.undoStack.last }) else { throw Self.nothingTo("undo") }
+        do throws(ObjectGraphError) {
+            try transaction.undo(record)
+        } catch {
+            removeAllActions()
+            throw Self.conflict("undo", error)
+        }
+        state.withLock { $0.pending = .undo(seq: record.seq) }
+    }
+
+    /// Redoes the newest undone group in `transaction` (errors as for `undo(in:)`).
+    func redo(in transaction: Transaction) throws(ObjectGraphError) {
+        guard let record = state.withLock({ $0.redoStack.last }) else { throw Self.nothingTo("redo") }
+        do throws(ObjectGraphError) {
+            try transaction.redo(record)
+        } catch {
+            removeAllActions()
+            throw Self.conflict("redo", error)
+        }
+        state.withLock { $0.pending = .redo(seq: record.seq) }
+    }
+
+    /// Records a commit (the store's `willCommit`, after the journal): a new group, or the completion of an undo or
+    /// redo.
+    func didCommit(_ record: ChangeRecord) {
+        state.withLock { state in
+            switch state.pending {
+            case .change:
+                guard levelsOfUndo > 0 else { return }
+                state.undoStack.append(record)
+                if state.undoStack.count > levelsOfUndo { state.undoStack.removeFirst() }
+                state.redoStack.removeAll()
+            case .undo(let seq):
+                if let index = state.undoStack.lastIndex(where: { $0.seq == seq }) {
+                    state.redoStack.append(state.undoStack.remove(at: index))
+                }
+            case .redo(let seq):
+                if let index = state.redoStack.lastIndex(where: { $0.seq == seq }) {
+                    state.redoStack.remove(at: index)
+                }
+                state.undoStack.append(record)
+                if state.undoStack.count > levelsOfUndo { state.undoStack.removeFirst() }
+            }
+            state.pending = .change
+        }
+    }
+
+    /// Drops the group an undo or redo made no change for (so it cannot block the stack).
+    func discardEmpty(undo: Bool, seq: Int64?) {
+        guard let seq else { return }
+        state.withLock { state in
+            if undo {
+                state.undoStack.removeAll { $0.seq == seq }
+            } else {
+                state.redoStack.removeAll { $0.seq == seq }
+            }
+            state.pending = .change
+        }
+    }
+
+    static func nothingTo(_ action: String) -> ObjectGraphError {
+        ObjectGraphError(status: 409, code: "action-disabled", message: "There is nothing to \(action).")
+    }
+
+    private static func conflict(_ action: String, _ error: ObjectGraphError) -> ObjectGraphError {
+        ObjectGraphError(
+            status: 409, code: "conflict",
+            message: "The change can no longer be \(action == "undo" ? "undone" : "redone") (\(error.message)); "
+                + "the undo history was cleared.")
+    }
+}

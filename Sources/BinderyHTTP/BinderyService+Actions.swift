@@ -1,0 +1,54 @@
+import Bindery
+import HTTPServer
+import ObjectGraph
+import PropertyList
+
+/// `/actions`: target-action along the responder chain (API.md §9).
+///
+/// `POST /actions/{action}` with an optional body `{"target": "document" | "controllers/NAME" | null, "sender": ...}`
+/// sends the action to the target, or with no target along the chain: the controller named in `X-First-Responder`,
+/// the document, the application. `GET /actions` lists what that chain would handle now, validated; `?target=`
+/// narrows it to one responder.
+extension BinderyService {
+    static func addActionRoutes(to router: inout Router, document: Document) {
+        router.add("GET", "/actions") { try listActions($0, document: document) }
+        router.add("POST", "/actions/:action") { try sendAction($0, document: document) }
+    }
+
+    private static func firstResponder(_ request: RouteRequest) -> String? {
+        guard let header = request.request.header("X-First-Responder") else { return nil }
+        let name = String(header.drop(while: { $0 == " " }).reversed().drop(while: { $0 == " " }).reversed())
+        guard !name.isEmpty else { return nil }
+        return name.hasPrefix("controllers/") ? String(name.dropFirst("controllers/".count)) : name
+    }
+
+    private static func listActions(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {
+        let validations = try document.validActions(
+            target: request.request.queryValue("target"), firstResponder: firstResponder(request))
+        return .response(.json(["actions": .array(validations.map(\.json))]))
+    }
+
+    private static func sendAction(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {
+        let action = request.parameter("action")
+        var target: String?
+        var sender = PropertyListValue.null
+        if !request.request.body.isEmpty {
+            guard case .dictionary(let body) = try request.jsonBody() else {
+                throw APIError(
+                    status: 422, code: "type-mismatch", message: "The body must be {\"target\": ..., \"sender\": ...}.")
+            }
+            switch body["target"] {
+            case nil, .null?: target = nil
+            case .string(let name)?: target = name
+            case let other?:
+                throw APIError(
+                    status: 422, code: "type-mismatch",
+                    message: "target must be a string or null, not \(other.typeName).")
+            }
+            sender = body["sender"] ?? .null
+        }
+        let answer = try document.sendAction(
+            action, target: target, firstResponder: firstResponder(request), sender: sender)
+        return .response(.json(answer))
+    }
+}

@@ -1,0 +1,59 @@
+import Bindery
+import HTTPServer
+import ObjectGraph
+import PropertyList
+
+/// `/store`: the whole object graph, exported and imported (API.md §9).
+///
+/// The export is the `data.json` format plus `seq` (so an export is a valid fixture), as JSON or, with
+/// `Accept: application/x-plist`, as an XML property list. An import replaces the graph as one transaction: it is
+/// validated as a whole (422 and nothing changed when any object is invalid), journaled, observed, and one undo group.
+extension BinderyService {
+    static func addStoreRoutes(to router: inout Router, document: Document) {
+        router.add("GET", "/store") { try exportStore($0, document: document) }
+        router.add("PUT", "/store") { try importStore($0, document: document) }
+    }
+
+    private static let plistType = "application/x-plist"
+
+    private static func exportStore(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {
+        let (graph, seq) = document.store.read { view in (view.exportGraph(), view.seq) }
+        let accept = request.request.header("Accept")?.lowercased() ?? ""
+        if accept.contains(plistType) || accept.contains("application/xml") {
+            return .response(
+                HTTPResponse(
+                    status: 200, headers: [("Content-Type", plistType), ("X-Store-Seq", String(seq))],
+                    body: .bytes(graph.xmlPropertyList())))
+        }
+        return .response(.json(graph, seq: seq))
+    }
+
+    private static func importStore(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {
+        let graph: PropertyListValue
+        let type = request.request.header("Content-Type")?.lowercased() ?? ""
+        if type.hasPrefix(plistType) || type.hasPrefix("application/xml") || type.hasPrefix("text/xml") {
+            do {
+                graph = try PropertyListValue(xmlPropertyList: request.request.body)
+            } catch {
+                throw APIError(
+                    status: 400, code: "malformed-plist", message: "The body is not an XML property list: \(error).")
+            }
+        } else {
+            graph = try request.jsonBody()
+        }
+        let result: TransactionResult<Int>
+        do {
+            result = try document.transaction { transaction throws -> Int in
+                try transaction.replaceGraph(with: graph)
+                return try transaction.view.model.entities.reduce(0) { $0 + (try transaction.view.count(of: $1.name)) }
+            }
+        } catch let error as ObjectGraphError where (400..<500).contains(error.status) && error.status != 422 {
+            var fields = error.fields
+            fields["cause"] = .string(error.code)
+            throw APIError(
+                status: 422, code: "validation-failed", message: "The graph is not valid: \(error.message)",
+                fields: fields)
+        }
+        return .response(.json(["seq": .integer(result.seq), "count": .integer(Int64(result.value))], seq: result.seq))
+    }
+}

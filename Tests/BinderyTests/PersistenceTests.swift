@@ -1,0 +1,194 @@
+import Bindery
+import Foundation
+import ObjectGraph
+import PropertyList
+import Testing
+
+/// The data directory: restart, crash recovery, torn tails, snapshots, the lock (API.md §9).
+struct PersistenceTests {
+    @Test func restartKeepsEveryChangeAndDoesNotReseed() throws {
+        try withTemporaryDirectory { path in
+            let before: PropertyListValue
+            do {
+                let document = try openDocument(path)
+                #expect(document.store.seq == 1)
+                try document.set(99_000, "salary", of: "Employee/3")
+                try document.transaction { try $0.insert("Department", id: "9", values: ["name": "Ops"]) }
+                try document.transaction { try $0.delete(ObjectID(reference: "Employee/4")!) }
+                before = document.graphWithVersions
+                document.close()
+            }
+            let document = try openDocument(path)
+            #expect(document.store.seq == 4)
+            #expect(document.graphWithVersions == before)
+            #expect(try document.value("salary", of: "Employee/3") == 99_000)
+            #expect(try document.value("name", of: "Department/9") == "Ops")
+            #expect(document.store.read { $0.contains(ObjectID(reference: "Employee/4")!) } == false)
+        }
+    }
+
+    @Test func crashWithoutCloseReplaysTheJournal() throws {
+        try withTemporaryDirectory { path in
+            let document = try openDocument(path, fsync: .always)
+            for salary in 1...20 { try document.set(.integer(Int64(salary)), "salary", of: "Employee/5") }
+            try document.transaction {
+                try $0.insert(
+                    "Employee", values: ["firstName": "A", "lastName": "B", "department": ["$ref": "Department/2"]])
+            }
+            let expected = document.graphWithVersions
+            let copy = try crashCopy(of: path)
+            defer { try? FileManager.default.removeItem(atPath: copy) }
+            let recovered = try openDocument(copy)
+            #expect(recovered.store.seq == 22)
+            #expect(recovered.graphWithVersions == expected)
+            try recovered.transaction {
+                try $0.insert(
+                    "Employee", values: ["firstName": "C", "lastName": "D", "department": ["$ref": "Department/2"]])
+            }
+            #expect(try recovered.store.read { try $0.objects(of: "Employee") }.suffix(2).map(\.id) == ["33", "34"])
+        }
+    }
+
+    @Test(arguments: ["half a record", "garbage", "bad checksum"])
+    func tornOrCorruptTailIsReportedAndCutOff(damage: String) throws {
+        try withTemporaryDirectory { path in
+            let document = try openDocument(path, fsync: .always)
+            try document.set(1, "salary", of: "Employee/1")
+            let kept = document.graphWithVersions
+            try document.set(2, "salary", of: "Employee/1")
+            let copy = try crashCopy(of: path)
+            defer { try? FileManager.default.removeItem(atPath: copy) }
+            let segment = copy + "/" + (try segments(in: copy)).last!
+            var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: segment)))
+            let whole = bytes.count
+            let lastStart = lastFrameStart(bytes)
+            switch damage {
+            case "half a record":
+                bytes.removeLast((whole - lastStart) / 2)
+            case "garbage":
+                bytes += [0x17, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7]
+            default:
+                bytes[bytes.count - 3] ^= 0xFF
+            }
+            try Data(bytes).write(to: URL(fileURLWithPath: segment))
+            let reports = Reports()
+            do {
+                let recovered = try openDocument(copy, reports: reports)
+                let expectedSeq: Int64 = damage == "garbage" ? 3 : 2
+                #expect(recovered.store.seq == expectedSeq)
+                if damage != "garbage" { #expect(recovered.graphWithVersions == kept) }
+                #expect(reports.all.count == 1)
+                #expect(reports.all.first?.contains("cut off") == true)
+                let size = try FileManager.default.attributesOfItem(atPath: segment)[.size] as? Int
+                #expect(size == (damage == "garbage" ? whole : lastStart))
+                try recovered.set(7, "salary", of: "Employee/1")
+            }
+            let again = try openDocument(copy, reports: reports)
+            #expect(try again.value("salary", of: "Employee/1") == 7)
+            #expect(reports.all.count == 1)
+        }
+    }
+
+    @Test func secondDocumentOnTheSameDirectoryIsRefused() throws {
+        try withTemporaryDirectory { path in
+            let document = try openDocument(path)
+            #expect {
+                _ = try openDocument(path)
+            } throws: { error in
+                (error as? ObjectGraphError)?.code == "data-directory-locked"
+            }
+            _ = document
+        }
+    }
+
+    @Test func snapshotsCompactTheJournal() throws {
+        try withTemporaryDirectory { path in
+            let expected: PropertyListValue
+            do {
+                let document = try openDocument(path, snapshotRecords: 10)
+                for salary in 1...35 { try document.set(.integer(Int64(salary)), "salary", of: "Employee/6") }
+                try document.save()
+                let names = try FileManager.default.contentsOfDirectory(atPath: path)
+                #expect(names.filter { $0.hasPrefix("snapshot-") } == ["snapshot-00000000000000000036.bin"])
+                #expect(try segments(in: path) == ["journal-00000000000000000037.log"])
+                expected = document.graphWithVersions
+                let copy = try crashCopy(of: path)
+                defer { try? FileManager.default.removeItem(atPath: copy) }
+                #expect(try openDocument(copy).graphWithVersions == expected)
+            }
+            #expect(try openDocument(path).graphWithVersions == expected)
+        }
+    }
+
+    @Test func revertToSavedReturnsToTheLastSaveAsOneUndoableChange() throws {
+        try withTemporaryDirectory { path in
+            let document = try openDocument(path)
+            #expect(document.hasChangesSinceSave == false)
+            try document.set(1, "salary", of: "Employee/1")
+            let saved = document.graph
+            try document.save()
+            #expect(document.hasChangesSinceSave == false)
+            try document.set(2, "salary", of: "Employee/1")
+            try document.transaction { try $0.delete(ObjectID(reference: "Employee/9")!) }
+            #expect(document.hasChangesSinceSave)
+            let changed = document.graph["objects"]
+            try document.revertToSaved()
+            #expect(document.graph["objects"] == saved["objects"])
+            #expect(document.hasChangesSinceSave == false)
+            try document.undo()
+            #expect(document.graph["objects"] == changed)
+        }
+    }
+
+    @Test func saveTellsTheNotificationHandler() throws {
+        let document = try Document(fixtureDirectory: employeesFixture)
+        let names = Reports()
+        document.setNotificationHandler { names.report("\($0.name) \($0.userInfo["seq"]?.integerValue ?? -1)") }
+        try document.set(5, "salary", of: "Employee/2")
+        try document.save()
+        #expect(names.all == ["StoreDidSave 2"])
+    }
+
+    @Test func closedDocumentRefusesChanges() throws {
+        let document = try Document(fixtureDirectory: employeesFixture)
+        document.close()
+        #expect {
+            try document.set(5, "salary", of: "Employee/2")
+        } throws: { error in
+            (error as? ObjectGraphError)?.code == "document-closed"
+        }
+        #expect(try document.value("salary", of: "Employee/2") != 5)
+    }
+
+    @Test(arguments: [FsyncPolicy.batch, .always])
+    func concurrentCommitsAreAllDurable(policy: FsyncPolicy) throws {
+        try withTemporaryDirectory { path in
+            let document = try openDocument(path, fsync: policy)
+            DispatchQueue.concurrentPerform(iterations: 8) { worker in
+                for n in 0..<25 {
+                    try? document.set(.integer(Int64(worker * 1000 + n)), "salary", of: "Employee/\(worker + 1)")
+                }
+            }
+            #expect(document.store.seq == 201)
+            let expected = document.graphWithVersions
+            let copy = try crashCopy(of: path)
+            defer { try? FileManager.default.removeItem(atPath: copy) }
+            #expect(try openDocument(copy).graphWithVersions == expected)
+        }
+    }
+}
+
+/// The offset of the last frame of a journal segment.
+func lastFrameStart(_ bytes: [UInt8]) -> Int {
+    var offset = 0
+    var last = 0
+    while offset + 8 <= bytes.count {
+        last = offset
+        offset += 8 + frameLength(bytes, at: offset)
+    }
+    return last
+}
+
+func frameLength(_ bytes: [UInt8], at offset: Int) -> Int {
+    Int(bytes[offset]) | Int(bytes[offset + 1]) << 8 | Int(bytes[offset + 2]) << 16 | Int(bytes[offset + 3]) << 24
+}

