@@ -24,8 +24,10 @@ let package = Package(
         .target(name: "PropertyList", dependencies: ["CJansson"]),
         .target(name: "ObjectGraph", dependencies: ["PropertyList"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"]),
+        .target(name: "Controllers", dependencies: ["ObjectGraph", "PropertyList"]),
         .target(name: "Bindery", dependencies: ["ObjectGraph", "PropertyList"]),
-        .target(name: "BinderyHTTP", dependencies: ["Bindery", "ObjectGraph", "PropertyList", "HTTPServer"]),
+        .target(
+            name: "BinderyHTTP", dependencies: ["Bindery", "Controllers", "ObjectGraph", "PropertyList", "HTTPServer"]),
         .executableTarget(
             name: "bindery",
             dependencies: [
@@ -41,9 +43,12 @@ let package = Package(
         .testTarget(name: "ObjectGraphTests", dependencies: ["ObjectGraph", "PropertyList"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPTestSupport"]),
         .testTarget(name: "BinderyTests", dependencies: ["Bindery", "ObjectGraph", "PropertyList"]),
+        .testTarget(name: "ControllersTests", dependencies: ["Controllers", "ObjectGraph", "PropertyList"]),
         .testTarget(
             name: "BinderyHTTPTests",
-            dependencies: ["Bindery", "BinderyHTTP", "HTTPServer", "ObjectGraph", "PropertyList", "HTTPTestSupport"]
+            dependencies: [
+                "Bindery", "BinderyHTTP", "Controllers", "HTTPServer", "ObjectGraph", "PropertyList", "HTTPTestSupport",
+            ]
         ),
     ]
 )

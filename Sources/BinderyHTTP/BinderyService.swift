@@ -1,4 +1,5 @@
 import Bindery
+import Controllers
 import Dispatch
 import HTTPServer
 import ObjectGraph
@@ -24,6 +25,12 @@ public final class BinderyService: HTTPResponder {
     public let document: Document
     /// Change history, KVO observers, notifications and waiting long-polls.
     public let observations: ObservationCenter
+    /// The mediating controllers (`/controllers`), following the document's commits.
+    public let controllers: ControllerRegistry
+    /// The user defaults controller (`/defaults`), saved in the document's data directory.
+    public let defaults: UserDefaultsController
+    /// What was wrong with the fixture's `controllers.json` or `defaults.json` (the serve command stops on it).
+    public let setupError: ObjectGraphError?
     private let router: Router
     private let staticFiles: StaticFiles?
 
@@ -36,6 +43,9 @@ public final class BinderyService: HTTPResponder {
             observations ?? ObservationCenter(document: document, queue: DispatchQueue(label: "bindery.observation"))
         self.observations = observations
         self.staticFiles = StaticFiles(root: configuration.publicDirectory)
+        let (controllers, controllersError) = Self.makeControllers(document: document)
+        let (defaults, defaultsError) = Self.makeDefaults(document: document)
+        (self.controllers, self.defaults, self.setupError) = (controllers, defaults, controllersError ?? defaultsError)
         var router = Router()
         Self.addHealthRoutes(to: &router)
         Self.addModelRoutes(to: &router, store: document.store)
@@ -43,6 +53,8 @@ public final class BinderyService: HTTPResponder {
         Self.addStoreRoutes(to: &router, document: document)
         Self.addActionRoutes(to: &router, document: document)
         Self.addObservingRoutes(to: &router, center: observations)
+        Self.addControllerRoutes(to: &router, controllers: controllers)
+        Self.addDefaultsRoutes(to: &router, defaults: defaults)
         self.router = router
     }
 

@@ -1,0 +1,57 @@
+import Bindery
+import Controllers
+import Foundation
+import ObjectGraph
+import PropertyList
+
+/// Making the controllers and the user defaults of a document: the fixture's `controllers.json` and `defaults.json`,
+/// the commit observer, and the saved defaults in the document's data directory (`defaults.json` there).
+extension BinderyService {
+    /// The registry over the document's store, following its commits, with the fixture's controllers.
+    static func makeControllers(document: Document) -> (ControllerRegistry, ObjectGraphError?) {
+        let controllers = ControllerRegistry(store: document.store) { body in try document.transaction(body).record }
+        document.addCommitObserver { record in controllers.storeDidCommit(record) }
+        let path = document.fixtureDirectory + "/controllers.json"
+        guard let bytes = FileManager.default.contents(atPath: path) else { return (controllers, nil) }
+        do {
+            try controllers.loadDeclarations(json: try PropertyListValue(jsonBytes: bytes))
+            return (controllers, nil)
+        } catch {
+            return (controllers, fixtureError(path, error))
+        }
+    }
+
+    /// The user defaults controller: initial values from the fixture's `defaults.json`, saved values in
+    /// `<data directory>/defaults.json`.
+    static func makeDefaults(document: Document) -> (UserDefaultsController, ObjectGraphError?) {
+        let fixturePath = document.fixtureDirectory + "/defaults.json"
+        let savedPath = document.dataDirectory + "/defaults.json"
+        var configuration = UserDefaultsController.Configuration()
+        var failure: ObjectGraphError?
+        if let bytes = FileManager.default.contents(atPath: fixturePath) {
+            do {
+                configuration = try UserDefaultsController.Configuration(json: try PropertyListValue(jsonBytes: bytes))
+            } catch {
+                failure = fixtureError(fixturePath, error)
+            }
+        }
+        do {
+            return (try UserDefaultsController(configuration: configuration, path: savedPath), failure)
+        } catch {
+            return (UserDefaultsController(configuration: configuration), failure ?? error)
+        }
+    }
+
+    private static func fixtureError(_ path: String, _ error: any Error) -> ObjectGraphError {
+        switch error {
+        case let error as ObjectGraphError:
+            var failure = error
+            failure.message = "\(path): \(error.message)"
+            return failure
+        case let error as JSONDecodingError:
+            return ObjectGraphError(status: 400, code: "malformed-json", message: "\(path): \(error.description)")
+        default:
+            return ObjectGraphError(status: 500, code: "internal-error", message: "\(path): \(error)")
+        }
+    }
+}

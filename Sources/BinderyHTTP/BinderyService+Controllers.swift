@@ -1,0 +1,149 @@
+import Controllers
+import HTTPServer
+import ObjectGraph
+import PropertyList
+
+/// `/controllers`: mediating controllers over REST (API.md §5).
+///
+/// Writes answer the new value of what they set (`selectionIndexes`, `sortDescriptors`, `selection/{keyPath}`, ...);
+/// actions and creation answer the controller's state. Controllers declared in the fixture's `controllers.json`
+/// cannot be removed (409 `conflict`); run-time ones can.
+extension BinderyService {
+    static func addControllerRoutes(to router: inout Router, controllers: ControllerRegistry) {
+        router.add("GET", "/controllers") { _ in
+            let (states, seq) = controllers.states()
+            return .response(.json(["controllers": .array(states)], seq: seq))
+        }
+        router.add("POST", "/controllers") { request in
+            let state = try controllers.create(json: try request.jsonBody())
+            let name = state["name"]?.stringValue ?? ""
+            var response = HTTPResponse.json(state, status: 201)
+            response.headers.append(("Location", "/controllers/\(name)"))
+            return .response(response)
+        }
+        router.add("GET", "/controllers/:name") { request in
+            let (state, seq) = try controllers.state(of: request.parameter("name"))
+            return .response(.json(state, seq: seq))
+        }
+        router.add("DELETE", "/controllers/:name") { request in
+            try controllers.remove(named: request.parameter("name"))
+            return .response(HTTPResponse(status: 204))
+        }
+        router.add("GET", "/controllers/:name/arrangedObjects") { request in
+            let offset = try nonNegative(request.request.queryValue("offset"), name: "offset") ?? 0
+            let limit = try nonNegative(request.request.queryValue("limit"), name: "limit")
+            let (objects, count, seq) = try controllers.arrangedObjects(
+                controller: request.parameter("name"), offset: offset, limit: limit)
+            var response = HTTPResponse.json(objects, seq: seq)
+            response.headers.append(("X-Total-Count", String(count)))
+            return .response(response)
+        }
+        router.add("GET", "/controllers/:name/selectedObjects") { request in
+            let (objects, seq) = try controllers.selectedObjects(controller: request.parameter("name"))
+            return .response(.json(objects, seq: seq))
+        }
+        router.add("PUT", "/controllers/:name/selectedObjects") { request in
+            let name = request.parameter("name")
+            try controllers.setSelectedObjects(try references(try request.jsonBody()), controller: name)
+            return try read("selectedObjects", of: name, controllers)
+        }
+        router.add("PUT", "/controllers/:name/selection/*keyPath") { request in
+            let value = try controllers.setSelectionValue(
+                try request.jsonBody(), forKeyPath: request.rest("keyPath").joined(separator: "."),
+                controller: request.parameter("name"))
+            return .response(.json(value))
+        }
+        router.add("PUT", "/controllers/:name/selectionIndexes") { request in
+            let name = request.parameter("name")
+            try controllers.setSelectionIndexes(try indexes(try request.jsonBody()), controller: name)
+            return try read("selectionIndexes", of: name, controllers)
+        }
+        router.add("PUT", "/controllers/:name/selectionIndexPaths") { request in
+            let name = request.parameter("name")
+            guard case .array(let paths) = try request.jsonBody() else {
+                throw typeMismatch("selectionIndexPaths", "an array of index paths, such as [[0], [0, 1]]")
+            }
+            try controllers.setSelectionIndexPaths(try paths.map(indexes), controller: name)
+            return try read("selectionIndexPaths", of: name, controllers)
+        }
+        router.add("PUT", "/controllers/:name/sortDescriptors") { request in
+            let name = request.parameter("name")
+            try controllers.setSortDescriptors(
+                try SortDescriptor.descriptors(json: try request.jsonBody()), controller: name)
+            return try read("sortDescriptors", of: name, controllers)
+        }
+        router.add("PUT", "/controllers/:name/filterPredicate") { request in
+            let name = request.parameter("name")
+            let predicate: ObjectGraph.Predicate?
+            switch try request.jsonBody() {
+            case .null: predicate = nil
+            case .string(let format): predicate = try ObjectGraph.Predicate(format: format)
+            default: throw typeMismatch("filterPredicate", "a predicate string or null")
+            }
+            try controllers.setFilterPredicate(predicate, controller: name)
+            return try read("filterPredicate", of: name, controllers)
+        }
+        router.add("GET", "/controllers/:name/edits") { request in
+            .response(.json(try controllers.edits(controller: request.parameter("name"))))
+        }
+        router.add("PUT", "/controllers/:name/edits/*keyPath") { request in
+            let edits = try controllers.setPendingEdit(
+                try request.jsonBody(), forKeyPath: request.rest("keyPath").joined(separator: "."),
+                controller: request.parameter("name"))
+            return .response(.json(edits))
+        }
+        router.add("POST", "/controllers/:name/:action") { request in
+            let body = request.request.body.isEmpty ? nil : try request.jsonBody()
+            let state = try controllers.perform(
+                request.parameter("action"), controller: request.parameter("name"), body: body)
+            return .response(.json(state))
+        }
+        router.add("GET", "/controllers/:name/*keyPath") { request in
+            try read(request.rest("keyPath").joined(separator: "."), of: request.parameter("name"), controllers)
+        }
+    }
+
+    private static func read(_ keyPath: String, of name: String, _ controllers: ControllerRegistry) throws
+        -> HTTPHandlerResult
+    {
+        let (value, seq) = try controllers.valueAndSeq(forKeyPath: keyPath, controller: name)
+        return .response(.json(value, seq: seq))
+    }
+
+    private static func indexes(_ json: PropertyListValue) throws -> [Int] {
+        guard case .array(let elements) = json else {
+            throw typeMismatch("selectionIndexes", "an array of indexes, such as [0, 2]")
+        }
+        return try elements.map { element in
+            guard let index = element.integerValue, index >= 0, index <= Int64(Int32.max) else {
+                throw typeMismatch("selectionIndexes", "an array of non-negative integers")
+            }
+            return Int(index)
+        }
+    }
+
+    private static func references(_ json: PropertyListValue) throws -> [ObjectID] {
+        guard case .array(let elements) = json else {
+            throw typeMismatch("selectedObjects", "an array of references [{\"$ref\": \"Entity/id\"}]")
+        }
+        return try elements.map { element in
+            guard let text = element["$ref"]?.stringValue ?? element.stringValue, let id = ObjectID(reference: text)
+            else { throw typeMismatch("selectedObjects", "an array of references [{\"$ref\": \"Entity/id\"}]") }
+            return id
+        }
+    }
+
+    private static func typeMismatch(_ keyPath: String, _ expected: String) -> APIError {
+        APIError(
+            status: 422, code: "type-mismatch", message: "\(keyPath) must be \(expected).",
+            fields: ["keyPath": .string(keyPath)])
+    }
+
+    private static func nonNegative(_ text: String?, name: String) throws(APIError) -> Int? {
+        guard let text else { return nil }
+        guard let value = Int(text), value >= 0 else {
+            throw APIError.badQuery("\(name) must be a non-negative integer, not \"\(text)\".")
+        }
+        return value
+    }
+}

@@ -1,0 +1,48 @@
+import Controllers
+import HTTPServer
+import ObjectGraph
+import PropertyList
+
+/// `/defaults`: the user defaults controller over REST (API.md §5).
+///
+/// `GET /defaults` answers `{"values", "appliesImmediately", "hasUnappliedChanges", "pending", "initialValues"}`;
+/// `GET /defaults/{key}` the raw value (404 `undefined-key` for a key no layer has); `PUT /defaults/{key}` sets it
+/// (pending until `save` when not `appliesImmediately`) and answers the key's value; `DELETE /defaults/{key}` removes
+/// the saved value; `POST /defaults/save|revert|revertToInitialValues` answer the whole state.
+extension BinderyService {
+    static func addDefaultsRoutes(to router: inout Router, defaults: UserDefaultsController) {
+        router.add("GET", "/defaults") { _ in .response(.json(defaults.json)) }
+        router.add("POST", "/defaults/save") { _ in
+            try defaults.save()
+            return .response(.json(defaults.json))
+        }
+        router.add("POST", "/defaults/revert") { _ in
+            defaults.revert()
+            return .response(.json(defaults.json))
+        }
+        router.add("POST", "/defaults/revertToInitialValues") { _ in
+            try defaults.revertToInitialValues()
+            return .response(.json(defaults.json))
+        }
+        router.add("GET", "/defaults/:key") { request in
+            let key = request.parameter("key")
+            guard let value = defaults.value(forKey: key) else { throw undefinedDefault(key) }
+            return .response(.json(value))
+        }
+        router.add("PUT", "/defaults/:key") { request in
+            let key = request.parameter("key")
+            try defaults.setValue(try request.jsonBody(), forKey: key)
+            return .response(.json(defaults.value(forKey: key) ?? .null))
+        }
+        router.add("DELETE", "/defaults/:key") { request in
+            try defaults.setValue(.null, forKey: request.parameter("key"))
+            return .response(HTTPResponse(status: 204))
+        }
+    }
+
+    private static func undefinedDefault(_ key: String) -> APIError {
+        APIError(
+            status: 404, code: "undefined-key", message: "There is no default \"\(key)\".",
+            fields: ["keyPath": .string(key)])
+    }
+}

@@ -1,0 +1,334 @@
+import ObjectGraph
+import PropertyList
+
+/// NSArrayController: the content, filtered then sorted into `arrangedObjects`, with a selection by indexes.
+///
+/// Arranging decorates each object with its sort keys once and keeps them (`arrangedKeys`), so that with
+/// `automaticallyRearrangesObjects` a change to one object's sort or filter key is handled by taking it out and
+/// putting it back with a binary search (O(log n) comparisons plus one array shift) instead of a full re-sort.
+/// `insert` places an object at the asked index, unsorted (`isSorted` false) until the next full rearrangement.
+///
+/// Selection rules (Cocoa's, as NSArrayController and Cappuccino's CPArrayController apply them):
+/// - re-arranging keeps the selected objects selected when `preservesSelection`, else keeps the indexes (clipped;
+///   when objects were only removed, the indexes after them shift down, dropping the removed ones);
+/// - when the selected objects disappear (removed, filtered out) and `avoidsEmptySelection`, the neighbour is
+///   selected: the object now at the first formerly selected index, or the last one; when the whole content was
+///   replaced (a master's selection changed) the first object is;
+/// - an empty selection set by a client is honoured until a client selects again; otherwise new content with
+///   nothing selected selects its first object when `avoidsEmptySelection`;
+/// - indexes past the end are clipped.
+final class ArrayController: Controller {
+    var arranged: [ObjectID] = []
+    /// Each arranged object's sort keys (parallel to `arranged`; empty without sort descriptors).
+    var arrangedKeys: [SortOrdering.Keys] = []
+    /// False after `insert` placed an object out of order.
+    var isSorted = true
+    /// Sorted, unique, in range.
+    var selectionIndexes: [Int] = []
+    /// A client asked for an empty selection; `avoidsEmptySelection` leaves it empty until a client selects again.
+    var explicitlyEmpty = false
+    var ordering = SortOrdering([])
+    /// Keys whose change on a content object changes its own place (first steps of the sort and filter key paths).
+    var directKeys: Set<String> = []
+    /// Keys whose change on another object may change the arrangement (later steps, derived keys' paths).
+    var indirectKeys: Set<String> = []
+
+    override init(description: ControllerDescription, isDeclared: Bool) {
+        super.init(description: description, isDeclared: isDeclared)
+        ordering = SortOrdering(description.sortDescriptors)
+    }
+
+    override var selectedObjects: [ObjectID] { selectionIndexes.map { arranged[$0] } }
+
+    override var canSelectNext: Bool {
+        guard let last = selectionIndexes.last else { return false }
+        return last + 1 < arranged.count
+    }
+
+    override var canSelectPrevious: Bool {
+        guard let first = selectionIndexes.first else { return false }
+        return first > 0
+    }
+
+    // MARK: Updating
+
+    override func update(_ cause: UpdateCause, in context: ControllerContext) {
+        if case .full = cause { computeWatchedKeys(model: context.model) }
+        if refreshContent(cause, in: context) {
+            rearrange(in: context, contentChanged: true)
+            return
+        }
+        guard case .record(let record) = cause else { return }
+        var candidates: [ObjectID] = []
+        var needsFull = false
+        var touchesContent = false
+        for change in record.changes where change.isKeyChange {
+            guard let key = change.key, let target = change.target else { continue }
+            let isMember = contentSet.contains(target)
+            touchesContent = touchesContent || isMember
+            if isMember && directKeys.contains(key) {
+                if !candidates.contains(target) { candidates.append(target) }
+            } else if indirectKeys.contains(key) {
+                needsFull = true
+            }
+        }
+        if touchesContent { context.emit(self, .arrangedObjects) }
+        if !selectionIndexes.isEmpty { context.emit(self, .selection) }
+        guard options.automaticallyRearrangesObjects, needsFull || !candidates.isEmpty else { return }
+        if needsFull || candidates.count > 64 || !isSorted {
+            rearrange(in: context)
+        } else {
+            rearrange(candidates, in: context)
+        }
+    }
+
+    /// Fills `directKeys` and `indirectKeys` from the sort descriptors and the filter predicate.
+    func computeWatchedKeys(model: ObjectModel) {
+        var direct: Set<String> = []
+        var indirect: Set<String> = []
+        let paths = description.sortDescriptors.map(\.key) + (description.filterPredicate?.keyPaths ?? [])
+        for path in paths { model.collectKeys(of: path, direct: &direct, indirect: &indirect) }
+        directKeys = direct
+        indirectKeys = indirect
+    }
+
+    // MARK: Arranging
+
+    /// Whether `object` passes the filter predicate (an object the predicate cannot be evaluated on does not).
+    func passesFilter(_ object: ObjectID, view: ReadView) -> Bool {
+        guard let predicate = description.filterPredicate else { return true }
+        return (try? predicate.evaluate(with: .object(object), resolver: view)) ?? false
+    }
+
+    /// The sort keys of `object` (values that cannot be read sort as null).
+    func sortKeys(of object: ObjectID, view: ReadView) -> SortOrdering.Keys {
+        if let keys = try? ordering.keys(of: .object(object), resolver: view) { return keys }
+        return (try? ordering.keys(of: .null, resolver: view)) ?? SortOrdering([]).emptyKeys
+    }
+
+    /// Checks that the filter and the sort keys can be evaluated on the content (for requests that set them).
+    func checkArrangement(view: ReadView) throws {
+        for object in content.prefix(1000) {
+            if let predicate = description.filterPredicate {
+                _ = try predicate.evaluate(with: .object(object), resolver: view)
+            }
+            _ = try ordering.keys(of: .object(object), resolver: view)
+        }
+    }
+
+    /// Filters and sorts the whole content (NSArrayController's `rearrangeObjects`), then re-selects.
+    func rearrange(in context: ControllerContext, contentChanged: Bool = false) {
+        let view = context.view
+        let oldArranged = arranged
+        let oldSelection = selectionIndexes
+        let oldSelected = selectedObjects
+        let filtered =
+            description.filterPredicate == nil ? content : content.filter { passesFilter($0, view: view) }
+        if ordering.descriptors.isEmpty {
+            arranged = filtered
+            arrangedKeys = []
+        } else {
+            let keys = filtered.map { sortKeys(of: $0, view: view) }
+            var order = Array(filtered.indices)
+            order.sort { lhs, rhs in
+                switch ordering.compare(keys[lhs], keys[rhs]) {
+                case .orderedAscending: true
+                case .orderedDescending: false
+                case .orderedSame: lhs < rhs
+                }
+            }
+            arranged = order.map { filtered[$0] }
+            arrangedKeys = order.map { keys[$0] }
+        }
+        isSorted = true
+        var selection: [Int]
+        if options.preservesSelection {
+            selection = indexes(of: oldSelected)
+        } else if let shifted = Self.shiftedIndexes(oldSelection, from: oldArranged, to: arranged) {
+            selection = shifted
+        } else {
+            selection = oldSelection.filter { $0 < arranged.count }
+        }
+        if selection.isEmpty, options.avoidsEmptySelection, !arranged.isEmpty {
+            if let first = oldSelection.first {
+                let replaced = contentChanged && !oldArranged.contains { contentSet.contains($0) }
+                selection = [replaced ? 0 : min(first, arranged.count - 1)]
+            } else if !explicitlyEmpty {
+                selection = [0]
+            }
+        }
+        if arranged != oldArranged { context.emit(self, .arrangedObjects) }
+        setSelection(selection, in: context, changed: selection != oldSelection || selectedObjects != oldSelected)
+    }
+
+    /// Takes each object out and puts it back where its keys now go (`automaticallyRearrangesObjects`).
+    func rearrange(_ objects: [ObjectID], in context: ControllerContext) {
+        let view = context.view
+        let oldSelected = selectedObjects
+        var selection = selectionIndexes
+        if ordering.descriptors.isEmpty
+            && objects.contains(where: { !arranged.contains($0) && passesFilter($0, view: view) })
+        {
+            rearrange(in: context)
+            return
+        }
+        for object in objects {
+            var wasSelected = false
+            var oldIndex: Int?
+            if let index = arranged.firstIndex(of: object) {
+                oldIndex = index
+                wasSelected = Self.remove(index, from: &selection)
+                arranged.remove(at: index)
+                if !arrangedKeys.isEmpty { arrangedKeys.remove(at: index) }
+            }
+            if passesFilter(object, view: view) {
+                let index: Int
+                if ordering.descriptors.isEmpty {
+                    index = oldIndex ?? arranged.count
+                } else {
+                    let keys = sortKeys(of: object, view: view)
+                    index = ordering.insertionIndex(for: keys, count: arranged.count) { arrangedKeys[$0] }
+                    arrangedKeys.insert(keys, at: index)
+                }
+                arranged.insert(object, at: index)
+                Self.insert(index, into: &selection, selecting: wasSelected)
+            } else if wasSelected, selection.isEmpty, options.avoidsEmptySelection, !arranged.isEmpty, let oldIndex {
+                selection = [min(oldIndex, arranged.count - 1)]
+            }
+        }
+        context.emit(self, .arrangedObjects)
+        setSelection(selection, in: context, changed: selection != selectionIndexes || selectedObjects != oldSelected)
+    }
+
+    /// Puts `object` at `index` of the arranged objects, unsorted (NSArrayController's
+    /// `insertObject:atArrangedObjectIndex:`); selects it when `selectsInsertedObjects`.
+    func place(_ object: ObjectID, at index: Int, in context: ControllerContext) {
+        guard contentSet.contains(object) else { return }
+        let oldSelected = selectedObjects
+        var selection = selectionIndexes
+        var wasSelected = false
+        if let current = arranged.firstIndex(of: object) {
+            wasSelected = Self.remove(current, from: &selection)
+            arranged.remove(at: current)
+            if !arrangedKeys.isEmpty { arrangedKeys.remove(at: current) }
+        }
+        let index = min(max(index, 0), arranged.count)
+        arranged.insert(object, at: index)
+        if !ordering.descriptors.isEmpty { arrangedKeys.insert(sortKeys(of: object, view: context.view), at: index) }
+        isSorted = ordering.descriptors.isEmpty
+        Self.insert(index, into: &selection, selecting: wasSelected)
+        if options.selectsInsertedObjects { selection = [index] }
+        context.emit(self, .arrangedObjects)
+        setSelection(selection, in: context, changed: selection != selectionIndexes || selectedObjects != oldSelected)
+    }
+
+    // MARK: Selection
+
+    /// Stores a new selection and reports it.
+    func setSelection(_ selection: [Int], in context: ControllerContext, changed: Bool) {
+        selectionIndexes = selection
+        if !selection.isEmpty { explicitlyEmpty = false }
+        if changed {
+            context.emit(self, .selectionIndexes)
+            context.emit(self, .selection)
+        }
+    }
+
+    /// `setSelectionIndexes:` from a client: out-of-range indexes are clipped; an empty selection is honoured.
+    func selectIndexes(_ indexes: [Int], in context: ControllerContext) {
+        let selection = Array(Set(indexes.filter { $0 >= 0 && $0 < arranged.count })).sorted()
+        let oldSelected = selectedObjects
+        let changed = selection != selectionIndexes
+        selectionIndexes = selection
+        explicitlyEmpty = selection.isEmpty
+        setSelection(selection, in: context, changed: changed || selectedObjects != oldSelected)
+    }
+
+    override func setSelectedObjects(_ objects: [ObjectID], in context: ControllerContext) {
+        selectIndexes(indexes(of: objects), in: context)
+    }
+
+    /// The arranged indexes of `objects` (those that are arranged), sorted.
+    func indexes(of objects: [ObjectID]) -> [Int] {
+        if objects.isEmpty { return [] }
+        if objects.count <= 8 {
+            return objects.compactMap { arranged.firstIndex(of: $0) }.sorted()
+        }
+        let wanted = Set(objects)
+        return arranged.indices.filter { wanted.contains(arranged[$0]) }
+    }
+
+    /// Removes `index` from a sorted selection and shifts the later ones down; answers whether it was selected.
+    static func remove(_ index: Int, from selection: inout [Int]) -> Bool {
+        let was = selection.contains(index)
+        selection = selection.compactMap { $0 == index ? nil : ($0 > index ? $0 - 1 : $0) }
+        return was
+    }
+
+    /// Shifts the indexes at or after `index` up, and adds `index` when `selecting`.
+    static func insert(_ index: Int, into selection: inout [Int], selecting: Bool) {
+        selection = selection.map { $0 >= index ? $0 + 1 : $0 }
+        if selecting {
+            selection.append(index)
+            selection.sort()
+        }
+    }
+
+    /// When `new` is `old` with some objects removed, the selection with removed indexes dropped and the later ones
+    /// shifted down; nil otherwise.
+    static func shiftedIndexes(_ selection: [Int], from old: [ObjectID], to new: [ObjectID]) -> [Int]? {
+        guard new.count <= old.count else { return nil }
+        var mapping = [Int?](repeating: nil, count: old.count)
+        var next = 0
+        for (index, object) in old.enumerated() where next < new.count && new[next] == object {
+            mapping[index] = next
+            next += 1
+        }
+        guard next == new.count else { return nil }
+        return selection.compactMap { $0 < mapping.count ? mapping[$0] : nil }
+    }
+
+    // MARK: State
+
+    override func stateFields(in context: ControllerContext) -> [String: PropertyListValue] {
+        [
+            "selectionIndexes": .array(selectionIndexes.map { .integer(Int64($0)) }),
+            "count": .integer(Int64(arranged.count)),
+            "isSorted": .boolean(isSorted),
+        ]
+    }
+}
+
+extension SortOrdering {
+    /// The keys of a subject with no values (no descriptors read).
+    fileprivate var emptyKeys: Keys {
+        // Only reached when reading null itself fails, which plain values never do.
+        try! keys(of: .null, resolver: NullResolver())
+    }
+}
+
+/// Resolves every key path to null.
+private struct NullResolver: KeyPathResolving {
+    func value(forKeyPath keyPath: String, of subject: KeyValue) throws -> KeyValue { .null }
+}
+
+extension ObjectModel {
+    /// Sorts the keys of `keyPath` into the first step (`direct`) and the rest (`indirect`), following derived keys.
+    func collectKeys(of keyPath: String, direct: inout Set<String>, indirect: inout Set<String>, depth: Int = 0) {
+        let keys = keyPath.split(separator: ".").map(String.init).filter { !$0.hasPrefix("@") && $0 != "SELF" }
+        for (position, key) in keys.enumerated() {
+            if position == 0 && depth == 0 { direct.insert(key) } else { indirect.insert(key) }
+            guard depth < 4 else { continue }
+            for entity in entities {
+                guard let derived = entity.derivedKey(named: key) else { continue }
+                var innerDirect: Set<String> = []
+                collectKeys(of: derived.keyPath, direct: &innerDirect, indirect: &indirect, depth: depth + 1)
+                if position == 0 && depth == 0 {
+                    let first = derived.keyPath.split(separator: ".").first.map(String.init)
+                    if let first, !first.hasPrefix("@") { direct.insert(first) }
+                }
+                indirect.formUnion(innerDirect)
+            }
+        }
+    }
+}

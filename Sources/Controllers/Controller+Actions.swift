@@ -1,0 +1,111 @@
+import ObjectGraph
+import PropertyList
+
+/// The target-action side of a controller: validation, and planning insertions and removals.
+extension Controller {
+    /// Whether `action` is enabled now; nil when this kind of controller does not handle it.
+    func validate(_ action: String) -> Bool? {
+        let tree = self as? TreeController
+        let arranges = self is ArrayController || tree != nil
+        switch action {
+        case "add": return canAdd
+        case "insert": return self is ObjectController ? nil : canInsert
+        case "remove": return canRemove
+        case "selectNext": return self is ArrayController ? canSelectNext : nil
+        case "selectPrevious": return self is ArrayController ? canSelectPrevious : nil
+        case "rearrangeObjects": return arranges ? true : nil
+        case "fetch": return true
+        case "commitEditing", "discardEditing": return isEditing
+        case "addChild", "insertChild": return tree?.canAddChild
+        default: return nil
+        }
+    }
+
+    /// Applies changed sort descriptors or filter predicate: checks them on the content, then re-arranges.
+    func rearrangementDidChange(in context: ControllerContext) throws {
+        if let array = self as? ArrayController {
+            array.ordering = SortOrdering(description.sortDescriptors)
+            array.computeWatchedKeys(model: context.model)
+            try array.checkArrangement(view: context.view)
+            array.rearrange(in: context)
+        } else if let tree = self as? TreeController {
+            tree.ordering = SortOrdering(description.sortDescriptors)
+            try tree.checkArrangement(view: context.view)
+            tree.rebuild(in: context)
+        }
+    }
+
+    /// Plans `add`, `insert`, `addChild`, `insertChild` or `remove` (the action is known to be enabled).
+    func plan(
+        _ action: String, values: [String: PropertyListValue], index: Int?, in context: ControllerContext
+    ) throws -> InsertionPlan {
+        guard options.editable else { throw ObjectGraphError.notEditable(name) }
+        if let tree = self as? TreeController {
+            return try tree.planTreeAction(action, values: values, index: index, in: context)
+        }
+        if action == "remove" {
+            return InsertionPlan(action: action, edit: try removalEdit(of: selectedObjects, model: context.model))
+        }
+        guard let entity = contentEntity else {
+            throw ObjectGraphError.actionDisabled(action, of: name, "the content's entity is not known.")
+        }
+        guard action == "insert", let array = self as? ArrayController else {
+            return InsertionPlan(
+                action: action, edit: .create(entity: entity, values: values, owner: owner, index: nil))
+        }
+        let arrangedIndex = min(index ?? array.selectionIndexes.first ?? array.arranged.count, array.arranged.count)
+        var position: Int?
+        if owner != nil, arrangedIndex < array.arranged.count {
+            position = content.firstIndex(of: array.arranged[arrangedIndex])
+        }
+        return InsertionPlan(
+            action: action, edit: .create(entity: entity, values: values, owner: owner, index: position),
+            arrangedIndex: arrangedIndex)
+    }
+
+    /// Entity mode (and object controllers) delete; relationship mode removes from the relationship, refused with
+    /// 422 `cardinality` when the objects cannot live without it (a required to-one inverse).
+    func removalEdit(of objects: [ObjectID], model: ObjectModel) throws -> ModelEdit {
+        if isEntityMode || self is ObjectController { return .delete(objects) }
+        guard let owner else {
+            throw ObjectGraphError.actionDisabled("remove", of: name, "the content is not a to-many relationship.")
+        }
+        try Self.checkRemovable(objects, from: owner, model: model)
+        return .removeFromRelationship(owner, objects)
+    }
+
+    static func checkRemovable(_ objects: [ObjectID], from owner: RelationshipOwner, model: ObjectModel) throws {
+        guard let relationship = model.relationship(from: owner.object.entity, keyPath: owner.keyPath),
+            let inverse = model.entity(named: relationship.destination)?.relationship(named: relationship.inverse),
+            !inverse.isToMany, inverse.isRequired, let first = objects.first
+        else { return }
+        throw ObjectGraphError(
+            status: 422, code: "cardinality",
+            message: "Removing \(first) from \(owner.object).\(owner.keyPath) would leave it without its required "
+                + "\(inverse.name); nothing was changed. Delete it, or set its \(inverse.name), instead.",
+            fields: ["keyPath": .string(inverse.name), "object": .string(first.description)])
+    }
+
+    /// Finishes `add` / `insert` (and the tree's child insertions) once the new object is in the store.
+    func didInsert(_ object: ObjectID, plan: InsertionPlan, in context: ControllerContext) {
+        if let objectController = self as? ObjectController {
+            objectController.adopt(object, in: context)
+            return
+        }
+        if options.clearsFilterPredicateOnInsertion, description.filterPredicate != nil {
+            description.filterPredicate = nil
+            context.emit(self, .filterPredicate)
+            try? rearrangementDidChange(in: context)
+        }
+        if let tree = self as? TreeController {
+            tree.didInsert(object, in: context)
+        } else if let array = self as? ArrayController {
+            if plan.action == "insert", let index = plan.arrangedIndex {
+                array.place(object, at: index, in: context)
+            } else if options.selectsInsertedObjects, let index = array.arranged.firstIndex(of: object) {
+                let changed = array.selectionIndexes != [index]
+                array.setSelection([index], in: context, changed: changed)
+            }
+        }
+    }
+}

@@ -1,0 +1,54 @@
+import ObjectGraph
+import PropertyList
+
+/// Key-value coding on a controller: what `/observers` on `controllers/NAME` and the routes read.
+extension Controller {
+    /// The arranged objects, flat (a tree's nodes in depth-first order).
+    var arrangedIDs: [ObjectID] {
+        if let array = self as? ArrayController { return array.arranged }
+        if let tree = self as? TreeController { return tree.flattened }
+        return content
+    }
+
+    /// `value(forKeyPath:)` on the controller (see `ControllerRegistry.value(forKeyPath:controller:)`).
+    func value(forKeyPath keyPath: String, in context: ControllerContext) throws -> PropertyListValue {
+        let dot = keyPath.firstIndex(of: ".")
+        let key = dot.map { String(keyPath[..<$0]) } ?? keyPath
+        let rest = dot.map { String(keyPath[keyPath.index(after: $0)...]) }
+        let view = context.view
+        func kvc(_ objects: [ObjectID]) throws -> PropertyListValue {
+            let collection = KeyValue.collection(objects.map(KeyValue.object))
+            guard let rest else { return collection.json }
+            return try view.value(forKeyPath: rest, of: collection).json
+        }
+        func plain(_ value: PropertyListValue) throws -> PropertyListValue {
+            guard let rest else { return value }
+            throw ObjectGraphError.badKeyPath(keyPath, "\(key) has no key \"\(rest)\".")
+        }
+        switch key {
+        case "arrangedObjects":
+            if let tree = self as? TreeController, rest == nil {
+                return try tree.arrangedJSON(view: view, objects: false)
+            }
+            return try kvc(arrangedIDs)
+        case "selectedObjects": return try kvc(selectedObjects)
+        case "content": return try kvc(content)
+        case "selection":
+            guard let rest else { return try selectionDictionary(in: view) }
+            return try selectionValue(rest, in: view).json
+        case "isEditing": return try plain(.boolean(isEditing))
+        case "canAdd": return try plain(.boolean(canAdd))
+        case "canInsert": return try plain(.boolean(canInsert))
+        case "canRemove": return try plain(.boolean(canRemove))
+        case "canSelectNext": return try plain(.boolean(canSelectNext))
+        case "canSelectPrevious": return try plain(.boolean(canSelectPrevious))
+        case "edits": return try plain(editsJSON)
+        case "sortDescriptors": return try plain(.array(description.sortDescriptors.map(\.json)))
+        case "filterPredicate": return try plain(description.filterPredicate.map { .string($0.description) } ?? .null)
+        default:
+            if let option = options[key] { return try plain(.boolean(option)) }
+            if let field = stateFields(in: context)[key] { return try plain(field) }
+            throw ObjectGraphError.undefinedKey(key, entity: "Controller \(name)")
+        }
+    }
+}

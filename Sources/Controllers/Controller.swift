@@ -1,0 +1,265 @@
+import ObjectGraph
+import PropertyList
+
+/// Why controllers are asked to update.
+enum UpdateCause {
+    /// A committed change of the model.
+    case record(ChangeRecord)
+    /// A controller's selection changed: controllers bound to a master re-read their content.
+    case masters
+    /// Everything is re-read (creation, `fetch`).
+    case full
+}
+
+/// The base of the mediating controllers (NSController): content binding, editing, and the selection proxy.
+///
+/// Controllers are classes owned by a `ControllerRegistry` and touched only under its lock, with a
+/// `ControllerContext` that gives them a read view of the store; they never run a transaction themselves: they plan a
+/// `ModelEdit`, the registry applies it after releasing its lock, and then lets them finish.
+///
+/// Editing (NSEditorRegistration): pending edits are the editors' uncommitted values for key paths of the selection.
+/// `commitEditing` applies all of them to every selected object as one transaction; if any is invalid the answer is
+/// 422 with every error and the edits are kept. `discardEditing` drops them.
+class Controller {
+    let name: String
+    var description: ControllerDescription
+    /// Declared in the fixture's `controllers.json` (such controllers cannot be removed).
+    let isDeclared: Bool
+    var pendingEdits: [PendingEdit] = []
+    /// The resolved content, in content order (the relationship's order, or the entity's insertion order).
+    var content: [ObjectID] = []
+    var contentSet: Set<ObjectID> = []
+    /// The entity of the content objects, when the model tells it.
+    var contentEntity: String?
+    /// Where `add` and `remove` go in relationship mode (a key path from one object to a to-many).
+    var owner: RelationshipOwner?
+
+    init(description: ControllerDescription, isDeclared: Bool) {
+        self.name = description.name
+        self.description = description
+        self.isDeclared = isDeclared
+    }
+
+    var options: ControllerOptions { description.options }
+    var isEditing: Bool { !pendingEdits.isEmpty }
+    var isEntityMode: Bool {
+        if case .entity = description.content { return true }
+        return false
+    }
+
+    // MARK: To override
+
+    /// The selected objects, in selection order.
+    var selectedObjects: [ObjectID] { [] }
+
+    /// Brings the controller up to date with its content and the model; reports what changed to `context`.
+    func update(_ cause: UpdateCause, in context: ControllerContext) {}
+
+    /// Selects `objects` (those that are arranged); for requests from clients.
+    func setSelectedObjects(_ objects: [ObjectID], in context: ControllerContext) throws(ObjectGraphError) {}
+
+    /// The controller-specific members of its state (`selectionIndexes`, `count`, ...).
+    func stateFields(in context: ControllerContext) -> [String: PropertyListValue] { [:] }
+
+    /// A controller key other than the common ones (`arrangedObjects`, `selectionIndexes`, ...); nil if unknown.
+    func value(forKey key: String, rest: String?, in context: ControllerContext) throws -> PropertyListValue? { nil }
+
+    var canAdd: Bool { options.editable && contentEntity != nil && (isEntityMode || owner != nil) }
+    var canInsert: Bool { canAdd }
+    var canRemove: Bool {
+        options.editable && !selectedObjects.isEmpty && (isEntityMode || owner != nil)
+    }
+    var canSelectNext: Bool { false }
+    var canSelectPrevious: Bool { false }
+
+    // MARK: Content
+
+    /// Re-reads the content binding; answers whether the content changed (and then stores it).
+    func refreshContent(_ cause: UpdateCause, in context: ControllerContext) -> Bool {
+        guard contentMayHaveChanged(cause) else { return false }
+        let resolved = resolveContent(in: context)
+        contentEntity = resolved.entity
+        owner = resolved.owner
+        guard resolved.objects != content else { return false }
+        content = resolved.objects
+        contentSet = Set(content)
+        context.emit(self, .content)
+        return true
+    }
+
+    func contentMayHaveChanged(_ cause: UpdateCause) -> Bool {
+        switch cause {
+        case .full: return true
+        case .masters: return description.content.master != nil
+        case .record(let record):
+            guard case .entity(let entity) = description.content else { return true }
+            return record.inserted.contains { $0.entity == entity } || record.deleted.contains { $0.entity == entity }
+                || record.changes.contains { $0.kind == .reset }
+        }
+    }
+
+    func resolveContent(in context: ControllerContext) -> (
+        objects: [ObjectID], entity: String?, owner: RelationshipOwner?
+    ) {
+        let view = context.view
+        let model = context.model
+        switch description.content {
+        case .entity(let entity):
+            return ((try? view.objects(of: entity)) ?? [], entity, nil)
+        case .object(let object, nil):
+            return (view.contains(object) ? [object] : [], object.entity, nil)
+        case .object(let object, let keyPath?):
+            let entity = model.destinationEntity(from: object.entity, keyPath: keyPath)
+            guard view.contains(object), let value = try? view.value(forKeyPath: keyPath, of: object) else {
+                return ([], entity, nil)
+            }
+            return (value.objectIDs, entity, model.toManyOwner(object, keyPath: keyPath))
+        case .selection(let master, let keyPath):
+            guard let master = context.controllers[master] else { return ([], nil, nil) }
+            let selected = master.selectedObjects
+            guard let keyPath else {
+                let objects = description.kind == .object && selected.count > 1 ? [] : selected
+                return (objects, master.contentEntity ?? selected.first?.entity, nil)
+            }
+            var entity = (master.contentEntity ?? selected.first?.entity).flatMap {
+                model.destinationEntity(from: $0, keyPath: keyPath)
+            }
+            guard case .value(let value)? = try? master.selectionValue(keyPath, in: view) else {
+                return ([], entity, nil)
+            }
+            let objects = value.objectIDs
+            if entity == nil { entity = objects.first?.entity }
+            let owner = selected.count == 1 ? model.toManyOwner(selected[0], keyPath: keyPath) : nil
+            return (objects, entity, owner)
+        }
+    }
+
+    // MARK: Selection proxy
+
+    /// The selection proxy's answer for `keyPath`: the selected objects' common value, or a marker.
+    ///
+    /// No selection: `NoSelection`; a key the objects do not have: `NotApplicable`; several objects with different
+    /// values (or any several with `alwaysUsesMultipleValuesMarker`): `MultipleValues`. Other errors (a malformed
+    /// key path) are thrown. Cost: one compiled key-path evaluation per selected object, stopping at the first
+    /// difference.
+    func selectionValue(_ keyPath: String, in view: ReadView) throws(ObjectGraphError) -> SelectionValue {
+        let selected = selectedObjects
+        guard !selected.isEmpty else { return .marker(.noSelection) }
+        if selected.count > 1 && options.alwaysUsesMultipleValuesMarker { return .marker(.multipleValues) }
+        var compiled: CompiledKeyPath?
+        var first: KeyValue?
+        do throws(ObjectGraphError) {
+            for object in selected {
+                if compiled?.entity != object.entity { compiled = try view.compile(keyPath, for: object.entity) }
+                let value = try view.value(of: try view.handle(of: object), at: compiled!)
+                if let first {
+                    if first != value { return .marker(.multipleValues) }
+                } else {
+                    first = value
+                }
+            }
+        } catch {
+            if error.code == "undefined-key" { return .marker(.notApplicable) }
+            throw error
+        }
+        return .value(first ?? .null)
+    }
+
+    /// The selection proxy without a key path: every key of the content's entity with its value or marker.
+    func selectionDictionary(in view: ReadView) throws(ObjectGraphError) -> PropertyListValue {
+        guard let entityName = contentEntity ?? selectedObjects.first?.entity,
+            let entity = view.model.entity(named: entityName)
+        else { return [:] }
+        var keys = entity.attributes.map(\.name) + entity.relationships.map(\.name)
+        keys += entity.derivedKeys.map(\.name)
+        var result: [String: PropertyListValue] = [:]
+        for key in keys { result[key] = try selectionValue(key, in: view).json }
+        return .dictionary(result)
+    }
+
+    // MARK: Editing
+
+    /// Records an editor's uncommitted value; answers whether `isEditing` changed.
+    func setPendingEdit(_ value: PropertyListValue, forKeyPath keyPath: String) -> Bool {
+        let wasEditing = isEditing
+        if let index = pendingEdits.firstIndex(where: { $0.keyPath == keyPath }) {
+            pendingEdits[index].value = value
+        } else {
+            pendingEdits.append(PendingEdit(keyPath: keyPath, value: value))
+        }
+        return wasEditing != isEditing
+    }
+
+    /// Drops the pending edits that were committed (unless a newer value arrived meanwhile).
+    func forgetCommittedEdits(_ committed: [PendingEdit]) {
+        pendingEdits.removeAll { committed.contains($0) }
+    }
+
+    var editsJSON: PropertyListValue {
+        .dictionary(Dictionary(pendingEdits.map { ($0.keyPath, $0.value) }, uniquingKeysWith: { _, last in last }))
+    }
+
+    // MARK: State
+
+    /// `GET /controllers/{name}`: the declaration, the state and the enabled actions.
+    func state(in context: ControllerContext) -> PropertyListValue {
+        guard case .dictionary(var fields) = description.json else { return .null }
+        fields["isEditing"] = .boolean(isEditing)
+        fields["canAdd"] = .boolean(canAdd)
+        fields["canInsert"] = .boolean(canInsert)
+        fields["canRemove"] = .boolean(canRemove)
+        fields["canSelectNext"] = .boolean(canSelectNext)
+        fields["canSelectPrevious"] = .boolean(canSelectPrevious)
+        fields["declared"] = .boolean(isDeclared)
+        fields["entity"] = contentEntity.map { .string($0) } ?? .null
+        fields.merge(stateFields(in: context)) { _, new in new }
+        return .dictionary(fields)
+    }
+}
+
+extension KeyValue {
+    /// The objects a content value holds: the object, or the objects of a collection; none for anything else.
+    var objectIDs: [ObjectID] {
+        switch self {
+        case .object(let object): [object]
+        case .collection(let elements):
+            elements.compactMap {
+                if case .object(let object) = $0 { return object }
+                return nil
+            }
+        case .value: []
+        }
+    }
+}
+
+extension ObjectModel {
+    /// The entity reached from `entity` through the relationships of `keyPath`; nil through anything else.
+    func destinationEntity(from entity: String, keyPath: String) -> String? {
+        var current = entity
+        for key in keyPath.split(separator: ".") {
+            guard let relationship = self.entity(named: current)?.relationship(named: String(key)) else { return nil }
+            current = relationship.destination
+        }
+        return current
+    }
+
+    /// The relationship at the end of `keyPath` from `entity` (through to-ones), if every step is one.
+    func relationship(from entity: String, keyPath: String) -> RelationshipDescription? {
+        var current = entity
+        var result: RelationshipDescription?
+        for key in keyPath.split(separator: ".") {
+            guard result.map({ !$0.isToMany }) ?? true,
+                let relationship = self.entity(named: current)?.relationship(named: String(key))
+            else { return nil }
+            result = relationship
+            current = relationship.destination
+        }
+        return result
+    }
+
+    /// `object.keyPath` as a place to add to and remove from, when it ends in a to-many.
+    func toManyOwner(_ object: ObjectID, keyPath: String) -> RelationshipOwner? {
+        guard relationship(from: object.entity, keyPath: keyPath)?.isToMany == true else { return nil }
+        return RelationshipOwner(object: object, keyPath: keyPath)
+    }
+}

@@ -1,0 +1,95 @@
+import ObjectGraph
+import PropertyList
+
+/// What a controller sees while the registry's lock and the store's read lock are held: the store, the other
+/// controllers (masters), and the outbox of changes and notifications to deliver once the locks are released.
+///
+/// Lives only inside one `ControllerRegistry` lock session; not `Sendable`.
+final class ControllerContext {
+    let view: ReadView
+    let controllers: [String: Controller]
+    /// The seq of the record being processed; nil for a change the controller made itself.
+    var seq: Int64?
+    private(set) var changes: [ControllerChange] = []
+    private(set) var notifications: [ControllerNotification] = []
+
+    init(view: ReadView, controllers: [String: Controller], seq: Int64?) {
+        self.view = view
+        self.controllers = controllers
+        self.seq = seq
+    }
+
+    var model: ObjectModel { view.model }
+
+    /// The controller called `name`, or 404 `no-such-controller`.
+    func controller(_ name: String) throws(ObjectGraphError) -> Controller {
+        guard let controller = controllers[name] else { throw .noSuchController(name) }
+        return controller
+    }
+
+    /// Queues a change report (consecutive duplicates are dropped).
+    func emit(_ controller: Controller, _ key: ControllerChange.Key) {
+        let change = ControllerChange(controller: controller.name, key: key, seq: seq)
+        if changes.last == change { return }
+        if changes.count < 64 || !changes.contains(change) { changes.append(change) }
+    }
+
+    func post(_ notification: ControllerNotification) {
+        notifications.append(notification)
+    }
+}
+
+/// A notification a controller posts (`ControllerDidCommitEditing`), delivered through `onNotification`.
+public struct ControllerNotification: Sendable, Hashable {
+    public var name: String
+    /// The poster, `controllers/NAME`.
+    public var object: String?
+    public var userInfo: PropertyListValue
+
+    public init(name: String, object: String?, userInfo: PropertyListValue) {
+        self.name = name
+        self.object = object
+        self.userInfo = userInfo
+    }
+}
+
+extension ObjectGraphError {
+    /// 404 `no-such-controller`.
+    public static func noSuchController(_ name: String) -> ObjectGraphError {
+        ObjectGraphError(
+            status: 404, code: "no-such-controller", message: "There is no controller \"\(name)\".",
+            fields: ["controller": .string(name)])
+    }
+
+    /// 409 `action-disabled`: the action is not enabled now (nothing selected to remove, no next object, ...).
+    static func actionDisabled(_ action: String, of controller: String, _ reason: String) -> ObjectGraphError {
+        ObjectGraphError(
+            status: 409, code: "action-disabled", message: "\(controller): \(action) is disabled: \(reason)",
+            fields: ["action": .string(action), "controller": .string(controller)])
+    }
+
+    /// 409 `not-editable`: the controller is not editable.
+    static func notEditable(_ controller: String) -> ObjectGraphError {
+        ObjectGraphError(
+            status: 409, code: "not-editable", message: "The controller \"\(controller)\" is not editable.",
+            fields: ["controller": .string(controller)])
+    }
+
+    /// 422 `validation-failed` listing several errors in `errors`; one error as it is.
+    static func gathering(_ errors: [ObjectGraphError]) -> ObjectGraphError {
+        if errors.count == 1 { return errors[0] }
+        let list: [PropertyListValue] = errors.map { error in
+            var entry = error.fields
+            entry["code"] = .string(error.code)
+            entry["message"] = .string(error.message)
+            entry["status"] = .integer(Int64(error.status))
+            return .dictionary(entry)
+        }
+        var fields: [String: PropertyListValue] = ["errors": .array(list)]
+        fields["keyPath"] = errors.first?.fields["keyPath"]
+        return ObjectGraphError(
+            status: 422, code: "validation-failed",
+            message: "\(errors.count) values are invalid: " + errors.prefix(3).map(\.message).joined(separator: " "),
+            fields: fields)
+    }
+}

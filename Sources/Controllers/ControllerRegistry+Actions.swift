@@ -1,0 +1,306 @@
+import ObjectGraph
+import PropertyList
+
+/// Changing controllers: selection, arrangement, editing, and the target-action methods (API.md §5).
+///
+/// A selection change asked by a client first commits pending edits, as NSArrayController asks its editors to
+/// commit before it changes the selection: if the commit fails (422 with every error), the edits are kept and the
+/// selection stays as it was.
+extension ControllerRegistry {
+    /// The actions `POST /controllers/{name}/{action}` knows.
+    public static let actions = [
+        "add", "insert", "remove", "selectNext", "selectPrevious", "rearrangeObjects", "fetch", "commitEditing",
+        "discardEditing", "addChild", "insertChild",
+    ]
+
+    // MARK: Selection
+
+    /// `PUT /controllers/{name}/selectionIndexes`: out-of-range indexes are clipped, an empty selection is kept.
+    @discardableResult
+    public func setSelectionIndexes(_ indexes: [Int], controller name: String) throws -> PropertyListValue {
+        try changingSelection(name) { controller, context throws(ObjectGraphError) in
+            if let array = controller as? ArrayController {
+                array.selectIndexes(indexes, in: context)
+            } else if let tree = controller as? TreeController {
+                tree.selectIndexPaths(indexes.map { [$0] }, in: context)
+            } else if indexes.contains(0) != !controller.selectedObjects.isEmpty {
+                throw ObjectGraphError(
+                    status: 422, code: "validation-failed",
+                    message: "An object controller's selection is its content; it cannot be changed.",
+                    fields: ["keyPath": "selectionIndexes"])
+            }
+        }
+    }
+
+    /// `PUT /controllers/{name}/selectionIndexPaths` (tree controllers; an array controller takes one-element paths).
+    @discardableResult
+    public func setSelectionIndexPaths(_ paths: [[Int]], controller name: String) throws -> PropertyListValue {
+        try changingSelection(name) { controller, context throws(ObjectGraphError) in
+            if let tree = controller as? TreeController {
+                tree.selectIndexPaths(paths, in: context)
+            } else if let array = controller as? ArrayController {
+                array.selectIndexes(paths.compactMap { $0.count == 1 ? $0[0] : nil }, in: context)
+            } else {
+                throw ObjectGraphError.undefinedKey("selectionIndexPaths", entity: "Controller \(name)")
+            }
+        }
+    }
+
+    /// `PUT /controllers/{name}/selectedObjects`: selects those of `objects` that are arranged.
+    @discardableResult
+    public func setSelectedObjects(_ objects: [ObjectID], controller name: String) throws -> PropertyListValue {
+        try changingSelection(name) { controller, context throws(ObjectGraphError) in
+            try controller.setSelectedObjects(objects, in: context)
+        }
+    }
+
+    /// Commits pending edits, then changes the selection and lets details follow; answers the controller's state.
+    private func changingSelection(
+        _ name: String, _ change: (Controller, ControllerContext) throws(ObjectGraphError) -> Void
+    ) throws -> PropertyListValue {
+        try commitPendingEdits(name)
+        return try session { registry, context in
+            let controller = try context.controller(name)
+            try change(controller, context)
+            Self.followMasters(registry, context: context)
+            return controller.state(in: context)
+        }
+    }
+
+    // MARK: Arrangement
+
+    /// `PUT /controllers/{name}/sortDescriptors`: re-arranges; keys that cannot be read on the content are refused.
+    @discardableResult
+    public func setSortDescriptors(_ descriptors: [SortDescriptor], controller name: String) throws
+        -> PropertyListValue
+    {
+        try rearranging(name, key: .sortDescriptors) { description in description.sortDescriptors = descriptors }
+    }
+
+    /// `PUT /controllers/{name}/filterPredicate` (nil clears it): re-arranges.
+    @discardableResult
+    public func setFilterPredicate(_ predicate: ObjectGraph.Predicate?, controller name: String) throws
+        -> PropertyListValue
+    {
+        try rearranging(name, key: .filterPredicate) { description in description.filterPredicate = predicate }
+    }
+
+    private func rearranging(
+        _ name: String, key: ControllerChange.Key, _ change: (inout ControllerDescription) -> Void
+    ) throws -> PropertyListValue {
+        try session { registry, context in
+            let controller = try context.controller(name)
+            guard controller is ArrayController || controller is TreeController else {
+                throw ObjectGraphError.undefinedKey(key.rawValue, entity: "Controller \(name)")
+            }
+            let old = controller.description
+            change(&controller.description)
+            do {
+                try controller.rearrangementDidChange(in: context)
+            } catch {
+                controller.description = old
+                try? controller.rearrangementDidChange(in: context)
+                throw error
+            }
+            context.emit(controller, key)
+            Self.followMasters(registry, context: context)
+            return controller.state(in: context)
+        }
+    }
+
+    // MARK: Setting through the selection and editing
+
+    /// `PUT /controllers/{name}/selection/{keyPath}`: sets the value on every selected object in one transaction;
+    /// answers the selection's new value for the key path.
+    @discardableResult
+    public func setSelectionValue(_ value: PropertyListValue, forKeyPath keyPath: String, controller name: String)
+        throws -> PropertyListValue
+    {
+        let edit = try session { _, context -> ModelEdit in
+            let controller = try context.controller(name)
+            guard controller.options.editable else { throw ObjectGraphError.notEditable(name) }
+            let objects = controller.selectedObjects
+            guard !objects.isEmpty else {
+                throw ObjectGraphError.actionDisabled("setValue", of: name, "nothing is selected.")
+            }
+            return .setValues(objects: objects, edits: [PendingEdit(keyPath: keyPath, value: value)])
+        }
+        let (_, record) = try transact(edit)
+        return try session(seq: record?.seq) { registry, context in
+            if let record, record.seq > registry.lastProcessedSeq {
+                Self.process(record, registry: &registry, context: context)
+            }
+            return try context.controller(name).selectionValue(keyPath, in: context.view).json
+        }
+    }
+
+    /// `PUT /controllers/{name}/edits/{keyPath}`: records an editor's uncommitted value; the model is unchanged.
+    @discardableResult
+    public func setPendingEdit(_ value: PropertyListValue, forKeyPath keyPath: String, controller name: String)
+        throws -> PropertyListValue
+    {
+        try session { _, context in
+            let controller = try context.controller(name)
+            guard controller.options.editable else { throw ObjectGraphError.notEditable(name) }
+            if controller.setPendingEdit(value, forKeyPath: keyPath) { context.emit(controller, .isEditing) }
+            return controller.editsJSON
+        }
+    }
+
+    /// `commitEditing`: validates and applies every pending edit to every selected object in one transaction, then
+    /// posts `ControllerDidCommitEditing`. On error (422 with `errors`) nothing changes and the edits are kept.
+    func commitPendingEdits(_ name: String) throws {
+        let plan = try session { _, context -> (ModelEdit, [PendingEdit])? in
+            let controller = try context.controller(name)
+            guard controller.isEditing else { return nil }
+            guard controller.options.editable else { throw ObjectGraphError.notEditable(name) }
+            let objects = controller.selectedObjects
+            guard !objects.isEmpty else {
+                throw ObjectGraphError.actionDisabled("commitEditing", of: name, "nothing is selected to commit to.")
+            }
+            return (.setValues(objects: objects, edits: controller.pendingEdits), controller.pendingEdits)
+        }
+        guard let (edit, edits) = plan else { return }
+        let (_, record) = try transact(edit)
+        try session(seq: record?.seq) { registry, context in
+            if let record, record.seq > registry.lastProcessedSeq {
+                Self.process(record, registry: &registry, context: context)
+            }
+            guard let controller = registry.controllers[name] else { return }
+            let wasEditing = controller.isEditing
+            controller.forgetCommittedEdits(edits)
+            if wasEditing != controller.isEditing { context.emit(controller, .isEditing) }
+            var userInfo: [String: PropertyListValue] = [
+                "keyPaths": .array(edits.map { .string($0.keyPath) }),
+                "objects": .array(edit.objects.map { ["$ref": .string($0.description)] }),
+            ]
+            userInfo["seq"] = record.map { .integer($0.seq) }
+            context.post(
+                ControllerNotification(
+                    name: "ControllerDidCommitEditing", object: "controllers/\(name)", userInfo: .dictionary(userInfo)))
+        }
+    }
+
+    // MARK: Target-action
+
+    /// Whether `action` is enabled now (NSUserInterfaceValidations); nil when the controller does not handle it.
+    public func validate(_ action: String, controller name: String) -> Bool? {
+        try? session { _, context -> Bool? in
+            guard let controller = context.controllers[name] else { return nil }
+            return controller.validate(action)
+        }
+    }
+
+    /// `POST /controllers/{name}/{action}`: performs a target-action method; answers the controller's state.
+    ///
+    /// `add`, `insert`, `addChild`, `insertChild` take an optional body `{"object": {...values}}` (and `"index"` for
+    /// `insert` and `insertChild`). A disabled action is 409 `action-disabled`; an unknown one 404 `not-found`.
+    @discardableResult
+    public func perform(_ action: String, controller name: String, body: PropertyListValue? = nil) throws
+        -> PropertyListValue
+    {
+        let enabled = try session { _, context -> Bool? in try context.controller(name).validate(action) }
+        guard let enabled else {
+            throw ObjectGraphError(
+                status: 404, code: "not-found", message: "Controllers have no action \"\(action)\".",
+                fields: ["allowed": .array(Self.actions.map { .string($0) })])
+        }
+        switch action {
+        case "commitEditing":
+            try commitPendingEdits(name)
+            return try state(of: name).value
+        case "discardEditing":
+            return try session { _, context in
+                let controller = try context.controller(name)
+                if controller.isEditing {
+                    controller.pendingEdits = []
+                    context.emit(controller, .isEditing)
+                }
+                return controller.state(in: context)
+            }
+        case "selectNext", "selectPrevious":
+            guard enabled else {
+                throw ObjectGraphError.actionDisabled(
+                    action, of: name, "there is no \(action == "selectNext" ? "next" : "previous") object.")
+            }
+            return try changingSelection(name) { controller, context throws(ObjectGraphError) in
+                guard let array = controller as? ArrayController else { return }
+                if action == "selectNext", let last = array.selectionIndexes.last {
+                    array.selectIndexes([last + 1], in: context)
+                } else if let first = array.selectionIndexes.first {
+                    array.selectIndexes([first - 1], in: context)
+                }
+            }
+        case "rearrangeObjects", "fetch":
+            return try session { registry, context in
+                let controller = try context.controller(name)
+                if action == "fetch" {
+                    controller.update(.full, in: context)
+                }
+                try controller.rearrangementDidChange(in: context)
+                Self.followMasters(registry, context: context)
+                return controller.state(in: context)
+            }
+        default:
+            guard enabled else {
+                throw ObjectGraphError.actionDisabled(action, of: name, "the controller cannot \(action) now.")
+            }
+            return try insertOrRemove(action, controller: name, body: body)
+        }
+    }
+
+    /// `add`, `insert`, `addChild`, `insertChild`, `remove`: plan, transact, finish.
+    private func insertOrRemove(_ action: String, controller name: String, body: PropertyListValue?) throws
+        -> PropertyListValue
+    {
+        let values: [String: PropertyListValue]
+        switch body?["object"] ?? .null {
+        case .null: values = [:]
+        case .dictionary(let dictionary): values = dictionary
+        default:
+            throw ObjectGraphError(
+                status: 422, code: "type-mismatch", message: "\"object\" is a JSON object of the new object's keys.",
+                fields: ["keyPath": "object"])
+        }
+        var requestedIndex: Int?
+        if let index = body?["index"] {
+            guard let value = index.integerValue, value >= 0 else {
+                throw ObjectGraphError(
+                    status: 422, code: "type-mismatch", message: "\"index\" is a non-negative integer.",
+                    fields: ["keyPath": "index"])
+            }
+            requestedIndex = Int(value)
+        }
+        let plan = try session { _, context -> InsertionPlan in
+            try context.controller(name).plan(action, values: values, index: requestedIndex, in: context)
+        }
+        let (created, record) = try transact(plan.edit)
+        return try session(seq: record?.seq) { registry, context in
+            if let record, record.seq > registry.lastProcessedSeq {
+                Self.process(record, registry: &registry, context: context)
+            }
+            let controller = try context.controller(name)
+            if let created { controller.didInsert(created, plan: plan, in: context) }
+            Self.followMasters(registry, context: context)
+            return controller.state(in: context)
+        }
+    }
+}
+
+/// What an insertion or removal action will do, planned under the lock.
+struct InsertionPlan: Sendable {
+    var action: String
+    var edit: ModelEdit
+    /// Where `insert` puts the new object among the arranged objects.
+    var arrangedIndex: Int?
+    /// Tree controllers: the index path the new object is inserted at.
+    var indexPath: [Int]?
+}
+
+extension ModelEdit {
+    /// The objects a `setValues` edit changes.
+    var objects: [ObjectID] {
+        if case .setValues(let objects, _) = self { return objects }
+        return []
+    }
+}

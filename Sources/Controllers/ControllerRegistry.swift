@@ -1,0 +1,326 @@
+import ObjectGraph
+import PropertyList
+import Synchronization
+
+/// Every controller of the service, behind one lock: the core of `/controllers` (API.md §5).
+///
+/// Thread rules: HTTP handlers call in from many threads. The registry's lock is taken only through `withLock`, and
+/// inside it the store's read lock (lock order: registry, then store; nothing takes them the other way round).
+/// A transaction never runs with the registry's lock held, because the commit observer (`storeDidCommit`) takes it:
+/// a mutating request plans under the lock, releases it, runs one transaction through `transact` (the document's
+/// `transaction`, so journal, undo and feeds see it), and then finishes under the lock again. Change reports and
+/// notifications are queued under the lock and delivered after it is released, in order, one deliverer at a time.
+///
+/// Controllers follow their content: every committed record (`storeDidCommit`, wired to the document's commit
+/// observer) and every selection change of a master re-reads the content bindings, masters before details.
+public final class ControllerRegistry: Sendable {
+    /// Runs `body` as one transaction of the document and answers its change record (nil when nothing changed).
+    public typealias TransactionRunner = @Sendable (_ body: (Transaction) throws -> Void) throws -> ChangeRecord?
+
+    public let store: ObjectStore
+    private let transactionRunner: TransactionRunner
+    private let state = Mutex(RegistryState())
+    private let outbox = Mutex(Outbox())
+    private let hooks = Mutex(Hooks())
+
+    struct RegistryState {
+        var controllers: [String: Controller] = [:]
+        /// Controller names, masters before their details.
+        var order: [String] = []
+        /// The highest record seq processed.
+        var lastProcessedSeq: Int64 = 0
+    }
+
+    private enum Outgoing: Sendable {
+        case change(ControllerChange)
+        case notification(ControllerNotification)
+    }
+
+    private struct Outbox: ~Copyable {
+        var pending: [Outgoing] = []
+        var isDelivering = false
+    }
+
+    private struct Hooks {
+        var nextToken = 0
+        var observers: [(token: Int, observer: @Sendable (ControllerChange) -> Void)] = []
+        var onNotification: (@Sendable (String, String?, PropertyListValue) -> Void)?
+    }
+
+    /// A registry over `store`; `transact` runs a transaction (pass the document's: `{ try document.transaction($0)
+    /// .record }`), and the document's commit observer must call `storeDidCommit(_:)`.
+    public init(store: ObjectStore, transact: @escaping TransactionRunner) {
+        self.store = store
+        self.transactionRunner = transact
+        state.withLock { $0.lastProcessedSeq = store.seq }
+    }
+
+    // MARK: Observing
+
+    /// Calls `observer` with every change of a controller's state; answers a token for `removeObserver`.
+    @discardableResult
+    public func addObserver(_ observer: @escaping @Sendable (ControllerChange) -> Void) -> Int {
+        hooks.withLock { hooks in
+            hooks.nextToken += 1
+            hooks.observers.append((hooks.nextToken, observer))
+            return hooks.nextToken
+        }
+    }
+
+    public func removeObserver(_ token: Int) {
+        hooks.withLock { $0.observers.removeAll { $0.token == token } }
+    }
+
+    /// Receives the notifications controllers post (`ControllerDidCommitEditing`): name, object, userInfo.
+    public var onNotification: (@Sendable (String, String?, PropertyListValue) -> Void)? {
+        get { hooks.withLock { $0.onNotification } }
+        set { hooks.withLock { $0.onNotification = newValue } }
+    }
+
+    /// The commit observer: brings every controller up to date with a committed record.
+    public func storeDidCommit(_ record: ChangeRecord) {
+        _ = try? session(seq: record.seq) { registry, context in
+            Self.process(record, registry: &registry, context: context)
+        }
+    }
+
+    // MARK: Sessions
+
+    /// Runs `body` under the registry's lock with a read view of the store, then delivers what it reported.
+    func session<T: Sendable>(
+        seq: Int64? = nil, _ body: (inout RegistryState, ControllerContext) throws -> T
+    ) throws -> T {
+        let result = try state.withLock { (registry: inout RegistryState) throws -> T in
+            try store.read { view throws -> T in
+                let context = ControllerContext(view: view, controllers: registry.controllers, seq: seq)
+                defer { enqueue(context) }
+                return try body(&registry, context)
+            }
+        }
+        deliver()
+        return result
+    }
+
+    /// Runs one transaction through the document, without the registry's lock; answers the created object.
+    func transact(_ edit: ModelEdit) throws -> (created: ObjectID?, record: ChangeRecord?) {
+        var created: ObjectID?
+        let record = try transactionRunner { transaction in created = try edit.apply(in: transaction) }
+        return (created, record)
+    }
+
+    /// Brings every controller up to date with `record` (masters first), once per record.
+    static func process(_ record: ChangeRecord, registry: inout RegistryState, context: ControllerContext) {
+        registry.lastProcessedSeq = max(registry.lastProcessedSeq, record.seq)
+        for name in registry.order { registry.controllers[name]?.update(.record(record), in: context) }
+    }
+
+    /// Lets details follow their masters' selections (after any selection change).
+    static func followMasters(_ registry: RegistryState, context: ControllerContext) {
+        for name in registry.order { registry.controllers[name]?.update(.masters, in: context) }
+    }
+
+    private func enqueue(_ context: ControllerContext) {
+        guard !context.changes.isEmpty || !context.notifications.isEmpty else { return }
+        outbox.withLock { outbox in
+            outbox.pending.append(contentsOf: context.changes.map(Outgoing.change))
+            outbox.pending.append(contentsOf: context.notifications.map(Outgoing.notification))
+        }
+    }
+
+    /// Delivers queued reports outside every lock, in order, one deliverer at a time.
+    private func deliver() {
+        let starts = outbox.withLock { outbox in
+            if outbox.isDelivering || outbox.pending.isEmpty { return false }
+            outbox.isDelivering = true
+            return true
+        }
+        guard starts else { return }
+        while true {
+            let batch = outbox.withLock { outbox in
+                let batch = outbox.pending
+                outbox.pending = []
+                if batch.isEmpty { outbox.isDelivering = false }
+                return batch
+            }
+            if batch.isEmpty { return }
+            let (observers, onNotification) = hooks.withLock { ($0.observers.map(\.observer), $0.onNotification) }
+            for item in batch {
+                switch item {
+                case .change(let change): for observer in observers { observer(change) }
+                case .notification(let note): onNotification?(note.name, note.object, note.userInfo)
+                }
+            }
+        }
+    }
+
+    // MARK: Creating and removing
+
+    /// Creates a controller (`POST /controllers`); answers its state.
+    ///
+    /// Errors: 409 `conflict` for a name in use, 404 `no-such-entity` for entity mode over an unknown entity,
+    /// 422 `bad-binding` for a binding to an unknown controller, 400 `bad-controller` for a children key path that is
+    /// not a to-many of the content, and the errors of evaluating the filter or sort keys on the content.
+    @discardableResult
+    public func create(_ description: ControllerDescription, declared: Bool = false) throws -> PropertyListValue {
+        try session { registry, context in
+            guard registry.controllers[description.name] == nil else {
+                throw ObjectGraphError(
+                    status: 409, code: "conflict", message: "A controller \"\(description.name)\" exists already.",
+                    fields: ["controller": .string(description.name)])
+            }
+            if case .entity(let entity) = description.content, context.model.entity(named: entity) == nil {
+                throw ObjectGraphError.noSuchEntity(entity)
+            }
+            if let master = description.content.master, registry.controllers[master] == nil {
+                throw ObjectGraphError(
+                    status: 422, code: "bad-binding",
+                    message: "The content \"\(description.content)\" follows \"\(master)\", which is not a controller.",
+                    fields: ["content": .string(description.content.description)])
+            }
+            let controller: Controller
+            switch description.kind {
+            case .object: controller = ObjectController(description: description, isDeclared: declared)
+            case .array: controller = ArrayController(description: description, isDeclared: declared)
+            case .tree: controller = TreeController(description: description, isDeclared: declared)
+            }
+            let scoped = ControllerContext(
+                view: context.view, controllers: registry.controllers.merging([(description.name, controller)]) { $1 },
+                seq: nil)
+            controller.update(.full, in: scoped)
+            try (controller as? ArrayController)?.checkArrangement(view: context.view)
+            try (controller as? TreeController)?.checkDeclaration(model: context.model)
+            registry.controllers[description.name] = controller
+            registry.order.append(description.name)
+            context.emit(controller, .controller)
+            return controller.state(in: scoped)
+        }
+    }
+
+    /// Creates a controller from its JSON declaration.
+    @discardableResult
+    public func create(json: PropertyListValue, declared: Bool = false) throws -> PropertyListValue {
+        try create(try ControllerDescription(json: json), declared: declared)
+    }
+
+    /// Creates the controllers of a `controllers.json` document `{"controllers": [...]}`, masters before details
+    /// whatever their order in the file; all of them or none (the created ones are removed on error).
+    public func loadDeclarations(json: PropertyListValue) throws {
+        guard case .array(let entries)? = json["controllers"] else {
+            throw ControllerDescription.bad("controllers.json is {\"controllers\": [...]}.", field: "controllers")
+        }
+        var pending = try entries.map { try ControllerDescription(json: $0) }
+        var created: [String] = []
+        do {
+            while !pending.isEmpty {
+                let known = Set(names)
+                let ready = pending.filter { $0.content.master.map(known.contains) ?? true }
+                let next = ready.first ?? pending[0]
+                try create(next, declared: true)
+                created.append(next.name)
+                pending.removeAll { $0.name == next.name }
+            }
+        } catch {
+            for name in created.reversed() { try? remove(named: name, force: true) }
+            throw error
+        }
+    }
+
+    /// Removes a controller created at run time (`DELETE /controllers/{name}`).
+    ///
+    /// A declared controller (from `controllers.json`) is refused with 409 `conflict`, as is a controller that
+    /// others follow.
+    public func remove(named name: String, force: Bool = false) throws {
+        try session { registry, context in
+            let controller = try context.controller(name)
+            if controller.isDeclared && !force {
+                throw ObjectGraphError(
+                    status: 409, code: "conflict",
+                    message: "\"\(name)\" is declared in controllers.json and cannot be removed.",
+                    fields: ["controller": .string(name)])
+            }
+            if let detail = registry.order.first(where: { registry.controllers[$0]?.description.content.master == name }
+            ) {
+                throw ObjectGraphError(
+                    status: 409, code: "conflict", message: "\"\(detail)\" follows \"\(name)\"; remove it first.",
+                    fields: ["controller": .string(name)])
+            }
+            registry.controllers[name] = nil
+            registry.order.removeAll { $0 == name }
+            context.emit(controller, .controller)
+        }
+    }
+
+    // MARK: Reading
+
+    /// The controllers' names, masters before details.
+    public var names: [String] {
+        state.withLock { $0.order }
+    }
+
+    /// Whether the controller exists.
+    public func contains(_ name: String) -> Bool {
+        state.withLock { $0.controllers[name] != nil }
+    }
+
+    /// `GET /controllers/{name}`, with the store seq the answer reflects.
+    public func state(of name: String) throws -> (value: PropertyListValue, seq: Int64) {
+        try session { _, context in (try context.controller(name).state(in: context), context.view.seq) }
+    }
+
+    /// `GET /controllers`: every controller's state, masters first.
+    public func states() -> (value: [PropertyListValue], seq: Int64) {
+        (try? session { registry, context in
+            (registry.order.compactMap { registry.controllers[$0]?.state(in: context) }, context.view.seq)
+        }) ?? ([], store.seq)
+    }
+
+    /// KVC on a controller: `arrangedObjects[.keyPath]` (references, or KVC over them), `selectedObjects[.keyPath]`,
+    /// `selection[.keyPath]` (a value or a `{"$marker"}`; without a key path, a dictionary of every key),
+    /// `selectionIndexes`, `selectionIndexPaths`, `count`, `content`, `contentObject`, `isEditing`, `edits`, `canAdd`,
+    /// `canInsert`, `canRemove`, `canSelectNext`, `canSelectPrevious`, `sortDescriptors`, `filterPredicate`, and the
+    /// options. 404 `no-such-controller`, 404 `undefined-key` for another key.
+    public func value(forKeyPath keyPath: String, controller name: String) throws -> PropertyListValue {
+        try valueAndSeq(forKeyPath: keyPath, controller: name).value
+    }
+
+    /// `value(forKeyPath:controller:)` with the store seq the answer reflects.
+    public func valueAndSeq(forKeyPath keyPath: String, controller name: String) throws -> (
+        value: PropertyListValue, seq: Int64
+    ) {
+        try session { _, context in
+            let controller = try context.controller(name)
+            return (try controller.value(forKeyPath: keyPath, in: context), context.view.seq)
+        }
+    }
+
+    /// The arranged objects in their JSON form (API.md §4), `offset` and `limit` applied, with the total count;
+    /// for a tree, the nested nodes `{"object", "indexPath", "children"}` (no paging).
+    public func arrangedObjects(controller name: String, offset: Int = 0, limit: Int? = nil) throws -> (
+        value: PropertyListValue, count: Int, seq: Int64
+    ) {
+        try session { _, context in
+            let controller = try context.controller(name)
+            if let tree = controller as? TreeController {
+                return (try tree.arrangedJSON(view: context.view, objects: true), tree.roots.count, context.view.seq)
+            }
+            let objects = controller.arrangedIDs
+            let start = min(max(offset, 0), objects.count)
+            let end = limit.map { min(objects.count, start + max($0, 0)) } ?? objects.count
+            let json = try objects[start..<end].map { try context.view.json(of: $0) }
+            return (.array(json), objects.count, context.view.seq)
+        }
+    }
+
+    /// The selected objects in their JSON form.
+    public func selectedObjects(controller name: String) throws -> (value: PropertyListValue, seq: Int64) {
+        try session { _, context in
+            let controller = try context.controller(name)
+            return (.array(try controller.selectedObjects.map { try context.view.json(of: $0) }), context.view.seq)
+        }
+    }
+
+    /// The pending edits: `{"keyPath": value, ...}`.
+    public func edits(controller name: String) throws -> PropertyListValue {
+        try session { _, context in try context.controller(name).editsJSON }
+    }
+}

@@ -1,0 +1,85 @@
+import ObjectGraph
+import PropertyList
+
+/// A change a controller asks of the model, planned under the registry's lock and applied afterwards in one
+/// transaction (through the document), so that no transaction ever runs with the registry's lock held.
+enum ModelEdit: Sendable {
+    /// Insert an object of `entity` with `values`; with `owner`, also into `owner.keyPath` at `index` (nil: the end).
+    case create(entity: String, values: [String: PropertyListValue], owner: RelationshipOwner?, index: Int?)
+    /// Delete objects, applying delete rules.
+    case delete([ObjectID])
+    /// Remove objects from a to-many relationship (they stay in the store).
+    case removeFromRelationship(RelationshipOwner, [ObjectID])
+    /// Set each key path to its value on every object (setting through the selection, committing edits).
+    case setValues(objects: [ObjectID], edits: [PendingEdit])
+    /// Several edits in turn.
+    case sequence([ModelEdit])
+
+    /// Applies the edit; answers the created object for `create`.
+    ///
+    /// `setValues` gathers the errors of every edit (422 `validation-failed` with `errors`) instead of stopping at
+    /// the first; constraint errors come from the store when the transaction commits.
+    func apply(in transaction: Transaction) throws -> ObjectID? {
+        switch self {
+        case .create(let entity, let values, let owner, let index):
+            let object = try transaction.insert(entity, values: values)
+            if let owner {
+                try transaction.insert(object, at: index, intoKeyPath: owner.keyPath, of: owner.object)
+            }
+            return object
+        case .delete(let objects):
+            for object in objects where transaction.view.contains(object) { try transaction.delete(object) }
+            return nil
+        case .removeFromRelationship(let owner, let objects):
+            for object in objects {
+                let members = try transaction.view.value(forKeyPath: owner.keyPath, of: owner.object)
+                guard case .collection(let elements) = members,
+                    let index = elements.firstIndex(of: .object(object))
+                else { continue }
+                try transaction.remove(at: index, fromKeyPath: owner.keyPath, of: owner.object)
+            }
+            return nil
+        case .setValues(let objects, let edits):
+            var errors: [ObjectGraphError] = []
+            for edit in edits {
+                for object in objects {
+                    do {
+                        try transaction.setValue(edit.value, forKeyPath: edit.keyPath, of: object)
+                    } catch {
+                        var failure = error
+                        if failure.fields["keyPath"] == nil { failure.fields["keyPath"] = .string(edit.keyPath) }
+                        errors.append(failure)
+                    }
+                }
+            }
+            if !errors.isEmpty { throw ObjectGraphError.gathering(errors) }
+            return nil
+        case .sequence(let edits):
+            var created: ObjectID?
+            for edit in edits { created = try edit.apply(in: transaction) ?? created }
+            return created
+        }
+    }
+}
+
+/// The object and to-many key path that a relationship-mode controller adds to and removes from.
+public struct RelationshipOwner: Sendable, Hashable {
+    public var object: ObjectID
+    public var keyPath: String
+
+    public init(object: ObjectID, keyPath: String) {
+        self.object = object
+        self.keyPath = keyPath
+    }
+}
+
+/// An editor's uncommitted value for a key path of the selection (`PUT /controllers/{name}/edits/{keyPath}`).
+public struct PendingEdit: Sendable, Hashable {
+    public var keyPath: String
+    public var value: PropertyListValue
+
+    public init(keyPath: String, value: PropertyListValue) {
+        self.keyPath = keyPath
+        self.value = value
+    }
+}

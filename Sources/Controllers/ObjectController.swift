@@ -1,0 +1,57 @@
+import ObjectGraph
+import PropertyList
+
+/// NSObjectController: one content object, which is also the selection.
+///
+/// Content: `Employee/42`, a to-one key path from an object (`Employee/42.manager`), or another controller's
+/// selection (`@employees.selection`, one object; several selected give no content). In entity mode (`Employee`) the
+/// controller starts empty and `add` creates an object that becomes its content. `remove` deletes the content object.
+final class ObjectController: Controller {
+    /// The object `add` created (entity mode).
+    var addedObject: ObjectID?
+
+    override var selectedObjects: [ObjectID] { content.count == 1 ? content : [] }
+
+    override var canAdd: Bool { options.editable && isEntityMode }
+    override var canRemove: Bool { options.editable && !selectedObjects.isEmpty }
+
+    override func resolveContent(in context: ControllerContext) -> (
+        objects: [ObjectID], entity: String?, owner: RelationshipOwner?
+    ) {
+        guard case .entity(let entity) = description.content else { return super.resolveContent(in: context) }
+        if let added = addedObject, !context.view.contains(added) { addedObject = nil }
+        return (addedObject.map { [$0] } ?? [], entity, nil)
+    }
+
+    override func contentMayHaveChanged(_ cause: UpdateCause) -> Bool {
+        if isEntityMode, case .record(let record) = cause {
+            return addedObject.map { record.deleted.contains($0) } ?? false
+        }
+        return super.contentMayHaveChanged(cause)
+    }
+
+    override func update(_ cause: UpdateCause, in context: ControllerContext) {
+        if refreshContent(cause, in: context) {
+            context.emit(self, .arrangedObjects)
+            context.emit(self, .selectionIndexes)
+            context.emit(self, .selection)
+            return
+        }
+        if case .record = cause, !content.isEmpty { context.emit(self, .selection) }
+    }
+
+    /// Makes a newly created object the content (entity mode `add`).
+    func adopt(_ object: ObjectID, in context: ControllerContext) {
+        guard isEntityMode else { return }
+        addedObject = object
+        update(.full, in: context)
+    }
+
+    override func stateFields(in context: ControllerContext) -> [String: PropertyListValue] {
+        [
+            "selectionIndexes": selectedObjects.isEmpty ? [] : [0],
+            "count": .integer(Int64(content.count)),
+            "contentObject": content.first.map { .string($0.description) } ?? .null,
+        ]
+    }
+}

@@ -1,0 +1,301 @@
+import ObjectGraph
+import PropertyList
+
+/// NSTreeController: root objects from the content and the filter predicate, children through `childrenKeyPath`,
+/// every level sorted by the sort descriptors; the selection is a list of index paths.
+///
+/// The tree is rebuilt when the content changes or a committed record touches an object in it (or a content
+/// object), so it always reflects the model; a node is not expanded again below itself (cycles end there), nor
+/// deeper than 64 levels. With `leafKeyPath`, a node whose value is true has no children.
+final class TreeController: Controller {
+    struct Node: Equatable {
+        var object: ObjectID
+        var children: [Node]
+        var isLeaf: Bool
+    }
+
+    var roots: [Node] = []
+    /// Valid, unique, in depth-first order.
+    var selectionIndexPaths: [[Int]] = []
+    var explicitlyEmpty = false
+    var ordering = SortOrdering([])
+    /// Every object in the tree.
+    var nodeSet: Set<ObjectID> = []
+    /// The tree's objects in depth-first order.
+    var flattened: [ObjectID] = []
+
+    override init(description: ControllerDescription, isDeclared: Bool) {
+        super.init(description: description, isDeclared: isDeclared)
+        ordering = SortOrdering(description.sortDescriptors)
+    }
+
+    var childrenKeyPath: String { description.childrenKeyPath ?? "children" }
+
+    override var selectedObjects: [ObjectID] { selectionIndexPaths.compactMap { node(at: $0)?.object } }
+
+    /// `addChild:` and `insertChild:` need exactly one selected node whose children are a to-many relationship.
+    var canAddChild: Bool { options.editable && selectionIndexPaths.count == 1 && !selectedObjects.isEmpty }
+
+    // MARK: Building
+
+    override func update(_ cause: UpdateCause, in context: ControllerContext) {
+        var needsRebuild = refreshContent(cause, in: context)
+        switch cause {
+        case .full: needsRebuild = true
+        case .masters: break
+        case .record(let record):
+            if !needsRebuild {
+                needsRebuild = record.changes.contains { change in
+                    guard let target = change.target else { return change.kind == .reset }
+                    return nodeSet.contains(target) || contentSet.contains(target)
+                }
+            }
+            if !needsRebuild && !selectionIndexPaths.isEmpty { context.emit(self, .selection) }
+        }
+        if needsRebuild { rebuild(in: context) }
+    }
+
+    /// Rebuilds the tree and re-selects (the selected objects when `preservesSelection`, else the same paths).
+    func rebuild(in context: ControllerContext) {
+        let view = context.view
+        let oldRoots = roots
+        let oldSelection = selectionIndexPaths
+        let oldSelected = selectedObjects
+        var seen: Set<ObjectID> = []
+        var flat: [ObjectID] = []
+        func build(_ object: ObjectID, ancestors: inout Set<ObjectID>, depth: Int) -> Node {
+            seen.insert(object)
+            flat.append(object)
+            var isLeaf = false
+            if let leafKeyPath = description.leafKeyPath {
+                isLeaf = (try? view.value(forKeyPath: leafKeyPath, of: object)) == .value(.boolean(true))
+            }
+            guard !isLeaf, depth < 64, let value = try? view.value(forKeyPath: childrenKeyPath, of: object) else {
+                return Node(object: object, children: [], isLeaf: isLeaf)
+            }
+            ancestors.insert(object)
+            defer { ancestors.remove(object) }
+            let children = sorted(value.objectIDs.filter { !ancestors.contains($0) }, view: view).map {
+                build($0, ancestors: &ancestors, depth: depth + 1)
+            }
+            return Node(object: object, children: children, isLeaf: false)
+        }
+        let rootObjects = sorted(content.filter { passesFilter($0, view: view) }, view: view)
+        var ancestors: Set<ObjectID> = []
+        roots = rootObjects.map { build($0, ancestors: &ancestors, depth: 0) }
+        nodeSet = seen
+        flattened = flat
+        var selection: [[Int]]
+        if options.preservesSelection {
+            selection = oldSelected.compactMap { indexPath(of: $0) }
+        } else {
+            selection = oldSelection.filter { node(at: $0) != nil }
+        }
+        if selection.isEmpty, options.avoidsEmptySelection, !roots.isEmpty {
+            if let first = oldSelection.first {
+                selection = [neighbour(of: first)]
+            } else if !explicitlyEmpty {
+                selection = [[0]]
+            }
+        }
+        if roots != oldRoots { context.emit(self, .arrangedObjects) }
+        setSelection(
+            normalized(selection), in: context,
+            changed: normalized(selection) != oldSelection || selectedObjects != oldSelected)
+    }
+
+    func passesFilter(_ object: ObjectID, view: ReadView) -> Bool {
+        guard let predicate = description.filterPredicate else { return true }
+        return (try? predicate.evaluate(with: .object(object), resolver: view)) ?? false
+    }
+
+    func sorted(_ objects: [ObjectID], view: ReadView) -> [ObjectID] {
+        guard !ordering.descriptors.isEmpty else { return objects }
+        return (try? ordering.sorted(objects, subject: { .object($0) }, resolver: view)) ?? objects
+    }
+
+    /// Checks the filter and sort keys on the content, and that `childrenKeyPath` is a to-many of its entity.
+    func checkArrangement(view: ReadView) throws {
+        for object in content.prefix(1000) {
+            if let predicate = description.filterPredicate {
+                _ = try predicate.evaluate(with: .object(object), resolver: view)
+            }
+            _ = try ordering.keys(of: .object(object), resolver: view)
+        }
+    }
+
+    func checkDeclaration(model: ObjectModel) throws {
+        guard let entity = contentEntity else { return }
+        guard model.relationship(from: entity, keyPath: childrenKeyPath)?.isToMany == true else {
+            throw ControllerDescription.bad(
+                "\"childrenKeyPath\" \(childrenKeyPath) is not a to-many relationship of \(entity).",
+                field: "childrenKeyPath")
+        }
+    }
+
+    // MARK: Index paths
+
+    func node(at path: [Int]) -> Node? {
+        guard let first = path.first, roots.indices.contains(first) else { return nil }
+        var node = roots[first]
+        for index in path.dropFirst() {
+            guard node.children.indices.contains(index) else { return nil }
+            node = node.children[index]
+        }
+        return node
+    }
+
+    /// The first index path (depth-first) of `object`.
+    func indexPath(of object: ObjectID) -> [Int]? {
+        guard nodeSet.contains(object) else { return nil }
+        func search(_ nodes: [Node], prefix: [Int]) -> [Int]? {
+            for (index, node) in nodes.enumerated() {
+                if node.object == object { return prefix + [index] }
+                if let found = search(node.children, prefix: prefix + [index]) { return found }
+            }
+            return nil
+        }
+        return search(roots, prefix: [])
+    }
+
+    /// The node that takes the place of a vanished one: its sibling at the same index or the last one, else the
+    /// parent's, up to the first root.
+    func neighbour(of path: [Int]) -> [Int] {
+        var path = path
+        while let last = path.popLast() {
+            let siblings = path.isEmpty ? roots.count : (node(at: path)?.children.count ?? 0)
+            if siblings > 0 { return path + [min(last, siblings - 1)] }
+            if node(at: path) != nil && !path.isEmpty { return path }
+        }
+        return [0]
+    }
+
+    func normalized(_ paths: [[Int]]) -> [[Int]] {
+        var unique: [[Int]] = []
+        for path in paths where node(at: path) != nil && !unique.contains(path) { unique.append(path) }
+        return unique.sorted { $0.lexicographicallyPrecedes($1) }
+    }
+
+    func setSelection(_ selection: [[Int]], in context: ControllerContext, changed: Bool) {
+        selectionIndexPaths = selection
+        if !selection.isEmpty { explicitlyEmpty = false }
+        if changed {
+            context.emit(self, .selectionIndexes)
+            context.emit(self, .selection)
+        }
+    }
+
+    /// `setSelectionIndexPaths:` from a client: invalid paths are dropped; an empty selection is honoured.
+    func selectIndexPaths(_ paths: [[Int]], in context: ControllerContext) {
+        let selection = normalized(paths)
+        let oldSelected = selectedObjects
+        let changed = selection != selectionIndexPaths
+        selectionIndexPaths = selection
+        explicitlyEmpty = selection.isEmpty
+        setSelection(selection, in: context, changed: changed || selectedObjects != oldSelected)
+    }
+
+    override func setSelectedObjects(_ objects: [ObjectID], in context: ControllerContext) {
+        selectIndexPaths(objects.compactMap { indexPath(of: $0) }, in: context)
+    }
+
+    // MARK: Actions
+
+    func planTreeAction(
+        _ action: String, values: [String: PropertyListValue], index: Int?, in context: ControllerContext
+    ) throws -> InsertionPlan {
+        let view = context.view
+        let model = context.model
+        func position(of object: ObjectID, in owner: RelationshipOwner) -> Int? {
+            (try? view.value(forKeyPath: owner.keyPath, of: owner.object))?.objectIDs.firstIndex(of: object)
+        }
+        switch action {
+        case "remove":
+            if isEntityMode { return InsertionPlan(action: action, edit: .delete(selectedObjects)) }
+            var edits: [ModelEdit] = []
+            for path in selectionIndexPaths {
+                guard let object = node(at: path)?.object else { continue }
+                let parent = path.count > 1 ? node(at: Array(path.dropLast()))?.object : nil
+                guard let from = parent.map({ RelationshipOwner(object: $0, keyPath: childrenKeyPath) }) ?? owner else {
+                    throw ObjectGraphError.actionDisabled(action, of: name, "\(object) has no relationship to leave.")
+                }
+                try Self.checkRemovable([object], from: from, model: model)
+                edits.append(.removeFromRelationship(from, [object]))
+            }
+            return InsertionPlan(action: action, edit: .sequence(edits))
+        case "addChild", "insertChild":
+            guard let parent = selectedObjects.first,
+                let entity = model.destinationEntity(from: parent.entity, keyPath: childrenKeyPath)
+            else { throw ObjectGraphError.actionDisabled(action, of: name, "select one node to add a child to.") }
+            let children = RelationshipOwner(object: parent, keyPath: childrenKeyPath)
+            let count = (try? view.value(forKeyPath: childrenKeyPath, of: parent))?.objectIDs.count ?? 0
+            let at = action == "insertChild" ? min(index ?? 0, count) : nil
+            return InsertionPlan(
+                action: action, edit: .create(entity: entity, values: values, owner: children, index: at))
+        default:
+            guard let entity = contentEntity else {
+                throw ObjectGraphError.actionDisabled(action, of: name, "the content's entity is not known.")
+            }
+            if action == "insert", let path = selectionIndexPaths.first, let selected = node(at: path)?.object {
+                if path.count > 1, let parent = node(at: Array(path.dropLast()))?.object {
+                    let siblings = RelationshipOwner(object: parent, keyPath: childrenKeyPath)
+                    return InsertionPlan(
+                        action: action,
+                        edit: .create(
+                            entity: entity, values: values, owner: siblings, index: position(of: selected, in: siblings)
+                        ),
+                        indexPath: path)
+                }
+                let at = owner.flatMap { position(of: selected, in: $0) }
+                return InsertionPlan(
+                    action: action, edit: .create(entity: entity, values: values, owner: owner, index: at),
+                    indexPath: path)
+            }
+            return InsertionPlan(
+                action: action, edit: .create(entity: entity, values: values, owner: owner, index: nil))
+        }
+    }
+
+    /// Selects a new node (when `selectsInsertedObjects`).
+    func didInsert(_ object: ObjectID, in context: ControllerContext) {
+        guard options.selectsInsertedObjects, let path = indexPath(of: object) else { return }
+        let oldSelected = selectedObjects
+        setSelection([path], in: context, changed: selectionIndexPaths != [path] || oldSelected != [object])
+    }
+
+    // MARK: State
+
+    /// The nested arranged objects: `[{"object", "indexPath", "children"}]`, objects in their JSON form when
+    /// `objects`, else as references; `"count"` when there is a `countKeyPath`.
+    func arrangedJSON(view: ReadView, objects: Bool) throws -> PropertyListValue {
+        func json(_ nodes: [Node], prefix: [Int]) throws -> PropertyListValue {
+            var result: [PropertyListValue] = []
+            for (index, node) in nodes.enumerated() {
+                let path = prefix + [index]
+                var entry: [String: PropertyListValue] = [
+                    "object": objects ? try view.json(of: node.object) : ["$ref": .string(node.object.description)],
+                    "indexPath": .array(path.map { .integer(Int64($0)) }),
+                    "children": try json(node.children, prefix: path),
+                    "isLeaf": .boolean(node.isLeaf || node.children.isEmpty),
+                ]
+                if let countKeyPath = description.countKeyPath {
+                    entry["count"] = (try? view.value(forKeyPath: countKeyPath, of: node.object))?.json ?? .null
+                }
+                result.append(.dictionary(entry))
+            }
+            return .array(result)
+        }
+        return try json(roots, prefix: [])
+    }
+
+    override func stateFields(in context: ControllerContext) -> [String: PropertyListValue] {
+        [
+            "selectionIndexPaths": .array(
+                selectionIndexPaths.map { .array($0.map { .integer(Int64($0)) }) }),
+            "count": .integer(Int64(roots.count)),
+            "nodeCount": .integer(Int64(flattened.count)),
+            "canAddChild": .boolean(canAddChild),
+            "canInsertChild": .boolean(canAddChild),
+        ]
+    }
+}

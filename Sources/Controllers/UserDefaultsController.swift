@@ -1,0 +1,249 @@
+import Foundation
+import ObjectGraph
+import PropertyList
+import Synchronization
+
+/// NSUserDefaultsController: the application's preferences, with initial values, pending changes and persistence
+/// (API.md §5, `/defaults`).
+///
+/// A value is looked up in the pending changes, then the saved values, then the initial values. With
+/// `appliesImmediately` a change is saved at once; else it is pending (`hasUnappliedChanges`) until `save`, and
+/// `revert` drops it. Setting null removes the saved value (the initial value shows again). `revertToInitialValues`
+/// makes every key its initial value (pending when not `appliesImmediately`). Saved values live in a JSON file
+/// (`{"values": {...}}`), written atomically (a temporary file renamed over it); without a path they live in memory.
+public final class UserDefaultsController: Sendable {
+    /// `defaults.json`: `{"appliesImmediately": true, "initialValues": {"key": value, ...}}`.
+    public struct Configuration: Sendable, Hashable {
+        public var appliesImmediately = true
+        public var initialValues: [String: PropertyListValue] = [:]
+
+        public init(appliesImmediately: Bool = true, initialValues: [String: PropertyListValue] = [:]) {
+            self.appliesImmediately = appliesImmediately
+            self.initialValues = initialValues
+        }
+
+        /// Reads the fixture form; 400 `bad-defaults` naming the field at fault.
+        public init(json: PropertyListValue) throws(ObjectGraphError) {
+            guard case .dictionary(let fields) = json else {
+                throw Self.bad("defaults.json is {\"appliesImmediately\": true, \"initialValues\": {...}}.")
+            }
+            for key in fields.keys where key != "appliesImmediately" && key != "initialValues" {
+                throw Self.bad("Unknown defaults field \"\(key)\".")
+            }
+            switch fields["appliesImmediately"] ?? .null {
+            case .null: break
+            case .boolean(let value): appliesImmediately = value
+            default: throw Self.bad("\"appliesImmediately\" is true or false.")
+            }
+            switch fields["initialValues"] ?? .null {
+            case .null: break
+            case .dictionary(let values): initialValues = values
+            default: throw Self.bad("\"initialValues\" is a JSON object of keys and values.")
+            }
+        }
+
+        static func bad(_ message: String) -> ObjectGraphError {
+            ObjectGraphError(status: 400, code: "bad-defaults", message: message)
+        }
+    }
+
+    /// A change of the defaults: the keys whose value may have changed, and whether changes are pending now.
+    public struct Change: Sendable, Hashable {
+        public var keys: [String]
+        public var hasUnappliedChanges: Bool
+    }
+
+    private struct State {
+        var configuration: Configuration
+        var saved: [String: PropertyListValue]
+        var pending: [String: PropertyListValue] = [:]
+        var version: Int64 = 0
+    }
+
+    private struct Hooks {
+        var observers: [@Sendable (Change) -> Void] = []
+        var onNotification: (@Sendable (String, String?, PropertyListValue) -> Void)?
+    }
+
+    /// Where the saved values are kept; nil: in memory only.
+    public let path: String?
+    private let state: Mutex<State>
+    private let hooks = Mutex(Hooks())
+    /// Serializes file writes (held only around writing the file; nothing calls out under it).
+    private let writtenVersion = Mutex<Int64>(0)
+
+    /// Defaults kept in memory only.
+    public init(configuration: Configuration) {
+        self.path = nil
+        state = Mutex(State(configuration: configuration, saved: [:]))
+    }
+
+    /// Loads the saved values from `path` when the file exists (500 `bad-defaults-file` naming it when unreadable).
+    ///
+    /// The serve command passes `<--data>/defaults.json` (the service uses the document's data directory).
+    public init(configuration: Configuration, path: String) throws(ObjectGraphError) {
+        self.path = path
+        var saved: [String: PropertyListValue] = [:]
+        if let bytes = FileManager.default.contents(atPath: path) {
+            guard case .dictionary(let values)? = (try? PropertyListValue(jsonBytes: bytes))?["values"] else {
+                throw ObjectGraphError(
+                    status: 500, code: "bad-defaults-file", message: "\(path): expected {\"values\": {...}}.",
+                    fields: ["file": .string(path)])
+            }
+            saved = values
+        }
+        state = Mutex(State(configuration: configuration, saved: saved))
+    }
+
+    // MARK: Observing
+
+    /// Calls `observer` after every change of the values or of `hasUnappliedChanges` (outside the lock).
+    public func addObserver(_ observer: @escaping @Sendable (Change) -> Void) {
+        hooks.withLock { $0.observers.append(observer) }
+    }
+
+    /// Receives `DefaultsDidChange` (object `defaults`, userInfo `{"keys": [...]}`) when values are applied.
+    public var onNotification: (@Sendable (String, String?, PropertyListValue) -> Void)? {
+        get { hooks.withLock { $0.onNotification } }
+        set { hooks.withLock { $0.onNotification = newValue } }
+    }
+
+    // MARK: Reading
+
+    /// Every key's current value (pending changes included).
+    public var values: [String: PropertyListValue] {
+        state.withLock { Self.values(of: $0) }
+    }
+
+    /// The key's current value; nil when no layer has it.
+    public func value(forKey key: String) -> PropertyListValue? {
+        state.withLock { Self.values(of: $0)[key] }
+    }
+
+    public var hasUnappliedChanges: Bool {
+        state.withLock { !$0.pending.isEmpty }
+    }
+
+    public var appliesImmediately: Bool {
+        state.withLock { $0.configuration.appliesImmediately }
+    }
+
+    /// `GET /defaults`: `{"values", "appliesImmediately", "hasUnappliedChanges", "pending", "initialValues"}`.
+    public var json: PropertyListValue {
+        state.withLock { state in
+            [
+                "values": .dictionary(Self.values(of: state)),
+                "appliesImmediately": .boolean(state.configuration.appliesImmediately),
+                "hasUnappliedChanges": .boolean(!state.pending.isEmpty),
+                "pending": .dictionary(state.pending),
+                "initialValues": .dictionary(state.configuration.initialValues),
+            ]
+        }
+    }
+
+    private static func values(of state: State) -> [String: PropertyListValue] {
+        var values = state.configuration.initialValues.merging(state.saved) { _, saved in saved }
+        for (key, value) in state.pending {
+            values[key] = value.isNull ? state.configuration.initialValues[key] : value
+        }
+        return values
+    }
+
+    // MARK: Changing
+
+    /// Sets a value: saved at once with `appliesImmediately`, else pending. Null removes the key's saved value.
+    public func setValue(_ value: PropertyListValue, forKey key: String) throws(ObjectGraphError) {
+        guard !key.isEmpty, !key.hasPrefix("$") else {
+            throw ObjectGraphError(
+                status: 400, code: "bad-key-path", message: "\"\(key)\" cannot name a default.",
+                fields: ["keyPath": .string(key)])
+        }
+        try change(keys: [key]) { state in
+            if state.configuration.appliesImmediately {
+                Self.apply([key: value], to: &state.saved)
+                return true
+            }
+            state.pending[key] = value
+            return false
+        }
+    }
+
+    /// Applies the pending changes and saves them.
+    public func save() throws(ObjectGraphError) {
+        try change(keys: nil) { state in
+            let applied = !state.pending.isEmpty
+            Self.apply(state.pending, to: &state.saved)
+            state.pending = [:]
+            return applied
+        }
+    }
+
+    /// Drops the pending changes.
+    public func revert() {
+        try? change(keys: nil) { state in
+            state.pending = [:]
+            return false
+        }
+    }
+
+    /// Every key back to its initial value (keys without one are removed); pending unless `appliesImmediately`.
+    public func revertToInitialValues() throws(ObjectGraphError) {
+        try change(keys: nil) { state in
+            let initial = state.configuration.initialValues
+            if state.configuration.appliesImmediately {
+                state.saved = [:]
+                return true
+            }
+            for key in Set(state.saved.keys).union(initial.keys) { state.pending[key] = initial[key] ?? .null }
+            return false
+        }
+    }
+
+    private static func apply(_ changes: [String: PropertyListValue], to saved: inout [String: PropertyListValue]) {
+        for (key, value) in changes { saved[key] = value.isNull ? nil : value }
+    }
+
+    /// Runs `body` under the lock (it answers whether saved values changed), persists, then tells observers.
+    private func change(keys: [String]?, _ body: (inout State) -> Bool) throws(ObjectGraphError) {
+        let (before, after, saved, version, applied, pending) = state.withLock { state in
+            let before = Self.values(of: state)
+            let applied = body(&state)
+            if applied { state.version += 1 }
+            return (before, Self.values(of: state), state.saved, state.version, applied, !state.pending.isEmpty)
+        }
+        if applied { try persist(saved, version: version) }
+        let changed = keys ?? Array(Set(before.keys).union(after.keys)).filter { before[$0] != after[$0] }.sorted()
+        let (observers, onNotification) = hooks.withLock { ($0.observers, $0.onNotification) }
+        let report = Change(keys: changed, hasUnappliedChanges: pending)
+        for observer in observers { observer(report) }
+        if applied {
+            onNotification?("DefaultsDidChange", "defaults", ["keys": .array(changed.map { .string($0) })])
+        }
+    }
+
+    /// Writes the saved values atomically (temporary file, then rename); a newer version already written wins.
+    private func persist(_ saved: [String: PropertyListValue], version: Int64) throws(ObjectGraphError) {
+        guard let path else { return }
+        let bytes = Data(PropertyListValue.dictionary(["values": .dictionary(saved)]).jsonBytes())
+        let failure: String? = writtenVersion.withLock { written in
+            guard version > written else { return nil }
+            let temporary = path + ".tmp-\(ProcessInfo.processInfo.processIdentifier)"
+            do {
+                let directory = (path as NSString).deletingLastPathComponent
+                if !directory.isEmpty {
+                    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+                }
+                try bytes.write(to: URL(fileURLWithPath: temporary))
+                guard rename(temporary, path) == 0 else { return "rename failed (errno \(errno))" }
+                written = version
+                return nil
+            } catch {
+                return "\(error)"
+            }
+        }
+        if let failure {
+            throw ObjectGraphError(
+                status: 500, code: "internal-error", message: "Cannot save the defaults to \(path): \(failure)")
+        }
+    }
+}

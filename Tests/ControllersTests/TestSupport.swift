@@ -1,0 +1,6 @@
+import Controllers
+import Foundation
+import ObjectGraph
+import PropertyList
+import Synchronization
+import Testing
