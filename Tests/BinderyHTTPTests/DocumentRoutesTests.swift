@@ -1,0 +1,152 @@
+import Foundation
+import HTTPTestSupport
+import PropertyList
+import Testing
+
+/// `/actions` (the responder chain, undo and redo) and `/store` (export and import) through a real server
+/// (API.md §9).
+struct DocumentRoutesTests {
+    func actions(_ response: TestResponse) -> [String: PropertyListValue] {
+        var byName: [String: PropertyListValue] = [:]
+        for entry in response.json?["actions"]?.arrayValue ?? [] {
+            if let name = entry["action"]?.stringValue { byName[name] = entry }
+        }
+        return byName
+    }
+
+    @Test func actionsListTheDocumentsActionsValidated() throws {
+        try withService { client in
+            let listed = actions(try client.request("GET", "/actions"))
+            #expect(listed["undo"] == ["action": "undo", "responder": "document", "enabled": false])
+            #expect(listed["redo"]?["enabled"] == false)
+            #expect(listed["save"]?["enabled"] == true)
+            #expect(listed["revertToSaved"]?["enabled"] == false)
+            let disabled = try client.request("POST", "/actions/undo")
+            #expect(disabled.status == 409)
+            #expect(disabled.errorCode == "action-disabled")
+            #expect(try client.request("PUT", "/objects/Employee/3/salary", json: "1").status == 200)
+            let after = actions(try client.request("GET", "/actions"))
+            #expect(after["undo"]?["enabled"] == true)
+            #expect(after["revertToSaved"]?["enabled"] == true)
+        }
+    }
+
+    @Test func unknownFirstResponderAndNoResponder() throws {
+        try withService { client in
+            let unknown = try client.request("POST", "/actions/undo", headers: ["X-First-Responder": "nope"])
+            #expect(unknown.status == 404)
+            #expect(unknown.errorCode == "no-such-controller")
+            let listing = try client.request("GET", "/actions", headers: ["X-First-Responder": "nope"])
+            #expect(listing.errorCode == "no-such-controller")
+            let targeted = try client.request(
+                "POST", "/actions/add", json: #"{"target": "controllers/nope", "sender": null}"#)
+            #expect(targeted.status == 404)
+            #expect(targeted.errorCode == "no-such-controller")
+            let nobody = try client.request("POST", "/actions/frobnicate", json: "{}")
+            #expect(nobody.status == 404)
+            #expect(nobody.errorCode == "no-responder")
+            let badTarget = try client.request("POST", "/actions/save", json: #"{"target": 3}"#)
+            #expect(badTarget.status == 422)
+        }
+    }
+
+    @Test func undoAndRedoOverHTTPAreObservedChanges() throws {
+        try withService { client in
+            let original = try client.request("GET", "/objects/Employee/3/salary").json
+            let put = try client.request("PUT", "/objects/Employee/3/salary", json: "1234")
+            #expect(put.header("X-Store-Seq") == "2")
+            let undo = try client.request("POST", "/actions/undo", json: #"{"target": null, "sender": "menu"}"#)
+            #expect(undo.status == 200)
+            #expect(undo.json == ["action": "undo", "responder": "document", "seq": 3])
+            #expect(try client.request("GET", "/objects/Employee/3/salary").json == original)
+            let redo = try client.request("POST", "/actions/redo", json: #"{"target": "document"}"#)
+            #expect(redo.json?["seq"] == 4)
+            #expect(try client.request("GET", "/objects/Employee/3/salary").json == 1234)
+            let feed = try client.request("GET", "/changes?since=2&timeout=5")
+            let changes = feed.json?["changes"]?.arrayValue ?? []
+            #expect(changes.map { $0["seq"] } == [3, 4])
+            #expect(changes.first?["new"] == original)
+            #expect(changes.last?["new"] == 1234)
+        }
+    }
+
+    @Test func undoOfDeleteOverHTTPRestoresRelationships() throws {
+        try withService { client in
+            let before = try client.request("GET", "/objects/Employee/2").json
+            let department = try client.request("GET", "/objects/Department/1/employees").json
+            #expect(try client.request("DELETE", "/objects/Employee/2").status == 204)
+            #expect(try client.request("GET", "/objects/Employee/2").status == 404)
+            #expect(try client.request("POST", "/actions/undo").status == 200)
+            #expect(try client.request("GET", "/objects/Employee/2").json == before)
+            #expect(try client.request("GET", "/objects/Department/1/employees").json == department)
+        }
+    }
+
+    @Test func saveAndRevertToSaved() throws {
+        try withService { client in
+            #expect(try client.request("PUT", "/objects/Employee/3/salary", json: "1").status == 200)
+            let save = try client.request("POST", "/actions/save")
+            #expect(save.status == 200)
+            #expect(save.json?["seq"] == 2)
+            let saved = try client.request("GET", "/store").json?["objects"]
+            #expect(try client.request("PUT", "/objects/Employee/3/salary", json: "2").status == 200)
+            #expect(try client.request("POST", "/actions/revertToSaved").status == 200)
+            #expect(try client.request("GET", "/store").json?["objects"] == saved)
+            #expect(actions(try client.request("GET", "/actions"))["revertToSaved"]?["enabled"] == false)
+        }
+    }
+
+    @Test func exportThenImportRoundTripsToAnIdenticalGraph() throws {
+        try withService { client in
+            let export = try client.request("GET", "/store")
+            #expect(export.status == 200)
+            #expect(export.json?["seq"] == 1)
+            #expect(export.json?["objects"]?.arrayValue?.count == 37)
+            let put = try client.request("PUT", "/store", body: export.body)
+            #expect(put.status == 200)
+            #expect(put.json == ["seq": 2, "count": 37])
+            let again = try client.request("GET", "/store")
+            #expect(again.json?["objects"] == export.json?["objects"])
+            #expect(again.json?["seq"] == 2)
+            let plist = try client.request("GET", "/store", headers: ["Accept": "application/x-plist"])
+            #expect(plist.header("Content-Type") == "application/x-plist")
+            #expect(plist.text.contains("<plist version=\"1.0\">"))
+            let imported = try client.request(
+                "PUT", "/store", headers: ["Content-Type": "application/x-plist"], body: plist.body)
+            #expect(imported.status == 200)
+            #expect(try client.request("GET", "/store").json?["objects"] == export.json?["objects"])
+        }
+    }
+
+    @Test func invalidImportChangesNothing() throws {
+        try withService { client in
+            let export = try client.request("GET", "/store")
+            let missingName =
+                #"{"objects": [{"$id": "Department/1", "name": "A"}, {"$id": "Employee/1", "#
+                + #""firstName": "X", "department": {"$ref": "Department/1"}}]}"#
+            let invalid = try client.request("PUT", "/store", json: missingName)
+            #expect(invalid.status == 422)
+            let unknownKey = try client.request(
+                "PUT", "/store", json: #"{"objects": [{"$id": "Department/1", "x": 1}]}"#)
+            #expect(unknownKey.status == 422)
+            #expect(try client.request("PUT", "/store", json: "{\"objects\": [").status == 400)
+            #expect(
+                try client.request("PUT", "/store", headers: ["Content-Type": "application/x-plist"], body: [1, 2])
+                    .status == 400)
+            let after = try client.request("GET", "/store")
+            #expect(after.json == export.json)
+            #expect(after.header("X-Store-Seq") == "1")
+        }
+    }
+
+    @Test func importIsOneUndoGroup() throws {
+        try withService { client in
+            let export = try client.request("GET", "/store")
+            let small = #"{"objects": [{"$id": "Department/9", "name": "Only"}]}"#
+            #expect(try client.request("PUT", "/store", json: small).status == 200)
+            #expect(try client.request("GET", "/objects/Employee").json?["count"] == 0)
+            #expect(try client.request("POST", "/actions/undo").status == 200)
+            #expect(try client.request("GET", "/store").json?["objects"] == export.json?["objects"])
+        }
+    }
+}

@@ -1,0 +1,216 @@
+import Foundation
+import HTTPTestSupport
+import PropertyList
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The `bindery` executable next to the test bundle (the same build folder), if it was built.
+let binderyBinary: String? = {
+    let buildFolder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    for candidate in [buildFolder.appendingPathComponent("bindery").path, packageRoot + "/.build/debug/bindery"]
+    where FileManager.default.isExecutableFile(atPath: candidate) {
+        return candidate
+    }
+    return nil
+}()
+
+/// A `bindery serve` child process on a free port.
+struct ServerProcess {
+    let process: Process
+    let port: UInt16
+    let errors: Pipe
+
+    var client: TestHTTPClient { TestHTTPClient(port: port, timeout: 5) }
+
+    /// Starts the server and waits for its `listening` line; nil (with the exit status) when it exits first.
+    static func start(data: String, fsync: String = "always") throws -> (ServerProcess?, Int32, String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binderyBinary ?? "/nonexistent")
+        process.arguments = [
+            "serve", "--fixture", packageRoot + "/Fixtures/employees", "--data", data, "--port", "0", "--fsync", fsync,
+            "--public", packageRoot + "/Public", "--threads", "4",
+        ]
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        var line: [UInt8] = []
+        let handle = output.fileHandleForReading
+        while true {
+            let byte = handle.readData(ofLength: 1)
+            if byte.isEmpty { break }
+            if byte.first == UInt8(ascii: "\n") { break }
+            line.append(contentsOf: byte)
+        }
+        let text = String(decoding: line, as: UTF8.self)
+        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else {
+            process.waitUntilExit()
+            let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            return (nil, process.terminationStatus, message)
+        }
+        return (ServerProcess(process: process, port: port, errors: errors), 0, "")
+    }
+
+    func kill9() {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    func terminate() -> Int32 {
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+}
+
+/// Runs `body` on `count` threads at once and waits for all.
+func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) -> [Thread] {
+    (0..<count).map { index in
+        let thread = Thread { body(index) }
+        thread.start()
+        return thread
+    }
+}
+
+/// The real executable: restart, kill -9 and the lock on the data directory (API.md §0, §9).
+@Suite(.enabled(if: binderyBinary != nil, "needs the bindery executable in the build folder"), .serialized)
+struct PersistenceProcessTests {
+    @Test func restartKeepsChangesAndTheLockRefusesASecondServer() throws {
+        try withTemporaryDataDirectory { data in
+            let (started, _, _) = try ServerProcess.start(data: data, fsync: "batch")
+            let server = try #require(started)
+            let client = server.client
+            #expect(try client.request("PUT", "/objects/Employee/3/salary", json: "4321").status == 200)
+            let insert = try client.request(
+                "POST", "/objects/Department", json: #"{"$id": "77", "name": "Persisted"}"#)
+            #expect(insert.status == 201)
+            let (second, status, message) = try ServerProcess.start(data: data)
+            #expect(second == nil)
+            #expect(status != 0)
+            #expect(message.contains("in use by another bindery"))
+            #expect(server.terminate() == 0)
+            let (restarted, _, _) = try ServerProcess.start(data: data)
+            let again = try #require(restarted)
+            defer { _ = again.terminate() }
+            #expect(try again.client.request("GET", "/objects/Employee/3/salary").json == 4321)
+            #expect(try again.client.request("GET", "/objects/Department/77/name").json == "Persisted")
+            #expect(try again.client.request("GET", "/objects/Employee").json?["count"] == 32)
+            #expect(try again.client.request("GET", "/healthz").header("X-Store-Seq") == "3")
+        }
+    }
+
+    @Test func killNineDuringConcurrentWritesLosesNoAcknowledgedWrite() throws {
+        try withTemporaryDataDirectory { data in
+            let writers = 4
+            var expected = [Int](repeating: 0, count: writers)
+            for round in 0..<3 {
+                let (started, _, _) = try ServerProcess.start(data: data)
+                let server = try #require(started)
+                for writer in 0..<writers {
+                    let value = try server.client.request("GET", "/objects/Employee/\(writer + 1)/salary").json
+                    let stored = Int(value?.integerValue ?? -1)
+                    // Acknowledged writes are all there; at most the one in flight at the kill is there too.
+                    if round > 0 {
+                        #expect(stored == expected[writer] || stored == expected[writer] + 1, "round \(round)")
+                    }
+                    expected[writer] = stored
+                }
+                let acknowledged = Mutex([Int](expected))
+                let start = expected
+                let threads = onThreads(writers) { writer in
+                    let client = server.client
+                    var value = start[writer]
+                    while true {
+                        value += 1
+                        guard
+                            let response = try? client.request(
+                                "PUT", "/objects/Employee/\(writer + 1)/salary", json: String(value)),
+                            response.status == 200
+                        else { return }
+                        acknowledged.withLock { $0[writer] = value }
+                    }
+                }
+                Thread.sleep(forTimeInterval: 0.6)
+                server.kill9()
+                while threads.contains(where: { !$0.isFinished }) { Thread.sleep(forTimeInterval: 0.01) }
+                expected = acknowledged.withLock { $0 }
+                #expect(zip(expected, start).allSatisfy { $0 > $1 }, "every writer got writes acknowledged")
+            }
+            let (started, _, _) = try ServerProcess.start(data: data)
+            let server = try #require(started)
+            defer { _ = server.terminate() }
+            for writer in 0..<writers {
+                let stored = try server.client.request("GET", "/objects/Employee/\(writer + 1)/salary").json
+                let value = Int(stored?.integerValue ?? -1)
+                #expect(value == expected[writer] || value == expected[writer] + 1)
+            }
+        }
+    }
+
+    @Test func killNineUnderInsertLoadLeavesRelationshipsConsistent() throws {
+        try withTemporaryDataDirectory { data in
+            let (started, _, _) = try ServerProcess.start(data: data, fsync: "batch")
+            let server = try #require(started)
+            let inserted = Mutex<[String]>([])
+            let threads = onThreads(4) { writer in
+                let client = server.client
+                for n in 0..<100_000 {
+                    let body =
+                        #"{"$id": "w\#(writer)-\#(n)", "firstName": "F", "lastName": "L", "#
+                        + #""department": {"$ref": "Department/\#(n % 5 + 1)"}, "manager": {"$ref": "Employee/\#(n % 32 + 1)"}}"#
+                    guard let response = try? client.request("POST", "/objects/Employee", json: body),
+                        response.status == 201
+                    else { return }
+                    inserted.withLock { $0.append("w\(writer)-\(n)") }
+                }
+            }
+            Thread.sleep(forTimeInterval: 0.8)
+            server.kill9()
+            while threads.contains(where: { !$0.isFinished }) { Thread.sleep(forTimeInterval: 0.01) }
+            let acknowledged = inserted.withLock { $0 }
+            #expect(!acknowledged.isEmpty)
+            let (restarted, _, _) = try ServerProcess.start(data: data)
+            let again = try #require(restarted)
+            defer { _ = again.terminate() }
+            let client = again.client
+            let employees = try client.request("GET", "/objects/Employee?keys=department,manager").json
+            let list = employees?["objects"]?.arrayValue ?? []
+            let ids = Set(list.compactMap { $0["$id"]?.stringValue })
+            for id in acknowledged { #expect(ids.contains("Employee/" + id)) }
+            var members: [String: Set<String>] = [:]
+            for employee in list {
+                let id = employee["$id"]?.stringValue ?? ""
+                members[employee["department"]?["$ref"]?.stringValue ?? "none", default: []].insert(id)
+            }
+            #expect(members["none"] == nil)
+            var total = 0
+            for department in 1...5 {
+                let employeesOf = try client.request("GET", "/objects/Department/\(department)/employees").json
+                let refs = (employeesOf?.arrayValue ?? []).compactMap { $0["$ref"]?.stringValue }
+                #expect(Set(refs) == members["Department/\(department)"] ?? [])
+                #expect(refs.count == Set(refs).count)
+                total += refs.count
+            }
+            #expect(total == list.count)
+            let reports = try client.request("GET", "/objects/Employee?keys=directReports").json
+            var reportCount = 0
+            for employee in reports?["objects"]?.arrayValue ?? [] {
+                reportCount += employee["directReports"]?.arrayValue?.count ?? 0
+            }
+            let managed = list.filter { !($0["manager"]?.isNull ?? true) }.count
+            #expect(reportCount == managed)
+        }
+    }
+}
+
+/// A fresh temporary data directory, removed afterwards.
+func withTemporaryDataDirectory(_ body: (String) throws -> Void) throws {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("bindery-data-\(UUID().uuidString)").path
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    try body(path)
+}
