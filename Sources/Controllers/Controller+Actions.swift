@@ -92,7 +92,7 @@ extension Controller {
             objectController.adopt(object, in: context)
             return
         }
-        if options.clearsFilterPredicateOnInsertion, description.filterPredicate != nil {
+        if self is ArrayController, options.clearsFilterPredicateOnInsertion, description.filterPredicate != nil {
             description.filterPredicate = nil
             context.emit(self, .filterPredicate)
             try? rearrangementDidChange(in: context)

@@ -9,7 +9,8 @@ public struct ControllerOptions: Sendable, Hashable {
     public var preservesSelection = true
     /// Select what `add` and `insert` create.
     public var selectsInsertedObjects = true
-    /// `add` and `insert` clear the filter predicate, so the new object is visible.
+    /// `add` and `insert` clear the filter predicate, so the new object is visible (array controllers only: a
+    /// tree's filter chooses its roots).
     public var clearsFilterPredicateOnInsertion = true
     /// The selection proxy answers `MultipleValues` for any multiple selection, even with equal values.
     public var alwaysUsesMultipleValuesMarker = false

@@ -1,0 +1,242 @@
+import Controllers
+import ObjectGraph
+import PropertyList
+import Testing
+
+struct ControllerDefaultsTests {
+    @Test func create_omittedOptions_useCocoaDefaults() throws {
+        let h = try Harness()
+        let state = try h.employees()
+        #expect(state["avoidsEmptySelection"] == true)
+        #expect(state["preservesSelection"] == true)
+        #expect(state["selectsInsertedObjects"] == true)
+        #expect(state["clearsFilterPredicateOnInsertion"] == true)
+        #expect(state["alwaysUsesMultipleValuesMarker"] == false)
+        #expect(state["automaticallyRearrangesObjects"] == false)
+        #expect(state["editable"] == true)
+        #expect(state["isEditing"] == false)
+        #expect(state["canAdd"] == true)
+        #expect(state["canRemove"] == true)
+    }
+
+    @Test func create_avoidsEmptySelection_selectsFirstObject() throws {
+        let h = try Harness()
+        try h.employees()
+        #expect(try h.selection() == [0])
+        #expect(try h.names() == ["Archer", "Baker", "Cole", "Dunn", "Evans"])
+    }
+
+    @Test func create_avoidsEmptySelectionOff_startsEmpty() throws {
+        let h = try Harness()
+        try h.employees(options: ["avoidsEmptySelection": false])
+        #expect(try h.selection() == [])
+        #expect(try h.value("selection.lastName") == marker("NoSelection"))
+    }
+
+    @Test func create_badDeclarations_areRefused() throws {
+        let h = try Harness()
+        expectError("no-such-entity", status: 404) { try h.employees(content: "Nope") }
+        expectError("bad-binding", status: 400) { try h.employees(content: "Department/1..employees") }
+        expectError("bad-binding", status: 422) { try h.employees(content: "@nobody.selection.employees") }
+        expectError("bad-predicate", status: 400) { try h.employees(filter: "salary >") }
+        expectError("undefined-key", status: 404) { try h.employees(sort: "nope") }
+        expectError("bad-controller", status: 400) { try h.make(["name": "x", "kind": "nope", "content": "Employee"]) }
+        expectError("bad-controller", status: 400) {
+            try h.make(["name": "x", "content": "Employee", "editable": "yes"])
+        }
+        try h.employees()
+        expectError("conflict", status: 409) { try h.employees() }
+        expectError("no-such-controller", status: 404) { try h.value("selection", of: "nobody") }
+    }
+
+    @Test func remove_runtimeController_succeeds_declaredOrFollowed_refused() throws {
+        let h = try Harness()
+        try h.registry.loadDeclarations(json: [
+            "controllers": [["name": "declared", "kind": "array", "content": "Department"]]
+        ])
+        try h.employees("master", content: "Department", sort: "name")
+        try h.employees("detail", content: "@master.selection.employees")
+        expectError("conflict", status: 409) { try h.registry.remove(named: "declared") }
+        expectError("conflict", status: 409) { try h.registry.remove(named: "master") }
+        try h.registry.remove(named: "detail")
+        try h.registry.remove(named: "master")
+        #expect(h.registry.names == ["declared"])
+    }
+}
+
+struct SortingTests {
+    func harness() throws -> Harness {
+        try Harness(objects: [
+            ["$id": "Department/1", "name": "D"],
+            ["$id": "Employee/1", "firstName": "a", "lastName": "beta", "department": ref("Department/1")],
+            ["$id": "Employee/2", "firstName": "b", "lastName": "Item 10", "department": ref("Department/1")],
+            ["$id": "Employee/3", "firstName": "c", "lastName": "Alpha", "department": ref("Department/1")],
+            ["$id": "Employee/4", "firstName": "d", "lastName": "item 9", "department": ref("Department/1")],
+            ["$id": "Employee/5", "firstName": "e", "lastName": "Alpha", "department": ref("Department/1")],
+        ])
+    }
+
+    @Test func sort_compareSelector_ordersByUnicodeScalars() throws {
+        let h = try harness()
+        try h.employees(sort: "lastName")
+        #expect(try h.names() == ["Alpha", "Alpha", "Item 10", "beta", "item 9"])
+    }
+
+    @Test func sort_caseInsensitiveCompare_foldsCase() throws {
+        let h = try harness()
+        try h.employees(sort: "lastName:caseInsensitiveCompare:")
+        #expect(try h.names() == ["Alpha", "Alpha", "beta", "Item 10", "item 9"])
+    }
+
+    @Test func sort_localizedStandardCompare_ordersNumbersByValue() throws {
+        let h = try harness()
+        try h.employees(sort: "lastName:localizedStandardCompare:")
+        #expect(try h.names() == ["Alpha", "Alpha", "beta", "item 9", "Item 10"])
+    }
+
+    @Test func sort_twoKeysDescending_secondKeyBreaksTies() throws {
+        let h = try harness()
+        try h.employees(sort: "lastName,-firstName")
+        #expect(try h.value("arrangedObjects.firstName").arrayValue?.prefix(2) == ["e", "c"])
+    }
+
+    @Test func setSortDescriptors_rearranges_preservesSelection() throws {
+        let h = try harness()
+        try h.employees(sort: "lastName")
+        try h.select([2])
+        try h.registry.setSortDescriptors(
+            [SortDescriptor(key: "lastName", ascending: false, selector: .localizedStandardCompare)], controller: "e")
+        #expect(try h.names() == ["Item 10", "item 9", "beta", "Alpha", "Alpha"])
+        #expect(try h.selectedNames() == ["Item 10"])
+        #expect(h.reported(.sortDescriptors))
+        expectError("undefined-key") {
+            try h.registry.setSortDescriptors([SortDescriptor(key: "nope")], controller: "e")
+        }
+        #expect(try h.value("sortDescriptors").arrayValue?.first?["key"] == "lastName")
+    }
+}
+
+struct SelectionProxyTests {
+    @Test func selection_noSelection_answersNoSelectionMarker() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.select([])
+        #expect(try h.value("selection.lastName") == marker("NoSelection"))
+        #expect(try h.value("selection")["lastName"] == marker("NoSelection"))
+    }
+
+    @Test func selection_oneSelected_answersItsValue() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.select([1])
+        #expect(try h.value("selection.lastName") == "Baker")
+        #expect(try h.value("selection.department.name") == "Sales")
+        #expect(try h.value("selection.manager") == ref("Employee/ann"))
+        #expect(try h.value("selection")["salary"] == 200)
+    }
+
+    @Test func selection_manySelected_equalValues_answersTheValue() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.select([0, 1, 2])
+        #expect(try h.value("selection.department.name") == "Sales")
+    }
+
+    @Test func selection_manySelected_differentValues_answersMultipleValues() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.select([0, 1])
+        #expect(try h.value("selection.lastName") == marker("MultipleValues"))
+    }
+
+    @Test func selection_alwaysUsesMultipleValuesMarker_equalValues_answersMultipleValues() throws {
+        let h = try Harness()
+        try h.employees(options: ["alwaysUsesMultipleValuesMarker": true])
+        try h.select([0, 1])
+        #expect(try h.value("selection.department.name") == marker("MultipleValues"))
+        try h.select([1])
+        #expect(try h.value("selection.department.name") == "Sales")
+    }
+
+    @Test func selection_undefinedKey_answersNotApplicable() throws {
+        let h = try Harness()
+        try h.employees()
+        #expect(try h.value("selection.nope") == marker("NotApplicable"))
+    }
+}
+
+struct SetThroughSelectionTests {
+    @Test func setSelectionValue_manySelected_setsEveryObjectInOneTransaction() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.select([1, 2])
+        let seq = h.store.seq
+        let answer = try h.registry.setSelectionValue(555, forKeyPath: "salary", controller: "e")
+        #expect(answer == 555)
+        #expect(h.store.seq == seq + 1)
+        #expect(try h.json("salary", of: "Employee/bob") == 555)
+        #expect(try h.json("salary", of: "Employee/cy") == 555)
+        #expect(try h.json("salary", of: "Employee/ann") == 300)
+    }
+
+    @Test func setSelectionValue_invalidValue_changesNothing() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.select([1, 2])
+        let seq = h.store.seq
+        expectError("validation-failed", status: 422) {
+            try h.registry.setSelectionValue(-1, forKeyPath: "salary", controller: "e")
+        }
+        #expect(h.store.seq == seq)
+        #expect(try h.json("salary", of: "Employee/bob") == 200)
+    }
+
+    @Test func setSelectionValue_notEditable_refused() throws {
+        let h = try Harness()
+        try h.employees(options: ["editable": false])
+        expectError("not-editable", status: 409) {
+            try h.registry.setSelectionValue(1, forKeyPath: "salary", controller: "e")
+        }
+        #expect(try h.value("canRemove") == false)
+    }
+}
+
+struct SelectionIndexesTests {
+    @Test func setSelectionIndexes_outOfRange_clipped() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.select([1, 4, 9])
+        #expect(try h.selection() == [1, 4])
+    }
+
+    @Test func setSelectionIndexes_empty_honouredAcrossRearranging() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.select([])
+        try h.registry.perform("rearrangeObjects", controller: "e")
+        #expect(try h.selection() == [])
+        try h.set("lastName", of: "Employee/dee", to: "Aaron")
+        #expect(try h.selection() == [])
+    }
+
+    @Test func setSelectedObjects_selectsThoseArranged() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.registry.setSelectedObjects([id("Employee/eve"), id("Employee/cy"), id("Employee/zed")], controller: "e")
+        #expect(try h.selection() == [2, 4])
+    }
+
+    @Test func selectNext_selectPrevious_moveAndStopAtTheEnds() throws {
+        let h = try Harness()
+        try h.employees()
+        #expect(try h.value("canSelectPrevious") == false)
+        try h.registry.perform("selectNext", controller: "e")
+        #expect(try h.selection() == [1])
+        try h.select([2, 4])
+        #expect(try h.value("canSelectNext") == false)
+        expectError("action-disabled", status: 409) { try h.registry.perform("selectNext", controller: "e") }
+        try h.registry.perform("selectPrevious", controller: "e")
+        #expect(try h.selection() == [1])
+        expectError("not-found", status: 404) { try h.registry.perform("fly", controller: "e") }
+    }
+}

@@ -1,0 +1,125 @@
+import Controllers
+import ObjectGraph
+import PropertyList
+import Testing
+
+struct EditingTests {
+    @Test func commitEditing_validEdits_appliedAtomically_editsCleared_notificationPosted() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.select([1, 2])
+        try h.registry.setPendingEdit(400, forKeyPath: "salary", controller: "e")
+        try h.registry.setPendingEdit("Sam", forKeyPath: "firstName", controller: "e")
+        #expect(try h.value("isEditing") == true)
+        #expect(try h.registry.edits(controller: "e") == ["salary": 400, "firstName": "Sam"])
+        #expect(try h.json("salary", of: "Employee/bob") == 200)
+        let seq = h.store.seq
+        try h.registry.perform("commitEditing", controller: "e")
+        #expect(h.store.seq == seq + 1)
+        #expect(try h.json("salary", of: "Employee/cy") == 400)
+        #expect(try h.json("firstName", of: "Employee/bob") == "Sam")
+        #expect(try h.value("isEditing") == false)
+        #expect(h.reported(.isEditing))
+        #expect(h.notifications == ["ControllerDidCommitEditing"])
+    }
+
+    @Test func commitEditing_invalidEdits_422WithEveryError_editsKept_nothingChanged() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.select([1])
+        try h.registry.setPendingEdit("lots", forKeyPath: "salary", controller: "e")
+        try h.registry.setPendingEdit(7, forKeyPath: "hireDate", controller: "e")
+        try h.registry.setPendingEdit("Sam", forKeyPath: "firstName", controller: "e")
+        let seq = h.store.seq
+        let error = expectError("validation-failed", status: 422) {
+            try h.registry.perform("commitEditing", controller: "e")
+        }
+        #expect(error?.fields["errors"]?.arrayValue?.count == 2)
+        #expect(h.store.seq == seq)
+        #expect(try h.json("firstName", of: "Employee/bob") == "Bob")
+        #expect(try h.value("isEditing") == true)
+        #expect(try h.registry.edits(controller: "e")["firstName"] == "Sam")
+    }
+
+    @Test func commitEditing_constraintViolation_422_editsKept() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.registry.setPendingEdit(-5, forKeyPath: "salary", controller: "e")
+        expectError("validation-failed", status: 422) { try h.registry.perform("commitEditing", controller: "e") }
+        #expect(try h.value("isEditing") == true)
+    }
+
+    @Test func discardEditing_dropsEdits_modelUnchanged() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.registry.setPendingEdit(1, forKeyPath: "salary", controller: "e")
+        try h.registry.perform("discardEditing", controller: "e")
+        #expect(try h.value("isEditing") == false)
+        #expect(try h.registry.edits(controller: "e") == [:])
+        #expect(try h.json("salary", of: "Employee/ann") == 300)
+    }
+
+    @Test func selectionChange_withValidPendingEdits_commitsFirst() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.registry.setPendingEdit(1, forKeyPath: "salary", controller: "e")
+        try h.select([3])
+        #expect(try h.json("salary", of: "Employee/ann") == 1)
+        #expect(try h.json("salary", of: "Employee/dee") == 100)
+        #expect(try h.selectedNames() == ["Dunn"])
+        #expect(try h.value("isEditing") == false)
+    }
+
+    @Test func selectionChange_withInvalidPendingEdits_422_keepsOldSelectionAndEdits() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.registry.setPendingEdit(-1, forKeyPath: "salary", controller: "e")
+        expectError("validation-failed", status: 422) { try h.select([3]) }
+        #expect(try h.selection() == [0])
+        #expect(try h.value("isEditing") == true)
+        expectError("validation-failed", status: 422) { try h.registry.perform("selectNext", controller: "e") }
+        #expect(try h.selection() == [0])
+    }
+
+    @Test func objectController_commitEditing_appliesToContent() throws {
+        let h = try Harness()
+        try h.make(["name": "o", "kind": "object", "content": "Employee/cy"])
+        try h.registry.setPendingEdit("Cyrus", forKeyPath: "firstName", controller: "o")
+        try h.registry.perform("commitEditing", controller: "o")
+        #expect(try h.json("firstName", of: "Employee/cy") == "Cyrus")
+        #expect(try h.value("selection.firstName", of: "o") == "Cyrus")
+    }
+}
+
+struct ObservingControllerKeysTests {
+    @Test func selectionChange_reportsSelectionIndexesAndSelection() throws {
+        let h = try Harness()
+        try h.employees()
+        h.clearReports()
+        try h.select([2])
+        #expect(h.reported(.selectionIndexes))
+        #expect(h.reported(.selection))
+        #expect(!h.reported(.arrangedObjects))
+    }
+
+    @Test func modelChangeOfContentObject_reportsArrangedObjectsWithSeq() throws {
+        let h = try Harness()
+        try h.employees()
+        h.clearReports()
+        try h.set("salary", of: "Employee/cy", to: 5)
+        let seq = h.store.seq
+        #expect(h.changes.contains { $0.key == .arrangedObjects && $0.seq == seq })
+    }
+
+    @Test func controllerKeys_readThroughValueForKeyPath() throws {
+        let h = try Harness()
+        try h.employees()
+        #expect(try h.value("arrangedObjects.@count") == 5)
+        #expect(try h.value("arrangedObjects.@max.salary") == 300)
+        #expect(try h.value("selectedObjects") == [ref("Employee/ann")])
+        #expect(try h.value("count") == 5)
+        #expect(try h.value("canSelectNext") == true)
+        #expect(try h.value("avoidsEmptySelection") == true)
+        expectError("undefined-key", status: 404) { try h.value("nope") }
+    }
+}

@@ -1,0 +1,123 @@
+import Controllers
+import ObjectGraph
+import PropertyList
+import Testing
+
+/// departments (Legal, Research, Sales) → employees of the selected department → the selected employee.
+struct MasterDetailTests {
+    func harness() throws -> Harness {
+        let h = try Harness()
+        try h.employees("departments", content: "Department", sort: "name")
+        try h.employees("staff", content: "@departments.selection.employees")
+        try h.make(["name": "person", "kind": "object", "content": "@staff.selection"])
+        return h
+    }
+
+    @Test func detail_followsMasterSelection() throws {
+        let h = try harness()
+        #expect(try h.names("staff").isEmpty)
+        try h.select([2], "departments")
+        #expect(try h.names("staff") == ["Archer", "Baker", "Cole", "Evans"])
+        #expect(try h.selectedNames("staff") == ["Archer"])
+        #expect(try h.value("selection.firstName", of: "person") == "Ann")
+        try h.select([1], "departments")
+        #expect(try h.names("staff") == ["Dunn"])
+        #expect(try h.value("selection.firstName", of: "person") == "Dee")
+        #expect(h.reported(.content, of: "staff"))
+        #expect(h.reported(.selection, of: "person"))
+    }
+
+    @Test func detail_masterMultipleSelection_hasNoContent() throws {
+        let h = try harness()
+        try h.select([1, 2], "departments")
+        #expect(try h.names("staff").isEmpty)
+        #expect(try h.value("selection.lastName", of: "person") == marker("NoSelection"))
+    }
+
+    @Test func detail_followsModelChanges() throws {
+        let h = try harness()
+        try h.select([1], "departments")
+        try h.set("department", of: "Employee/eve", to: ref("Department/2"))
+        #expect(try h.names("staff") == ["Dunn", "Evans"])
+        try h.set("lastName", of: "Employee/dee", to: "Zane")
+        #expect(try h.value("selection.lastName", of: "person") == "Zane")
+        try h.store.transaction { try $0.delete(id("Employee/dee")) }
+        #expect(try h.names("staff") == ["Evans"])
+        #expect(try h.value("selection.lastName", of: "person") == "Evans")
+    }
+
+    @Test func detail_masterObjectDeleted_followsNewSelection() throws {
+        let h = try harness()
+        try h.select([0], "departments")
+        try h.store.transaction { try $0.delete(id("Department/3")) }
+        #expect(try h.value("arrangedObjects.name", of: "departments") == ["Research", "Sales"])
+        #expect(try h.names("staff") == ["Dunn"])
+    }
+
+    @Test func objectController_addRemove_entityAndBoundModes() throws {
+        let h = try harness()
+        try h.select([1], "departments")
+        #expect(try h.value("canAdd", of: "person") == false)
+        #expect(try h.value("canRemove", of: "person") == true)
+        try h.registry.perform("remove", controller: "person")
+        #expect(try h.names("staff").isEmpty)
+        try h.make(["name": "fresh", "kind": "object", "content": "Department"])
+        #expect(try h.value("canRemove", of: "fresh") == false)
+        try h.registry.perform("add", controller: "fresh", body: ["object": ["name": "Ops"]])
+        #expect(try h.value("selection.name", of: "fresh") == "Ops")
+        #expect(try h.value("arrangedObjects.name", of: "departments") == ["Legal", "Ops", "Research", "Sales"])
+    }
+}
+
+struct AutomaticRearrangingTests {
+    @Test func sortKeyChange_automaticallyRearrangesOff_keepsOrder() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.set("lastName", of: "Employee/ann", to: "Zorn")
+        #expect(try h.names() == ["Zorn", "Baker", "Cole", "Dunn", "Evans"])
+        try h.registry.perform("rearrangeObjects", controller: "e")
+        #expect(try h.names() == ["Baker", "Cole", "Dunn", "Evans", "Zorn"])
+        #expect(try h.selectedNames() == ["Zorn"])
+    }
+
+    @Test func sortKeyChange_automaticallyRearrangesOn_movesObject_keepsSelection() throws {
+        let h = try Harness()
+        try h.employees(options: ["automaticallyRearrangesObjects": true])
+        try h.select([0, 2])
+        try h.set("lastName", of: "Employee/ann", to: "Zorn")
+        #expect(try h.names() == ["Baker", "Cole", "Dunn", "Evans", "Zorn"])
+        #expect(try h.selectedNames() == ["Cole", "Zorn"])
+        #expect(try h.value("isSorted") == true)
+    }
+
+    @Test func filterKeyChange_automaticallyRearrangesOn_objectLeavesAndEnters() throws {
+        let h = try Harness()
+        try h.employees(filter: "salary < 250", options: ["automaticallyRearrangesObjects": true])
+        #expect(try h.names() == ["Baker", "Cole", "Dunn"])
+        try h.set("salary", of: "Employee/cy", to: 900)
+        #expect(try h.names() == ["Baker", "Dunn"])
+        try h.set("salary", of: "Employee/ann", to: 1)
+        #expect(try h.names() == ["Archer", "Baker", "Dunn"])
+    }
+
+    @Test func relatedObjectChange_automaticallyRearrangesOn_resortsByKeyPath() throws {
+        let h = try Harness()
+        try h.employees(sort: "department.name,lastName", options: ["automaticallyRearrangesObjects": true])
+        #expect(try h.names() == ["Dunn", "Archer", "Baker", "Cole", "Evans"])
+        try h.set("name", of: "Department/2", to: "Zoology")
+        #expect(try h.names() == ["Archer", "Baker", "Cole", "Evans", "Dunn"])
+    }
+
+    @Test func contentChangeElsewhere_alwaysRearranges() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.store.transaction {
+            try $0.insert(
+                "Employee", id: "abe",
+                values: ["firstName": "Abe", "lastName": "Abbot", "department": ref("Department/3")])
+        }
+        #expect(try h.names() == ["Abbot", "Archer", "Baker", "Cole", "Dunn", "Evans"])
+        #expect(try h.selectedNames() == ["Archer"])
+        #expect(h.reported(.arrangedObjects))
+    }
+}

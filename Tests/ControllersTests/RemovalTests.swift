@@ -1,0 +1,233 @@
+import Controllers
+import ObjectGraph
+import PropertyList
+import Testing
+
+/// Arranged: Archer, Baker, Cole, Dunn, Evans.
+struct RemovalTests {
+    @Test func removeSelected_entityMode_deletesTheObject() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.select([3])
+        try h.registry.perform("remove", controller: "e")
+        #expect(try h.names() == ["Archer", "Baker", "Cole", "Evans"])
+        #expect(h.store.read { $0.contains(id("Employee/dee")) } == false)
+    }
+
+    @Test func removeSelected_avoidsEmptySelection_selectsNeighbour() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.select([1])
+        try h.registry.perform("remove", controller: "e")
+        #expect(try h.selection() == [1])
+        #expect(try h.selectedNames() == ["Cole"])
+    }
+
+    @Test func removeSelectedLast_avoidsEmptySelection_selectsNewLast() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.select([4])
+        try h.registry.perform("remove", controller: "e")
+        #expect(try h.selectedNames() == ["Dunn"])
+    }
+
+    @Test func removeSelected_withoutAvoidsEmptySelection_leavesNothingSelected() throws {
+        let h = try Harness()
+        try h.employees(options: ["avoidsEmptySelection": false])
+        try h.select([1])
+        try h.registry.perform("remove", controller: "e")
+        #expect(try h.selection() == [])
+    }
+
+    @Test func removeSelected_withoutPreservesSelection_avoidsEmptySelection_selectsNeighbour() throws {
+        let h = try Harness()
+        try h.employees(options: ["preservesSelection": false])
+        try h.select([1])
+        try h.registry.perform("remove", controller: "e")
+        #expect(try h.selectedNames() == ["Cole"])
+    }
+
+    @Test func removeSelectedMany_avoidsEmptySelection_selectsObjectAfterFirstRemoved() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.select([1, 3])
+        try h.registry.perform("remove", controller: "e")
+        #expect(try h.names() == ["Archer", "Cole", "Evans"])
+        #expect(try h.selectedNames() == ["Cole"])
+    }
+
+    @Test func removeNothingSelected_isDisabled() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.select([])
+        #expect(h.registry.validate("remove", controller: "e") == false)
+        expectError("action-disabled", status: 409) { try h.registry.perform("remove", controller: "e") }
+    }
+
+    @Test func removeUnselectedElsewhere_preservesSelection_multipleSelectionShifts() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.select([2, 4])
+        try h.store.transaction { try $0.delete(id("Employee/bob")) }
+        #expect(try h.selection() == [1, 3])
+        #expect(try h.selectedNames() == ["Cole", "Evans"])
+    }
+
+    @Test func removeUnselectedElsewhere_withoutPreservesSelection_multipleSelectionShifts() throws {
+        let h = try Harness()
+        try h.employees(options: ["preservesSelection": false])
+        try h.select([2, 4])
+        try h.store.transaction { try $0.delete(id("Employee/dee")) }
+        #expect(try h.selection() == [2, 3])
+        #expect(try h.selectedNames() == ["Cole", "Evans"])
+    }
+
+    @Test func removeSelected_relationshipModeRequiredInverse_refused422_nothingChanged() throws {
+        let h = try Harness()
+        try h.employees(content: "Department/1.employees")
+        try h.select([0])
+        let seq = h.store.seq
+        let error = expectError("cardinality", status: 422) { try h.registry.perform("remove", controller: "e") }
+        #expect(error?.fields["keyPath"] == "department")
+        #expect(h.store.seq == seq)
+        #expect(try h.names() == ["Archer", "Baker", "Cole", "Evans"])
+    }
+
+    @Test func removeSelected_relationshipModeOptionalInverse_removesFromRelationshipOnly() throws {
+        let h = try Harness()
+        try h.employees(content: "Employee/ann.directReports")
+        #expect(try h.names() == ["Baker", "Cole"])
+        try h.registry.perform("remove", controller: "e")
+        #expect(try h.names() == ["Cole"])
+        #expect(try h.json("manager", of: "Employee/bob") == .null)
+        #expect(h.store.read { $0.contains(id("Employee/bob")) })
+        #expect(try h.selectedNames() == ["Cole"])
+    }
+
+    @Test func removeSelected_deleteDenied_changesNothing() throws {
+        let h = try Harness()
+        try h.employees("d", content: "Department", sort: "name")
+        try h.registry.setSelectedObjects([id("Department/1")], controller: "d")
+        expectError("delete-denied", status: 409) { try h.registry.perform("remove", controller: "d") }
+        #expect(try h.value("arrangedObjects.name", of: "d") == ["Legal", "Research", "Sales"])
+    }
+}
+
+struct FilterTests {
+    @Test func filter_selectedObjectPasses_preservesSelection() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.select([2])
+        try h.registry.setFilterPredicate(try Predicate(format: "salary <= 200"), controller: "e")
+        #expect(try h.names() == ["Baker", "Cole", "Dunn"])
+        #expect(try h.selectedNames() == ["Cole"])
+        #expect(h.reported(.filterPredicate))
+        #expect(try h.value("filterPredicate") == "salary <= 200")
+    }
+
+    @Test func filter_selectedObjectHidden_avoidsEmptySelection_selectsNeighbour() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.select([4])
+        try h.registry.setFilterPredicate(try Predicate(format: "salary <= 200"), controller: "e")
+        #expect(try h.selectedNames() == ["Dunn"])
+    }
+
+    @Test func filter_cleared_restoresEveryObject_keepsSelection() throws {
+        let h = try Harness()
+        try h.employees(filter: "salary <= 200")
+        try h.select([1])
+        try h.registry.setFilterPredicate(nil, controller: "e")
+        #expect(try h.names().count == 5)
+        #expect(try h.selectedNames() == ["Cole"])
+    }
+
+    @Test func filter_undefinedKey_refused_keepsOldFilter() throws {
+        let h = try Harness()
+        try h.employees(filter: "salary <= 200")
+        expectError("undefined-key") {
+            try h.registry.setFilterPredicate(try Predicate(format: "nope == 1"), controller: "e")
+        }
+        #expect(try h.names() == ["Baker", "Cole", "Dunn"])
+    }
+}
+
+struct InsertionTests {
+    @Test func insert_atSelectionIndex_ignoresSortUntilRearranged() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.select([1])
+        try h.registry.perform(
+            "insert", controller: "e",
+            body: ["object": ["firstName": "Zed", "lastName": "Zulu", "department": ref("Department/2")]])
+        #expect(try h.names() == ["Archer", "Zulu", "Baker", "Cole", "Dunn", "Evans"])
+        #expect(try h.selectedNames() == ["Zulu"])
+        try h.registry.perform("rearrangeObjects", controller: "e")
+        #expect(try h.names() == ["Archer", "Baker", "Cole", "Dunn", "Evans", "Zulu"])
+        #expect(try h.selectedNames() == ["Zulu"])
+    }
+
+    @Test func add_sortsTheNewObjectIn_andSelectsIt() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.registry.perform(
+            "add", controller: "e",
+            body: ["object": ["firstName": "Cat", "lastName": "Carr", "department": ref("Department/2")]])
+        #expect(try h.names() == ["Archer", "Baker", "Carr", "Cole", "Dunn", "Evans"])
+        #expect(try h.selectedNames() == ["Carr"])
+    }
+
+    @Test func add_invalidObject_422_nothingChanged() throws {
+        let h = try Harness()
+        try h.employees()
+        let seq = h.store.seq
+        expectError("cardinality", status: 422) {
+            try h.registry.perform("add", controller: "e", body: ["object": ["firstName": "X", "lastName": "Y"]])
+        }
+        #expect(h.store.seq == seq)
+        #expect(try h.names().count == 5)
+    }
+
+    @Test func add_clearsFilterPredicateOnInsertion_newObjectVisible() throws {
+        let h = try Harness()
+        try h.employees(filter: "salary > 1000")
+        #expect(try h.names().isEmpty)
+        try h.registry.perform(
+            "add", controller: "e",
+            body: ["object": ["firstName": "Cat", "lastName": "Carr", "department": ref("Department/2")]])
+        #expect(try h.value("filterPredicate") == .null)
+        #expect(try h.names().count == 6)
+        #expect(try h.selectedNames() == ["Carr"])
+        #expect(h.reported(.filterPredicate))
+    }
+
+    @Test func add_withoutClearsFilterPredicateOnInsertion_keepsFilter() throws {
+        let h = try Harness()
+        try h.employees(filter: "salary > 1000", options: ["clearsFilterPredicateOnInsertion": false])
+        try h.registry.perform(
+            "add", controller: "e",
+            body: ["object": ["firstName": "Cat", "lastName": "Carr", "department": ref("Department/2")]])
+        #expect(try h.value("filterPredicate") == "salary > 1000")
+        #expect(try h.names().isEmpty)
+    }
+
+    @Test func insert_withoutSelectsInsertedObjects_keepsSelectedObject() throws {
+        let h = try Harness()
+        try h.employees(options: ["selectsInsertedObjects": false])
+        try h.select([1])
+        try h.registry.perform(
+            "insert", controller: "e",
+            body: ["object": ["firstName": "Zed", "lastName": "Zulu", "department": ref("Department/2")]])
+        #expect(try h.names()[1] == "Zulu")
+        #expect(try h.selectedNames() == ["Baker"])
+        #expect(try h.selection() == [2])
+    }
+
+    @Test func add_relationshipMode_insertsIntoTheRelationship() throws {
+        let h = try Harness()
+        try h.employees(content: "Department/2.employees")
+        try h.registry.perform("add", controller: "e", body: ["object": ["firstName": "Fay", "lastName": "Fox"]])
+        #expect(try h.names() == ["Dunn", "Fox"])
+        #expect(try h.value("selection.department") == ref("Department/2"))
+    }
+}

@@ -1,0 +1,98 @@
+import Controllers
+import ObjectGraph
+import PropertyList
+import Testing
+
+/// Ann (Bob (Eve), Cy), Dee.
+struct TreeControllerTests {
+    func harness() throws -> Harness {
+        let h = try Harness()
+        try h.make([
+            "name": "org", "kind": "tree", "content": "Employee", "filterPredicate": "manager == nil",
+            "childrenKeyPath": "directReports", "sortDescriptors": [["key": "lastName"]],
+        ])
+        return h
+    }
+
+    func objectAt(_ h: Harness, _ path: [Int]) throws -> PropertyListValue? {
+        var nodes = try h.value("arrangedObjects", of: "org")
+        var node: PropertyListValue?
+        for index in path {
+            node = nodes.arrayValue?[index]
+            nodes = node?["children"] ?? []
+        }
+        return node?["object"]
+    }
+
+    @Test func tree_rootsFromFilter_childrenNested_withIndexPaths() throws {
+        let h = try harness()
+        let roots = try h.value("arrangedObjects", of: "org")
+        #expect(roots.arrayValue?.count == 2)
+        #expect(roots.arrayValue?[0]["object"] == ref("Employee/ann"))
+        #expect(roots.arrayValue?[0]["indexPath"] == [0])
+        #expect(roots.arrayValue?[0]["children"]?.arrayValue?[0]["indexPath"] == [0, 0])
+        #expect(try objectAt(h, [0, 0, 0]) == ref("Employee/eve"))
+        #expect(try objectAt(h, [0, 1]) == ref("Employee/cy"))
+        #expect(try objectAt(h, [1]) == ref("Employee/dee"))
+        #expect(try h.value("selectionIndexPaths", of: "org") == [[0]])
+    }
+
+    @Test func tree_selectIndexPaths_selectsNodes_invalidDropped() throws {
+        let h = try harness()
+        try h.registry.setSelectionIndexPaths([[0, 0, 0], [1], [5, 5]], controller: "org")
+        #expect(try h.value("selectionIndexPaths", of: "org") == [[0, 0, 0], [1]])
+        #expect(try h.value("selection.lastName", of: "org") == marker("MultipleValues"))
+        try h.registry.setSelectionIndexPaths([[0, 1]], controller: "org")
+        #expect(try h.value("selection.lastName", of: "org") == "Cole")
+    }
+
+    @Test func tree_addChild_insertsUnderSelection_andSelectsIt() throws {
+        let h = try harness()
+        try h.registry.setSelectionIndexPaths([[1]], controller: "org")
+        try h.registry.perform(
+            "addChild", controller: "org",
+            body: ["object": ["firstName": "Kim", "lastName": "Kahn", "department": ref("Department/2")]])
+        #expect(try objectAt(h, [1, 0])?["$ref"]?.stringValue?.hasPrefix("Employee/") == true)
+        #expect(try h.value("selectionIndexPaths", of: "org") == [[1, 0]])
+        #expect(try h.value("selection.manager", of: "org") == ref("Employee/dee"))
+    }
+
+    @Test func tree_add_entityMode_newRoot() throws {
+        let h = try harness()
+        try h.registry.perform(
+            "add", controller: "org",
+            body: ["object": ["firstName": "Al", "lastName": "Aaron", "department": ref("Department/2")]])
+        #expect(try h.value("arrangedObjects.@count", of: "org") == 6)
+        #expect(try h.value("selectionIndexPaths", of: "org") == [[0]])
+        #expect(try h.value("selection.lastName", of: "org") == "Aaron")
+    }
+
+    @Test func tree_remove_entityMode_deletes_childrenBecomeRoots() throws {
+        let h = try harness()
+        try h.registry.setSelectionIndexPaths([[0, 0]], controller: "org")
+        try h.registry.perform("remove", controller: "org")
+        #expect(h.store.read { $0.contains(id("Employee/bob")) } == false)
+        #expect(try objectAt(h, [0, 0]) == ref("Employee/cy"))
+        #expect(try objectAt(h, [2]) == ref("Employee/eve"))
+        #expect(try h.value("selectionIndexPaths", of: "org") == [[0, 0]])
+    }
+
+    @Test func tree_modelChange_rebuilds_preservesSelection() throws {
+        let h = try harness()
+        try h.registry.setSelectionIndexPaths([[0, 1]], controller: "org")
+        try h.set("manager", of: "Employee/cy", to: ref("Employee/dee"))
+        #expect(try objectAt(h, [1, 0]) == ref("Employee/cy"))
+        #expect(try h.value("selectionIndexPaths", of: "org") == [[1, 0]])
+        #expect(h.reported(.arrangedObjects, of: "org"))
+    }
+
+    @Test func tree_childrenKeyPathNotToMany_refused() throws {
+        let h = try Harness()
+        expectError("bad-controller", status: 400) {
+            try h.make(["name": "t", "kind": "tree", "content": "Employee", "childrenKeyPath": "manager"])
+        }
+        expectError("bad-controller", status: 400) {
+            try h.make(["name": "t", "kind": "tree", "content": "Employee"])
+        }
+    }
+}

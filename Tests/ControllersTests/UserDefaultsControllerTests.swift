@@ -1,0 +1,70 @@
+import Controllers
+import Foundation
+import ObjectGraph
+import PropertyList
+import Synchronization
+import Testing
+
+struct UserDefaultsControllerTests {
+    let initial: [String: PropertyListValue] = ["pageSize": 25, "theme": "light"]
+
+    func temporaryPath() -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("defaults-\(UUID().uuidString)/defaults.json")
+            .path
+    }
+
+    @Test func appliesImmediately_setValue_savedAndPersisted_notificationPosted() throws {
+        let path = temporaryPath()
+        let defaults = try UserDefaultsController(configuration: .init(initialValues: initial), path: path)
+        let posted = Mutex<[String]>([])
+        defaults.onNotification = { name, _, _ in posted.withLock { $0.append(name) } }
+        try defaults.setValue("dark", forKey: "theme")
+        #expect(defaults.value(forKey: "theme") == "dark")
+        #expect(defaults.hasUnappliedChanges == false)
+        #expect(posted.withLock { $0 } == ["DefaultsDidChange"])
+        let reloaded = try UserDefaultsController(configuration: .init(initialValues: initial), path: path)
+        #expect(reloaded.value(forKey: "theme") == "dark")
+        #expect(reloaded.value(forKey: "pageSize") == 25)
+    }
+
+    @Test func notAppliesImmediately_pendingUntilSave_revertDropsPending() throws {
+        let path = temporaryPath()
+        let configuration = UserDefaultsController.Configuration(appliesImmediately: false, initialValues: initial)
+        let defaults = try UserDefaultsController(configuration: configuration, path: path)
+        try defaults.setValue(50, forKey: "pageSize")
+        #expect(defaults.hasUnappliedChanges)
+        #expect(defaults.value(forKey: "pageSize") == 50)
+        #expect(!FileManager.default.fileExists(atPath: path))
+        defaults.revert()
+        #expect(defaults.value(forKey: "pageSize") == 25)
+        #expect(!defaults.hasUnappliedChanges)
+        try defaults.setValue(75, forKey: "pageSize")
+        try defaults.save()
+        #expect(!defaults.hasUnappliedChanges)
+        #expect(try UserDefaultsController(configuration: configuration, path: path).value(forKey: "pageSize") == 75)
+    }
+
+    @Test func revertToInitialValues_restoresInitialValues() throws {
+        let defaults = UserDefaultsController(configuration: .init(initialValues: initial))
+        try defaults.setValue("dark", forKey: "theme")
+        try defaults.setValue(true, forKey: "extra")
+        try defaults.revertToInitialValues()
+        #expect(defaults.values == initial)
+        let pendingDefaults = UserDefaultsController(
+            configuration: .init(appliesImmediately: false, initialValues: initial))
+        try pendingDefaults.setValue("dark", forKey: "theme")
+        try pendingDefaults.save()
+        try pendingDefaults.revertToInitialValues()
+        #expect(pendingDefaults.hasUnappliedChanges)
+        #expect(pendingDefaults.value(forKey: "theme") == "light")
+        pendingDefaults.revert()
+        #expect(pendingDefaults.value(forKey: "theme") == "dark")
+    }
+
+    @Test func configuration_badFixture_refused() throws {
+        #expect(throws: ObjectGraphError.self) {
+            try UserDefaultsController.Configuration(json: ["appliesImmediately": "yes"])
+        }
+        #expect(throws: ObjectGraphError.self) { try UserDefaultsController.Configuration(json: ["other": 1]) }
+    }
+}
