@@ -1,0 +1,933 @@
+// Bindery demo: a master–detail employee browser bound to server-side controllers.
+//
+// The page creates two array controllers of its own (so each tab has its own selection):
+//   departments-<tab>  content "Department"
+//   employees-<tab>    content "@departments-<tab>.selection.employees"
+// It renders their arrangedObjects, drives their selectionIndexes, sortDescriptors and
+// filterPredicate, edits through the employees controller's pending edits and selection proxy, and
+// stays live with one long-poll on the store's change feed (GET /changes): any committed change, by
+// anyone, re-reads the controllers. One long-poll per tab keeps within the browser's six connections
+// per host even with several tabs open.
+'use strict';
+
+(() => {
+  const FIELDS = ['firstName', 'lastName', 'salary', 'hireDate', 'manager', 'active'];
+  const POLL_TIMEOUT = 25; // seconds the server may hold a long-poll
+  const FEED_LIMIT = 60;
+  const MARKER_TEXT = {
+    NoSelection: 'No selection',
+    MultipleValues: 'Multiple values',
+    NotApplicable: 'Not applicable',
+  };
+  const SORTS = {
+    name: [
+      { key: 'lastName', selector: 'localizedStandardCompare:' },
+      { key: 'firstName', selector: 'localizedStandardCompare:' },
+    ],
+    salary: [{ key: 'salary', selector: 'compare:' }],
+    hireDate: [{ key: 'hireDate', selector: 'compare:' }],
+    manager: [
+      { key: 'manager.lastName', selector: 'localizedStandardCompare:' },
+      { key: 'manager.firstName', selector: 'localizedStandardCompare:' },
+    ],
+    active: [{ key: 'active', selector: 'compare:' }],
+  };
+
+  const tab = Math.random().toString(36).slice(2, 10);
+  const DEP = `departments-${tab}`;
+  const EMP = `employees-${tab}`;
+
+  const $ = (id) => document.getElementById(id);
+  const el = {
+    depList: $('departments-list'),
+    depCount: $('departments-count'),
+    grid: $('employees-grid'),
+    body: $('employees-body'),
+    empEmpty: $('employees-empty'),
+    empSubtitle: $('employees-subtitle'),
+    filter: $('filter'),
+    predicate: $('predicate'),
+    add: $('add'),
+    remove: $('remove'),
+    form: $('employee-form'),
+    fieldset: $('employee-fieldset'),
+    commit: $('commit'),
+    discard: $('discard'),
+    error: $('error'),
+    edited: $('edited'),
+    summary: $('selection-summary'),
+    undo: $('undo'),
+    redo: $('redo'),
+    connection: $('connection'),
+    feed: $('feed-list'),
+    feedEmpty: $('feed-empty'),
+    names: $('controller-names'),
+  };
+  const field = Object.fromEntries(FIELDS.map((k) => [k, $(`field-${k}`)]));
+
+  const state = {
+    departments: [],
+    depSelection: [],
+    employees: [],
+    emp: null, // the employees controller's description
+    selection: null, // the selection proxy: key → value or {$marker}
+    edits: {},
+    people: new Map(), // Employee id → {firstName, lastName}
+    actions: { undo: false, redo: false },
+    anchor: null, // index the shift-selection extends from
+    ready: false,
+  };
+  const dirty = new Set(); // fields typed into and not yet sent as pending edits
+  const editTimers = new Map();
+  const inflightEdits = new Set();
+  let lastPredicate = null;
+  let filterTimer = null;
+  let managerSignature = '';
+  let generation = 0; // bumped by every local mutation; a sync started before one is not rendered
+  let stopped = false;
+  let pollAbort = null;
+
+  // ---------------------------------------------------------------------------------------------
+  // HTTP
+
+  class APIError extends Error {
+    constructor(status, body, method, path) {
+      const err = (body && body.error) || {};
+      super(err.message || `${method} ${path} failed with ${status}`);
+      this.status = status;
+      this.code = err.code || 'http-error';
+      this.details = err;
+    }
+  }
+
+  async function api(method, path, body, options = {}) {
+    const init = { method, headers: { Accept: 'application/json' }, signal: options.signal };
+    if (body !== undefined) {
+      init.body = JSON.stringify(body);
+      init.headers['Content-Type'] = 'application/json';
+    }
+    const res = await fetch(path, init);
+    const text = await res.text();
+    let data = null;
+    if (text) {
+      try {
+        data = JSON.parse(text);
+      } catch {
+        data = null;
+      }
+    }
+    if (!res.ok) throw new APIError(res.status, data, method, path);
+    const seq = Number(res.headers.get('X-Store-Seq'));
+    return { data, seq: Number.isFinite(seq) ? seq : null, status: res.status };
+  }
+
+  const ctl = (name, rest = '') => `/controllers/${encodeURIComponent(name)}${rest}`;
+  const isMarker = (v) => v !== null && typeof v === 'object' && typeof v.$marker === 'string';
+  const idOf = (o) => (o && (o.$id || o.$ref)) || null;
+
+  // ---------------------------------------------------------------------------------------------
+  // Sync: read the controllers and render. Coalesced: one at a time, and one more if asked meanwhile.
+
+  let syncing = null;
+  let syncAgain = false;
+
+  function requestSync() {
+    if (syncing) {
+      syncAgain = true;
+      return syncing;
+    }
+    syncing = (async () => {
+      do {
+        syncAgain = false;
+        try {
+          await syncOnce();
+        } catch (e) {
+          if (e instanceof APIError && e.code === 'no-such-controller' && !stopped) {
+            await createControllers(); // the server restarted, or something deleted them
+            syncAgain = true;
+          } else {
+            setConnection('offline', 'Server unreachable');
+          }
+        }
+      } while (syncAgain && !stopped);
+    })().finally(() => {
+      syncing = null;
+    });
+    return syncing;
+  }
+
+  async function syncOnce() {
+    const started = generation;
+    const [dep, deps, emp, emps, selection, edits, people, actions] = await Promise.all([
+      api('GET', ctl(DEP)),
+      api('GET', ctl(DEP, '/arrangedObjects')),
+      api('GET', ctl(EMP)),
+      api('GET', ctl(EMP, '/arrangedObjects')),
+      api('GET', ctl(EMP, '/selection')),
+      api('GET', ctl(EMP, '/edits')),
+      api('GET', '/objects/Employee?keys=firstName,lastName&sort=lastName,firstName'),
+      api('GET', '/actions').catch(() => ({ data: null, seq: null })),
+    ]);
+    const seqs = [dep, deps, emp, emps, selection, edits, people].map((r) => r.seq).filter((s) => s !== null);
+    if (started !== generation) {
+      syncAgain = true; // a local change raced this read; read again rather than flash stale state
+      return seqs.length ? Math.min(...seqs) : null;
+    }
+    state.departments = deps.data || [];
+    state.depSelection = (dep.data && dep.data.selectionIndexes) || [];
+    state.emp = emp.data;
+    state.employees = emps.data || [];
+    state.selection = selection.data || {};
+    state.edits = edits.data || {};
+    state.people = new Map(
+      ((people.data && people.data.objects) || []).map((o) => [o.$id, { firstName: o.firstName, lastName: o.lastName }]),
+    );
+    if (actions.data && Array.isArray(actions.data.actions)) {
+      const enabled = (name) => actions.data.actions.some((a) => a.action === name && a.enabled);
+      state.actions = { undo: enabled('undo'), redo: enabled('redo') };
+    }
+    state.ready = true;
+    render();
+    return seqs.length ? Math.min(...seqs) : null;
+  }
+
+  // A local mutation: invalidates reads in flight, then re-reads.
+  async function mutate(fn) {
+    generation += 1;
+    try {
+      return await fn();
+    } finally {
+      generation += 1;
+      requestSync();
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Rendering
+
+  const money = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', maximumFractionDigits: 0 });
+  const compactMoney = new Intl.NumberFormat('en-US', {
+    style: 'currency',
+    currency: 'USD',
+    notation: 'compact',
+    maximumFractionDigits: 1,
+  });
+  const dateFormat = new Intl.DateTimeFormat('en-US', { year: 'numeric', month: 'short', day: 'numeric', timeZone: 'UTC' });
+
+  const personName = (p) => (p ? [p.firstName, p.lastName].filter((s) => s).join(' ') : '');
+  const initials = (p) => ((p.firstName || ' ')[0] + (p.lastName || ' ')[0]).trim().toUpperCase() || '?';
+  const formatDate = (v) => (v && v.$date ? dateFormat.format(new Date(v.$date)) : '');
+
+  function h(tag, attrs = {}, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs)) {
+      if (v === null || v === undefined || v === false) continue;
+      if (k === 'class') node.className = v;
+      else if (k === 'text') node.textContent = v;
+      else node.setAttribute(k, v === true ? '' : String(v));
+    }
+    for (const c of children) if (c !== null && c !== undefined) node.append(c);
+    return node;
+  }
+
+  function render() {
+    renderDepartments();
+    renderEmployees();
+    renderForm();
+    el.undo.disabled = !state.actions.undo;
+    el.redo.disabled = !state.actions.redo;
+  }
+
+  function renderDepartments() {
+    el.depList.replaceChildren(
+      ...state.departments.map((d, i) => {
+        const selected = state.depSelection.includes(i);
+        return h(
+          'li',
+          {
+            role: 'option',
+            id: `dep-${i}`,
+            class: selected ? 'selected' : '',
+            'aria-selected': selected ? 'true' : 'false',
+            'data-test': 'department-row',
+            'data-id': d.$id,
+            'data-index': i,
+          },
+          h('span', { class: 'dep-name', text: d.name }),
+          h(
+            'span',
+            { class: 'dep-meta' },
+            `${d.headcount ?? 0} ${d.headcount === 1 ? 'person' : 'people'} · ${compactMoney.format(d.payroll || 0)}`,
+          ),
+        );
+      }),
+    );
+    const active = state.depSelection.length ? `dep-${state.depSelection[0]}` : null;
+    if (active) el.depList.setAttribute('aria-activedescendant', active);
+    else el.depList.removeAttribute('aria-activedescendant');
+    el.depCount.textContent = String(state.departments.length);
+  }
+
+  function renderEmployees() {
+    const emp = state.emp || {};
+    const sel = new Set(emp.selectionIndexes || []);
+    const rows = state.employees.map((e, i) => {
+      const selected = sel.has(i);
+      const manager = e.manager ? state.people.get(e.manager.$ref) : null;
+      return h(
+        'tr',
+        {
+          id: `emp-${i}`,
+          class: [selected ? 'selected' : '', e.active === false ? 'inactive' : ''].join(' ').trim(),
+          'aria-selected': selected ? 'true' : 'false',
+          'data-test': 'employee-row',
+          'data-id': e.$id,
+          'data-index': i,
+        },
+        h(
+          'td',
+          { class: 'name-cell' },
+          h(
+            'div',
+            { class: 'name-wrap' },
+            h('span', { class: 'avatar', 'aria-hidden': 'true', 'data-hue': hueOf(e.$id), text: initials(e) }),
+            h('span', { class: 'name', text: personName(e) || '(no name)' }),
+          ),
+        ),
+        h('td', { class: 'num', text: typeof e.salary === 'number' ? money.format(e.salary) : '—' }),
+        h('td', { class: 'col-hire', text: formatDate(e.hireDate) || '—' }),
+        h('td', { class: 'col-manager', text: manager ? personName(manager) : '—' }),
+        h(
+          'td',
+          { class: 'col-active' },
+          h('span', { class: e.active === false ? 'pill pill-off' : 'pill pill-on', text: e.active === false ? 'Inactive' : 'Active' }),
+        ),
+      );
+    });
+    el.body.replaceChildren(...rows);
+    el.empEmpty.hidden = rows.length > 0;
+    el.empEmpty.textContent = state.depSelection.length ? (emp.filterPredicate ? 'No employees match the filter.' : 'No employees yet.') : 'Select a department.';
+    const first = (emp.selectionIndexes || [])[0];
+    if (first !== undefined) el.grid.setAttribute('aria-activedescendant', `emp-${first}`);
+    else el.grid.removeAttribute('aria-activedescendant');
+
+    const dep = state.departments[state.depSelection[0]];
+    el.empSubtitle.textContent = dep ? `in ${dep.name} · ${state.employees.length}` : '';
+
+    // Sort indicators from the controller's sortDescriptors.
+    const primary = (emp.sortDescriptors || [])[0];
+    for (const th of el.grid.querySelectorAll('th[data-sort]')) {
+      const spec = SORTS[th.dataset.sort];
+      const active = primary && spec[0].key === primary.key;
+      th.setAttribute('aria-sort', active ? (primary.ascending ? 'ascending' : 'descending') : 'none');
+    }
+
+    // The filter box follows the controller unless the user is typing (the controller clears its
+    // filter on insertion, for instance).
+    const predicate = emp.filterPredicate ?? null;
+    if (predicate !== lastPredicate && filterTimer === null) {
+      lastPredicate = predicate;
+      if (predicate === null && document.activeElement !== el.filter) el.filter.value = '';
+    }
+    el.predicate.textContent = predicate || '';
+    el.predicate.hidden = !predicate;
+
+    el.add.disabled = !(state.depSelection.length && emp.canAdd !== false);
+    el.remove.disabled = !(emp.selectionIndexes && emp.selectionIndexes.length);
+  }
+
+  function hueOf(id) {
+    let n = 2166136261;
+    for (const c of String(id)) n = Math.imul(n ^ c.charCodeAt(0), 16777619) >>> 0;
+    return n % 8;
+  }
+
+  function renderManagerOptions() {
+    const entries = [...state.people.entries()];
+    const signature = entries.map(([id, p]) => `${id}:${personName(p)}`).join('|');
+    if (signature === managerSignature) return;
+    managerSignature = signature;
+    const select = field.manager;
+    const keep = select.value;
+    select.replaceChildren(
+      h('option', { value: '__marker__', hidden: true, disabled: true, text: '' }),
+      h('option', { value: '', text: '— No manager —' }),
+      ...entries.map(([id, p]) => h('option', { value: id, text: personName(p) || id })),
+    );
+    select.value = keep;
+  }
+
+  function renderForm() {
+    renderManagerOptions();
+    const selection = state.selection || {};
+    const count = ((state.emp && state.emp.selectionIndexes) || []).length;
+    const noSelection = count === 0 || isMarker(selection.firstName) && selection.firstName.$marker === 'NoSelection';
+    el.fieldset.disabled = noSelection;
+    el.form.classList.toggle('is-empty', noSelection);
+
+    for (const key of FIELDS) {
+      const input = field[key];
+      const edited = Object.prototype.hasOwnProperty.call(state.edits, key);
+      input.closest('.field').classList.toggle('is-edited', edited);
+      if (dirty.has(key) || editTimers.has(key)) continue; // the user's typing wins until it is sent
+      const value = edited ? state.edits[key] : selection[key];
+      showValue(key, input, noSelection ? { $marker: 'NoSelection' } : value);
+    }
+
+    const editing = Object.keys(state.edits).length > 0 || dirty.size > 0 || (state.emp && state.emp.isEditing);
+    el.edited.hidden = !editing;
+    el.form.classList.toggle('is-editing', !!editing);
+    el.commit.disabled = noSelection || !editing;
+    el.discard.disabled = !editing;
+
+    if (noSelection) el.summary.textContent = state.depSelection.length ? 'Nothing selected' : '';
+    else if (count > 1) el.summary.textContent = `${count} employees`;
+    else {
+      const e = state.employees[state.emp.selectionIndexes[0]];
+      el.summary.textContent = e ? e.$id : '';
+    }
+  }
+
+  function showValue(key, input, value) {
+    const marker = isMarker(value) ? value.$marker : null;
+    const wrap = input.closest('.field');
+    wrap.classList.toggle('is-multiple', marker === 'MultipleValues');
+    input.disabled = marker === 'NotApplicable';
+    if (input.type === 'checkbox') {
+      input.indeterminate = marker === 'MultipleValues';
+      input.checked = !marker && value === true;
+      return;
+    }
+    if (input.tagName === 'SELECT') {
+      const option = input.options[0];
+      option.textContent = marker ? MARKER_TEXT[marker] : '';
+      input.value = marker ? '__marker__' : value && value.$ref ? value.$ref : '';
+      return;
+    }
+    input.placeholder = marker ? MARKER_TEXT[marker] : '';
+    if (marker || value === null || value === undefined) {
+      input.value = '';
+    } else if (key === 'hireDate') {
+      input.value = value.$date ? value.$date.slice(0, 10) : typeof value === 'string' ? value.slice(0, 10) : '';
+    } else {
+      input.value = String(value);
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Errors
+
+  function showError(e) {
+    if (!e) {
+      el.error.hidden = true;
+      el.error.replaceChildren();
+      for (const key of FIELDS) field[key].removeAttribute('aria-invalid');
+      return;
+    }
+    const details = (e && e.details) || {};
+    const list = Array.isArray(details.errors) && details.errors.length ? details.errors : [details];
+    const items = list.map((x) => x.message || e.message).filter((m) => m);
+    el.error.replaceChildren(
+      h('strong', { text: e.status === 422 ? 'Not saved. ' : 'Something went wrong. ' }),
+      ...(items.length > 1 ? [h('ul', {}, ...items.map((m) => h('li', { text: m })))] : [items[0] || e.message]),
+    );
+    el.error.hidden = false;
+    for (const key of FIELDS) field[key].removeAttribute('aria-invalid');
+    for (const x of list) {
+      const key = x.keyPath && x.keyPath.split('.')[0];
+      if (field[key]) field[key].setAttribute('aria-invalid', 'true');
+    }
+  }
+
+  async function guarded(fn) {
+    try {
+      await fn();
+    } catch (e) {
+      if (e instanceof APIError) showError(e);
+      else showError({ message: `The server could not be reached (${e.message}).`, details: {} });
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Pending edits
+
+  function readField(key) {
+    const input = field[key];
+    switch (key) {
+      case 'salary': {
+        if (input.value.trim() === '') return input.validity.badInput ? input.value : null;
+        return Number(input.value);
+      }
+      case 'hireDate': {
+        if (!input.value) return null;
+        const current = state.edits.hireDate || state.selection.hireDate;
+        const time = current && current.$date ? current.$date.slice(10) : 'T00:00:00.000Z';
+        return { $date: `${input.value}${time}` };
+      }
+      case 'manager':
+        return input.value ? { $ref: input.value } : null;
+      case 'active':
+        return input.checked;
+      default:
+        return input.value;
+    }
+  }
+
+  function scheduleEdit(key, delay) {
+    dirty.add(key);
+    clearTimeout(editTimers.get(key));
+    editTimers.set(
+      key,
+      setTimeout(() => {
+        editTimers.delete(key);
+        sendEdit(key);
+      }, delay),
+    );
+    renderEditedState();
+  }
+
+  function renderEditedState() {
+    el.edited.hidden = false;
+    el.form.classList.add('is-editing');
+    el.commit.disabled = el.fieldset.disabled;
+    el.discard.disabled = false;
+  }
+
+  function sendEdit(key) {
+    if (!dirty.has(key)) return Promise.resolve();
+    if (field[key].tagName === 'SELECT' && field[key].value === '__marker__') {
+      dirty.delete(key);
+      return Promise.resolve();
+    }
+    const value = readField(key);
+    const p = mutate(() => guarded(() => api('PUT', ctl(EMP, `/edits/${key}`), value)))
+      .finally(() => inflightEdits.delete(p));
+    dirty.delete(key);
+    inflightEdits.add(p);
+    return p;
+  }
+
+  async function flushEdits() {
+    for (const [key, timer] of editTimers) {
+      clearTimeout(timer);
+      editTimers.delete(key);
+    }
+    await Promise.all([...dirty].map((key) => sendEdit(key)));
+    await Promise.all([...inflightEdits]);
+  }
+
+  function dropLocalEdits() {
+    for (const timer of editTimers.values()) clearTimeout(timer);
+    editTimers.clear();
+    dirty.clear();
+  }
+
+  for (const key of FIELDS) {
+    const input = field[key];
+    const immediate = input.type === 'checkbox' || input.tagName === 'SELECT' || input.type === 'date';
+    if (!immediate) input.addEventListener('input', () => scheduleEdit(key, 500));
+    input.addEventListener('change', () => {
+      if (immediate && input.type === 'checkbox') input.indeterminate = false;
+      scheduleEdit(key, 0);
+    });
+  }
+
+  el.form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    commit();
+  });
+  el.commit.addEventListener('click', (event) => {
+    event.preventDefault();
+    commit();
+  });
+  el.discard.addEventListener('click', discard);
+  el.form.addEventListener('keydown', (event) => {
+    if (event.key === 'Escape') {
+      event.preventDefault();
+      discard();
+    }
+  });
+
+  async function commit() {
+    await flushEdits();
+    await mutate(() =>
+      guarded(async () => {
+        await api('POST', ctl(EMP, '/commitEditing'));
+        showError(null);
+      }),
+    );
+  }
+
+  async function discard() {
+    dropLocalEdits();
+    await Promise.all([...inflightEdits]);
+    await mutate(() =>
+      guarded(async () => {
+        await api('POST', ctl(EMP, '/discardEditing'));
+        showError(null);
+      }),
+    );
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Selection, sorting, filtering, add and remove
+
+  async function selectDepartment(index) {
+    if (index < 0 || index >= state.departments.length) return;
+    if (state.depSelection.length === 1 && state.depSelection[0] === index) return;
+    await flushEdits();
+    state.depSelection = [index];
+    state.anchor = null;
+    renderDepartments();
+    await mutate(() =>
+      guarded(async () => {
+        await api('PUT', ctl(DEP, '/selectionIndexes'), [index]);
+        showError(null);
+      }),
+    );
+  }
+
+  async function selectEmployees(indexes) {
+    const sorted = [...new Set(indexes)].filter((i) => i >= 0 && i < state.employees.length).sort((a, b) => a - b);
+    const current = (state.emp && state.emp.selectionIndexes) || [];
+    if (sorted.length === current.length && sorted.every((v, i) => v === current[i])) return;
+    await flushEdits();
+    if (state.emp) state.emp.selectionIndexes = sorted;
+    renderEmployees(); // optimistic; the sync that follows renders the form from the new selection
+    await mutate(() =>
+      guarded(async () => {
+        await api('PUT', ctl(EMP, '/selectionIndexes'), sorted);
+        showError(null);
+      }),
+    );
+  }
+
+  el.depList.addEventListener('click', (event) => {
+    const row = event.target.closest('[data-test="department-row"]');
+    if (row) selectDepartment(Number(row.dataset.index));
+  });
+
+  el.depList.addEventListener('keydown', (event) => {
+    const current = state.depSelection[0] ?? -1;
+    const moves = { ArrowDown: current + 1, ArrowUp: current - 1, Home: 0, End: state.departments.length - 1 };
+    if (event.key in moves) {
+      event.preventDefault();
+      selectDepartment(Math.max(0, Math.min(state.departments.length - 1, moves[event.key])));
+    } else if (event.key === 'ArrowRight' || event.key === 'Enter') {
+      event.preventDefault();
+      el.grid.focus();
+    }
+  });
+
+  el.body.addEventListener('click', (event) => {
+    const row = event.target.closest('[data-test="employee-row"]');
+    if (!row) return;
+    const index = Number(row.dataset.index);
+    const current = (state.emp && state.emp.selectionIndexes) || [];
+    if (event.shiftKey && state.anchor !== null) {
+      const [a, b] = [Math.min(state.anchor, index), Math.max(state.anchor, index)];
+      selectEmployees(Array.from({ length: b - a + 1 }, (_, i) => a + i));
+    } else if (event.metaKey || event.ctrlKey) {
+      state.anchor = index;
+      selectEmployees(current.includes(index) ? current.filter((i) => i !== index) : [...current, index]);
+    } else {
+      state.anchor = index;
+      selectEmployees([index]);
+    }
+  });
+
+  el.grid.addEventListener('keydown', (event) => {
+    if (event.target !== el.grid) return;
+    const current = (state.emp && state.emp.selectionIndexes) || [];
+    const last = state.employees.length - 1;
+    const focus = current.length ? (event.key === 'ArrowUp' ? current[0] : current[current.length - 1]) : -1;
+    let target = null;
+    if (event.key === 'ArrowDown') target = Math.min(last, focus + 1);
+    else if (event.key === 'ArrowUp') target = Math.max(0, focus === -1 ? 0 : focus - 1);
+    else if (event.key === 'Home') target = 0;
+    else if (event.key === 'End') target = last;
+    else if (event.key === 'ArrowLeft') {
+      event.preventDefault();
+      el.depList.focus();
+      return;
+    } else if (event.key === 'Enter' && current.length) {
+      event.preventDefault();
+      field.firstName.focus();
+      field.firstName.select();
+      return;
+    } else if ((event.ctrlKey || event.metaKey) && event.key.toLowerCase() === 'a') {
+      event.preventDefault();
+      selectEmployees(state.employees.map((_, i) => i));
+      return;
+    }
+    if (target === null || target < 0) return;
+    event.preventDefault();
+    if (event.shiftKey) {
+      if (state.anchor === null) state.anchor = current[0] ?? target;
+      const [a, b] = [Math.min(state.anchor, target), Math.max(state.anchor, target)];
+      selectEmployees(Array.from({ length: b - a + 1 }, (_, i) => a + i));
+    } else {
+      state.anchor = target;
+      selectEmployees([target]);
+    }
+    const row = document.getElementById(`emp-${target}`);
+    if (row) row.scrollIntoView({ block: 'nearest' });
+  });
+
+  el.grid.querySelector('thead').addEventListener('click', (event) => {
+    const th = event.target.closest('th[data-sort]');
+    if (!th) return;
+    const spec = SORTS[th.dataset.sort];
+    const primary = ((state.emp && state.emp.sortDescriptors) || [])[0];
+    const ascending = !(primary && primary.key === spec[0].key && primary.ascending);
+    const descriptors = spec.map((d) => ({ key: d.key, ascending, selector: d.selector }));
+    if (state.emp) state.emp.sortDescriptors = descriptors;
+    renderEmployees();
+    mutate(() => guarded(() => api('PUT', ctl(EMP, '/sortDescriptors'), descriptors)));
+  });
+
+  // `firstName CONTAINS[cd] "x" OR lastName CONTAINS[cd] "x"`; several words must all match.
+  function predicateFor(text) {
+    const words = text.trim().split(/\s+/).filter((w) => w);
+    const quote = (w) => `"${w.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
+    const clause = (w) => `firstName CONTAINS[cd] ${quote(w)} OR lastName CONTAINS[cd] ${quote(w)}`;
+    if (words.length === 0) return null;
+    if (words.length === 1) return clause(words[0]);
+    return words.map((w) => `(${clause(w)})`).join(' AND ');
+  }
+
+  el.filter.addEventListener('input', () => {
+    clearTimeout(filterTimer);
+    filterTimer = setTimeout(async () => {
+      const predicate = predicateFor(el.filter.value);
+      lastPredicate = predicate;
+      el.predicate.textContent = predicate || '';
+      el.predicate.hidden = !predicate;
+      await mutate(() => guarded(() => api('PUT', ctl(EMP, '/filterPredicate'), predicate)));
+      filterTimer = null;
+    }, 200);
+  });
+  el.filter.addEventListener('keydown', (event) => {
+    if (event.key === 'ArrowDown') {
+      event.preventDefault();
+      el.grid.focus();
+    }
+  });
+
+  el.add.addEventListener('click', async () => {
+    await flushEdits();
+    const today = new Date().toISOString().slice(0, 10);
+    await mutate(() =>
+      guarded(async () => {
+        await api('POST', ctl(EMP, '/add'), {
+          object: { firstName: 'New', lastName: 'Employee', hireDate: { $date: `${today}T09:00:00.000Z` }, active: true },
+        });
+        showError(null);
+      }),
+    );
+    await requestSync();
+    field.firstName.focus();
+    field.firstName.select();
+  });
+
+  // The employees controller's content is a relationship whose inverse (department) is required, so
+  // its `remove` action is refused (API.md §5); removing an employee from the page deletes it.
+  el.remove.addEventListener('click', async () => {
+    await flushEdits();
+    const ids = ((state.emp && state.emp.selectionIndexes) || []).map((i) => idOf(state.employees[i])).filter((x) => x);
+    if (!ids.length) return;
+    await mutate(() =>
+      guarded(async () => {
+        for (const id of ids) await api('DELETE', `/objects/${id}`);
+        showError(null);
+      }),
+    );
+  });
+
+  // ---------------------------------------------------------------------------------------------
+  // Undo and redo (the document, through the responder chain)
+
+  async function sendAction(action) {
+    if ((action === 'undo' && el.undo.disabled) || (action === 'redo' && el.redo.disabled)) return;
+    dropLocalEdits();
+    await mutate(() =>
+      guarded(async () => {
+        await api('POST', `/actions/${action}`, { target: null, sender: 'demo' });
+        showError(null);
+      }),
+    );
+  }
+  el.undo.addEventListener('click', () => sendAction('undo'));
+  el.redo.addEventListener('click', () => sendAction('redo'));
+  document.addEventListener('keydown', (event) => {
+    const inText = event.target.matches && event.target.matches('input, select, textarea');
+    if (inText || !(event.ctrlKey || event.metaKey) || event.key.toLowerCase() !== 'z') return;
+    event.preventDefault();
+    sendAction(event.shiftKey ? 'redo' : 'undo');
+  });
+
+  // ---------------------------------------------------------------------------------------------
+  // The change feed: one long-poll, back-off on errors, re-sync on 410.
+
+  function setConnection(kind, label) {
+    el.connection.dataset.state = kind;
+    el.connection.querySelector('.connection-label').textContent = label;
+  }
+
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  async function pollChanges(since) {
+    let backoff = 500;
+    while (!stopped) {
+      pollAbort = new AbortController();
+      try {
+        const res = await fetch(`/changes?since=${since}&timeout=${POLL_TIMEOUT}`, {
+          headers: { Accept: 'application/json' },
+          signal: pollAbort.signal,
+        });
+        const body = await res.json().catch(() => null);
+        if (res.status === 410) {
+          // The history moved past us: re-read everything, carry on from the current seq.
+          setConnection('resync', 'Re-syncing…');
+          since = (body && body.error && body.error.current) || since;
+          await requestSync();
+          backoff = 500;
+          continue;
+        }
+        if (res.status === 503) {
+          const wait = Number(res.headers.get('Retry-After')) || 1;
+          setConnection('offline', `Busy, retrying in ${wait}s`);
+          await sleep(wait * 1000);
+          continue;
+        }
+        if (!res.ok || !body || !Array.isArray(body.changes)) throw new Error(`HTTP ${res.status}`);
+        setConnection('live', 'Live');
+        if (backoff > 500) requestSync(); // reconnected after an error: catch up
+        backoff = 500;
+        if (body.changes.length) {
+          appendFeed(body.changes);
+          requestSync();
+        }
+        if (typeof body.last === 'number') since = body.last;
+      } catch (e) {
+        if (stopped) return;
+        const wait = backoff + Math.random() * backoff * 0.3;
+        setConnection('offline', `Reconnecting in ${Math.ceil(wait / 1000)}s`);
+        await sleep(wait);
+        backoff = Math.min(backoff * 2, 15000);
+      }
+    }
+  }
+
+  function describeTarget(target) {
+    const p = state.people.get(target);
+    if (p) return personName(p);
+    const d = state.departments.find((x) => x.$id === target);
+    return d ? d.name : target;
+  }
+
+  function formatValue(v) {
+    if (v === null || v === undefined) return 'nil';
+    if (typeof v === 'string') return `“${v}”`;
+    if (typeof v === 'number') return Number.isInteger(v) ? v.toLocaleString('en-US') : String(v);
+    if (typeof v === 'boolean') return v ? 'true' : 'false';
+    if (Array.isArray(v)) return v.length === 1 ? formatValue(v[0]) : `[${v.length}]`;
+    if (v.$ref) return describeTarget(v.$ref);
+    if (v.$date) return formatDate(v);
+    if (v.$marker) return v.$marker;
+    return JSON.stringify(v);
+  }
+
+  function appendFeed(changes) {
+    const items = changes.map((c) => {
+      const arrow =
+        c.kind === 'insertion'
+          ? [h('span', { class: 'kind kind-insert', text: '+' }), h('span', { class: 'new', text: formatValue(c.new) })]
+          : c.kind === 'removal'
+            ? [h('span', { class: 'kind kind-remove', text: '−' }), h('span', { class: 'old', text: formatValue(c.old) })]
+            : [
+                h('span', { class: 'old', text: formatValue(c.old) }),
+                h('span', { class: 'arrow', 'aria-label': 'becomes', text: '→' }),
+                h('span', { class: 'new', text: formatValue(c.new) }),
+              ];
+      return h(
+        'li',
+        { class: 'feed-item fresh', 'data-seq': c.seq },
+        h('span', { class: 'seq', text: `#${c.seq}` }),
+        h(
+          'span',
+          { class: 'what' },
+          h('span', { class: 'target', title: c.target, text: describeTarget(c.target) }),
+          h('span', { class: 'keypath', text: `.${c.keyPath}` }),
+        ),
+        h('span', { class: 'values' }, ...arrow),
+      );
+    });
+    el.feed.prepend(...items.reverse());
+    while (el.feed.children.length > FEED_LIMIT) el.feed.lastElementChild.remove();
+    el.feedEmpty.hidden = el.feed.children.length > 0;
+    setTimeout(() => items.forEach((i) => i.classList.remove('fresh')), 1200);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Start and stop
+
+  async function createControllers() {
+    const create = (body) =>
+      api('POST', '/controllers', body).catch((e) => {
+        if (!(e instanceof APIError && e.status === 409)) throw e;
+      });
+    await create({
+      name: DEP,
+      kind: 'array',
+      content: 'Department',
+      sortDescriptors: [{ key: 'name', ascending: true, selector: 'localizedStandardCompare:' }],
+    });
+    await create({
+      name: EMP,
+      kind: 'array',
+      content: `@${DEP}.selection.employees`,
+      sortDescriptors: SORTS.name.map((d) => ({ key: d.key, ascending: true, selector: d.selector })),
+    });
+  }
+
+  async function start() {
+    el.names.textContent = `${DEP}, ${EMP}`;
+    let backoff = 500;
+    for (;;) {
+      try {
+        await createControllers();
+        const seq = await syncOnce();
+        setConnection('live', 'Live');
+        pollChanges(seq ?? 0);
+        return;
+      } catch (e) {
+        setConnection('offline', `Server unreachable, retrying in ${Math.ceil(backoff / 1000)}s`);
+        if (e instanceof APIError) showError(e);
+        await sleep(backoff);
+        backoff = Math.min(backoff * 2, 15000);
+      }
+    }
+  }
+
+  window.addEventListener('pagehide', () => {
+    stopped = true;
+    if (pollAbort) pollAbort.abort();
+    for (const name of [EMP, DEP]) {
+      fetch(ctl(name), { method: 'DELETE', keepalive: true }).catch(() => {});
+    }
+  });
+
+  window.addEventListener('pageshow', (event) => {
+    if (event.persisted) window.location.reload(); // back from the bfcache: its controllers were deleted
+  });
+
+  document.addEventListener('visibilitychange', () => {
+    if (document.visibilityState === 'visible' && state.ready) requestSync();
+  });
+
+  // Exposed for the browser test and for curious people with a console open.
+  window.bindery = { controllers: { departments: DEP, employees: EMP }, sync: requestSync };
+
+  start();
+})();
