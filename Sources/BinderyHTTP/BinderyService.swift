@@ -46,6 +46,7 @@ public final class BinderyService: HTTPResponder {
         let (controllers, controllersError) = Self.makeControllers(document: document)
         let (defaults, defaultsError) = Self.makeDefaults(document: document)
         (self.controllers, self.defaults, self.setupError) = (controllers, defaults, controllersError ?? defaultsError)
+        Self.connect(observations, to: document, controllers: controllers, defaults: defaults)
         var router = Router()
         Self.addHealthRoutes(to: &router)
         Self.addModelRoutes(to: &router, store: document.store)
@@ -56,6 +57,34 @@ public final class BinderyService: HTTPResponder {
         Self.addControllerRoutes(to: &router, controllers: controllers)
         Self.addDefaultsRoutes(to: &router, defaults: defaults)
         self.router = router
+    }
+
+    /// Makes controllers and defaults observable (`/observers` targets `controllers/NAME` and `defaults`) and routes
+    /// the notifications of the document, the controllers and the defaults to the notification center.
+    private static func connect(
+        _ observations: ObservationCenter, to document: Document, controllers: ControllerRegistry,
+        defaults: UserDefaultsController
+    ) {
+        observations.setExternalReader { target, keyPath in
+            guard target.hasPrefix("controllers/") else {
+                if keyPath == "hasUnappliedChanges" { return .boolean(defaults.hasUnappliedChanges) }
+                return defaults.value(forKey: keyPath) ?? .null
+            }
+            return try controllers.value(
+                forKeyPath: keyPath, controller: String(target.dropFirst("controllers/".count)))
+        }
+        _ = controllers.addObserver { change in
+            observations.externalTargetDidChange("controllers/\(change.controller)")
+        }
+        defaults.addObserver { _ in observations.externalTargetDidChange("defaults") }
+        let post: @Sendable (String, String?, PropertyListValue) -> Void = { name, object, userInfo in
+            observations.postNow(name: name, object: object.map { .string($0) } ?? .null, userInfo: userInfo)
+        }
+        controllers.onNotification = post
+        defaults.onNotification = post
+        document.setNotificationHandler { notification in
+            observations.postNow(name: notification.name, object: notification.object, userInfo: notification.userInfo)
+        }
     }
 
     public func respond(to request: HTTPRequest) -> HTTPHandlerResult {

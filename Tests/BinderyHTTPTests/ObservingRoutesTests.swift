@@ -310,3 +310,38 @@ struct ServerSentEventsTests {
         }
     }
 }
+
+struct ControllerObservingTests {
+    @Test func controllerAndDefaultsKeysAreObservable() throws {
+        try withService { client in
+            let selection = try client.request(
+                "POST", "/observers",
+                json:
+                    #"{"target": "controllers/employees", "keyPath": "selection.lastName", "options": ["new", "old"]}"#)
+            #expect(selection.status == 201)
+            let selectionID = try #require(selection.json?["id"]?.stringValue)
+            let theme = try client.request(
+                "POST", "/observers", json: #"{"target": "defaults", "keyPath": "theme", "options": ["new"]}"#)
+            let themeID = try #require(theme.json?["id"]?.stringValue)
+            let waiting = background {
+                try client.request("GET", "/observers/\(selectionID)/changes?since=1&timeout=10")
+            }
+            usleep(200_000)
+            // Selecting another department re-targets the detail controller's selection.
+            _ = try client.request("PUT", "/controllers/departments/selectionIndexes", json: "[1]")
+            let answer = try waiting()
+            #expect(changes(answer).first?["new"] == "Babbage")
+            #expect(changes(answer).first?["old"] == "Allen")
+            _ = try client.request("PUT", "/defaults/theme", json: #""dark""#)
+            let themeChanges = changes(try client.request("GET", "/observers/\(themeID)/changes?since=1&timeout=5"))
+            #expect(themeChanges.map { $0["new"] } == ["dark"])
+            let notifications = try client.request("GET", "/notifications?since=0&name=DefaultsDidChange&timeout=0")
+            #expect(notifications.json?["notifications"]?.arrayValue?.count == 1)
+            #expect(
+                try client.request(
+                    "POST", "/observers", json: #"{"target": "controllers/nope", "keyPath": "selection"}"#
+                )
+                .status == 404)
+        }
+    }
+}

@@ -39,6 +39,9 @@ final class KeyValueObserver {
     var lastValue: PropertyListValue
     var initial: FeedChange?
     var history: ChangeHistory
+    /// For controller and defaults targets: changes not yet delivered. Their state changes without a store commit
+    /// (a selection), so they cannot be told apart by store seq; each is delivered once, to the next poll.
+    var undelivered: [FeedChange] = []
     var lastActivity: Double
     var activeWaiters = 0
 
@@ -62,13 +65,26 @@ final class KeyValueObserver {
 
     /// Records a change, preceded by its prior notification when asked for.
     func emit(_ change: FeedChange) {
+        var changes = [change]
         if options.contains(.prior) {
             var prior = change
             prior.prior = true
             prior.new = nil
-            history.append(prior)
+            changes.insert(prior, at: 0)
         }
-        history.append(change)
+        if case .object = target {
+            for change in changes { history.append(change) }
+        } else {
+            undelivered += changes
+            if undelivered.count > history.capacity { undelivered.removeFirst(undelivered.count - history.capacity) }
+        }
+    }
+
+    /// Whether a poll from `since` has something to answer.
+    func hasChanges(after since: Int64) -> Bool {
+        if let initial, since <= initial.seq { return true }
+        if case .object = target { return !history.changes(after: since).isEmpty }
+        return !undelivered.isEmpty
     }
 
     /// The JSON of the changes after `since`, shaped by the options; the initial change (with `new`, never `old`)
@@ -79,7 +95,14 @@ final class KeyValueObserver {
             result.append(initial.json(includingOld: false, includingNew: true))
             self.initial = nil
         }
-        for change in history.changes(after: since) {
+        var changes: [FeedChange]
+        if case .object = target {
+            changes = history.changes(after: since)
+        } else {
+            changes = undelivered
+            undelivered = []
+        }
+        for change in changes {
             result.append(change.json(includingOld: options.contains(.old), includingNew: options.contains(.new)))
         }
         return result

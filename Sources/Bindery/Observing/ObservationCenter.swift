@@ -231,12 +231,12 @@ public final class ObservationCenter: @unchecked Sendable {
         case .observer(let id):
             guard let observer = observers[id] else { return .noSuchObserver(id) }
             observer.lastActivity = Self.now()
-            guard observer.history.covers(since: since) || (observer.initial != nil && since <= observer.since)
-            else {
+            if case .object = observer.target, !observer.history.covers(since: since),
+                !(observer.initial != nil && since <= observer.since)
+            {
                 return .compacted(oldest: observer.history.compactedThrough, current: processedSeq)
             }
-            let hasInitial = observer.initial.map { since <= $0.seq } ?? false
-            if !hasInitial && observer.history.changes(after: since).isEmpty && !force { return nil }
+            if !observer.hasChanges(after: since) && !force { return nil }
             let changes = observer.answer(after: since)
             return .items(["changes": .array(changes), "last": .integer(processedSeq)], seq: processedSeq)
         case .notifications(let name, let object):
@@ -360,11 +360,10 @@ public final class ObservationCenter: @unchecked Sendable {
                     message: "Unknown option \"\(option)\"; options are new, old, initial and prior.")
             }
         }
+        if target.hasPrefix("controllers/") || target == "defaults" {
+            return try addExternalObserver(target: target, keyPath: keyPath, options: parsedOptions)
+        }
         guard let object = ObjectID(reference: target) else {
-            if target.hasPrefix("controllers/") || target == "defaults" {
-                throw ObjectGraphError(
-                    status: 404, code: "not-found", message: "Observing \(target) is not available yet.")
-            }
             throw ObjectGraphError(
                 status: 400, code: "bad-request",
                 message: "The target must be \"Entity/id\", \"controllers/NAME\" or \"defaults\", not \"\(target)\".")
@@ -384,6 +383,55 @@ public final class ObservationCenter: @unchecked Sendable {
                 storedKey: storedKey, value: value, capacity: min(configuration.historyCapacity, 10_000),
                 now: Self.now())
             return (id, since)
+        }
+    }
+
+    /// Reads a key path of a controller (`controllers/NAME`) or of the user defaults (`defaults`); set once by the
+    /// layer that owns them, before serving.
+    public typealias ExternalReader = @Sendable (_ target: String, _ keyPath: String) throws -> PropertyListValue
+
+    private var externalReader: ExternalReader?
+
+    public func setExternalReader(_ reader: @escaping ExternalReader) {
+        onQueue { externalReader = reader }
+    }
+
+    /// Tells the center that a controller's or the defaults' state may have changed: observers of that target
+    /// re-read their key paths and report a `setting` when the value differs.
+    public func externalTargetDidChange(_ target: String) {
+        queue.async { [self] in
+            guard let externalReader else { return }
+            var changed = false
+            for observer in observers.values where observer.target.description == target {
+                let value = (try? externalReader(target, observer.keyPath)) ?? .null
+                guard value != observer.lastValue else { continue }
+                observer.emit(
+                    FeedChange(
+                        seq: processedSeq, target: target, keyPath: observer.keyPath, kind: .setting,
+                        old: observer.lastValue, new: value))
+                observer.lastValue = value
+                changed = true
+            }
+            if changed { wakeWaiters() }
+        }
+    }
+
+    private func addExternalObserver(
+        target: String, keyPath: String, options: KeyValueObserver.Options
+    ) throws -> (id: String, since: Int64) {
+        try onQueue { () throws -> (id: String, since: Int64) in
+            guard let externalReader else {
+                throw ObjectGraphError(status: 404, code: "not-found", message: "\(target) cannot be observed here.")
+            }
+            let value = try externalReader(target, keyPath)
+            let parsedTarget: KeyValueObserver.Target =
+                target == "defaults" ? .defaults : .controller(String(target.dropFirst("controllers/".count)))
+            nextObserverID += 1
+            let id = "o\(nextObserverID)"
+            observers[id] = KeyValueObserver(
+                id: id, target: parsedTarget, keyPath: keyPath, options: options, since: processedSeq,
+                storedKey: false, value: value, capacity: min(configuration.historyCapacity, 10_000), now: Self.now())
+            return (id, processedSeq)
         }
     }
 
