@@ -1,0 +1,413 @@
+"""End-to-end test of the demo page (Public/) in headless Chromium against a real server.
+
+Each test opens the page afresh, so it gets its own pair of controllers on the server, and checks what
+the page shows against what the REST API answers. Tests touch different departments or restore what
+they change, so they do not depend on each other's order.
+"""
+
+import re
+import time
+
+import pytest
+from selenium.common.exceptions import StaleElementReferenceException
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support.ui import WebDriverWait
+
+from conftest import new_browser
+
+WAIT = 8  # seconds; every wait is explicit and returns as soon as its condition holds
+LIVE = 3  # a change by someone else must show within a second; allow slack for a loaded CI machine
+
+
+def hook(name):
+    return (By.CSS_SELECTOR, f'[data-test="{name}"]')
+
+
+class Page:
+    def __init__(self, browser, server):
+        self.b = browser
+        self.server = server
+
+    # -- navigation and waiting -----------------------------------------------------------------
+
+    def open(self):
+        self.b.get(self.server.url + "/")
+        self.wait(lambda: self.department_names() and self.b.execute_script("return !!window.bindery"))
+        self.wait(lambda: self.b.find_element(By.ID, "connection").get_attribute("data-state") == "live")
+        self.wait(lambda: self.selected_department() is not None and self.employee_names() is not None)
+        return self
+
+    def wait(self, condition, timeout=WAIT, message=None):
+        def safe(_):
+            try:
+                return condition()
+            except StaleElementReferenceException:
+                return False
+
+        return WebDriverWait(self.b, timeout, poll_frequency=0.05).until(safe, message)
+
+    def controllers(self):
+        return self.b.execute_script("return window.bindery.controllers")
+
+    def el(self, name):
+        return self.b.find_element(*hook(name))
+
+    def field(self, key):
+        return self.el(f"field-{key}")
+
+    def value(self, key):
+        return self.field(key).get_attribute("value")
+
+    # -- departments and employees ----------------------------------------------------------------
+
+    def department_rows(self):
+        return self.b.find_elements(*hook("department-row"))
+
+    def department_names(self):
+        return [r.find_element(By.CLASS_NAME, "dep-name").text for r in self.department_rows()]
+
+    def selected_department(self):
+        rows = [r for r in self.department_rows() if r.get_attribute("aria-selected") == "true"]
+        return rows[0].find_element(By.CLASS_NAME, "dep-name").text if rows else None
+
+    def employee_rows(self):
+        return self.b.find_elements(*hook("employee-row"))
+
+    def employee_names(self):
+        return [r.find_element(By.CLASS_NAME, "name").text for r in self.employee_rows()]
+
+    def selected_employees(self):
+        return [
+            r.find_element(By.CLASS_NAME, "name").text
+            for r in self.employee_rows()
+            if r.get_attribute("aria-selected") == "true"
+        ]
+
+    def employee_row(self, name):
+        return next(r for r in self.employee_rows() if r.find_element(By.CLASS_NAME, "name").text == name)
+
+    def select_department(self, name, expected_names=None):
+        row = next(r for r in self.department_rows() if r.find_element(By.CLASS_NAME, "dep-name").text == name)
+        row.click()
+        self.wait(lambda: self.b.find_element(By.ID, "employees-subtitle").text.startswith(f"in {name}"))
+        if expected_names is not None:
+            self.wait(lambda: sorted(self.employee_names()) == sorted(expected_names))
+
+    def select_employee(self, full_name, modifier=None):
+        row = self.employee_row(full_name)
+        if modifier:
+            ActionChains(self.b).key_down(modifier).click(row).key_up(modifier).perform()
+        else:
+            row.click()
+        self.wait(lambda: full_name in self.selected_employees())
+        if not modifier:
+            first = full_name.split(" ")[0]
+            self.wait(lambda: self.value("firstName") == first, message=f"form shows {full_name}")
+
+    def type_into(self, key, text):
+        f = self.field(key)
+        f.click()
+        f.send_keys(Keys.CONTROL, "a")
+        f.send_keys(Keys.BACKSPACE)
+        f.send_keys(text)
+
+    def edits(self):
+        return self.server.get(f"/controllers/{self.controllers()['employees']}/edits")
+
+    def edited_visible(self):
+        return self.el("edited").is_displayed()
+
+    def console_errors(self, allowed=()):
+        errors = []
+        for entry in self.b.get_log("browser"):
+            if entry["level"] != "SEVERE":
+                continue
+            if any(a in entry["message"] for a in allowed):
+                continue
+            errors.append(entry["message"])
+        return errors
+
+
+@pytest.fixture
+def page(browser, server):
+    browser.get_log("browser")  # drop what earlier tests left
+    p = Page(browser, server).open()
+    yield p
+    assert p.console_errors(allowed=("status of 422",)) == []
+
+
+def full(e):
+    return f"{e['firstName']} {e['lastName']}"
+
+
+# ---------------------------------------------------------------------------------------------------
+
+
+def test_creates_its_own_controllers_and_lists_departments(page, server):
+    names = page.controllers()
+    described = server.get(f"/controllers/{names['employees']}")
+    assert described["content"] == f"@{names['departments']}.selection.employees"
+    assert re.fullmatch(r"employees-[a-z0-9]+", names["employees"])
+    expected = [d for d in server.get(f"/controllers/{names['departments']}/arrangedObjects/name")]
+    assert page.department_names() == expected
+    assert sorted(expected) == ["Engineering", "Finance", "Marketing", "Research", "Sales"]
+
+
+def test_master_detail_selection(page, server):
+    sales = [full(e) for e in server.employees_of("Sales")]
+    page.select_department("Sales", sales)
+    assert page.selected_department() == "Sales"
+
+    # The detail table is sorted by last name; the form follows the selected row.
+    page.select_employee("Susan Kare")
+    assert page.value("lastName") == "Kare"
+    kare = server.get(f"/objects/{server.employee_named('Susan', 'Kare')}")
+    assert page.value("salary") == str(kare["salary"])
+    assert page.field("active").is_selected() == kare["active"]
+    assert page.field("hireDate").get_attribute("value") == kare["hireDate"]["$date"][:10]
+    emp = page.controllers()["employees"]
+    assert server.get(f"/controllers/{emp}/selectedObjects")[0]["$id"] == kare["$id"]
+
+    # Keyboard: arrow keys move the selection in the focused table.
+    names = page.employee_names()
+    index = names.index("Susan Kare")
+    page.b.find_element(By.ID, "employees-grid").send_keys(Keys.ARROW_DOWN)
+    page.wait(lambda: page.selected_employees() == [names[index + 1]])
+    page.wait(lambda: page.value("firstName") == names[index + 1].split(" ")[0])
+    page.b.find_element(By.ID, "employees-grid").send_keys(Keys.ARROW_UP)
+    page.wait(lambda: page.selected_employees() == ["Susan Kare"])
+
+    # Multiple selection: fields that differ show the multiple-values placeholder.
+    page.select_employee("Steve Jobs", modifier=Keys.CONTROL)
+    page.wait(lambda: sorted(page.selected_employees()) == ["Steve Jobs", "Susan Kare"])
+    page.wait(lambda: page.field("firstName").get_attribute("placeholder") == "Multiple values")
+    assert page.value("firstName") == ""
+    assert page.value("salary") == ""
+    assert server.get(f"/controllers/{emp}/selection/firstName") == {"$marker": "MultipleValues"}
+
+    # Departments by keyboard too; an empty department leaves no selection and disables the form.
+    page.b.find_element(By.ID, "departments-list").send_keys(Keys.END)
+    last = page.department_names()[-1]
+    page.wait(lambda: page.selected_department() == last)
+    page.select_department("Research")
+    page.wait(lambda: page.employee_names() == [])
+    page.wait(lambda: not page.field("firstName").is_enabled())
+    assert page.field("firstName").get_attribute("placeholder") == "No selection"
+    assert not page.el("add").get_attribute("disabled")
+    assert page.el("remove").get_attribute("disabled")
+
+
+def test_commit_applies_pending_edits(page, server):
+    page.select_department("Marketing")
+    page.select_employee("Anita Borg")
+    anita = server.employee_named("Anita", "Borg")
+
+    page.type_into("lastName", "Borg-Smith")
+    page.wait(page.edited_visible)
+    page.wait(lambda: page.edits() == {"lastName": "Borg-Smith"}, message="the edit is pending on the server")
+    assert server.get(f"/objects/{anita}/lastName") == "Borg", "a pending edit leaves the model alone"
+
+    page.el("commit").click()
+    page.wait(lambda: server.get(f"/objects/{anita}/lastName") == "Borg-Smith")
+    page.wait(lambda: "Anita Borg-Smith" in page.employee_names())
+    page.wait(lambda: not page.edited_visible())
+    assert page.edits() == {}
+    assert not page.el("error").is_displayed()
+
+
+def test_discard_drops_pending_edits(page, server):
+    page.select_department("Marketing")
+    page.select_employee("Jean Sammet")
+    jean = server.employee_named("Jean", "Sammet")
+
+    page.type_into("firstName", "Jeanne")
+    page.field("active").click()
+    page.wait(lambda: page.edits() == {"firstName": "Jeanne", "active": False})
+    page.wait(page.edited_visible)
+
+    page.el("discard").click()
+    page.wait(lambda: page.value("firstName") == "Jean")
+    page.wait(lambda: page.field("active").is_selected())
+    page.wait(lambda: not page.edited_visible())
+    assert page.edits() == {}
+    assert server.get(f"/objects/{jean}/firstName") == "Jean"
+    assert server.get(f"/objects/{jean}/active") is True
+
+
+def test_validation_error_is_shown_and_nothing_changes(page, server):
+    page.select_department("Marketing")
+    page.select_employee("Annie Easley")
+    annie = server.employee_named("Annie", "Easley")
+    salary = server.get(f"/objects/{annie}/salary")
+
+    page.type_into("salary", "-5")
+    page.el("commit").click()
+    error = page.el("error")
+    page.wait(error.is_displayed, message="the 422 is shown next to the form")
+    assert "salary" in error.text.lower()
+    assert page.field("salary").get_attribute("aria-invalid") == "true"
+    assert page.edited_visible(), "the edits are kept after a refused commit"
+    assert server.get(f"/objects/{annie}/salary") == salary
+
+    page.el("discard").click()
+    page.wait(lambda: not page.el("error").is_displayed())
+    page.wait(lambda: page.value("salary") == str(salary))
+    assert page.edits() == {}
+
+
+def test_filter_sets_the_filter_predicate(page, server):
+    engineering = [full(e) for e in server.employees_of("Engineering")]
+    page.select_department("Engineering", engineering)
+
+    page.el("filter").send_keys("LI")
+    expected = sorted(n for n in engineering if "li" in n.lower())
+    assert 0 < len(expected) < len(engineering)
+    page.wait(lambda: sorted(page.employee_names()) == expected)
+    predicate = server.get(f"/controllers/{page.controllers()['employees']}")["filterPredicate"]
+    assert "CONTAINS[cd]" in predicate and '"LI"' in predicate
+
+    page.el("filter").send_keys(Keys.CONTROL, "a")
+    page.el("filter").send_keys(Keys.BACKSPACE)
+    page.wait(lambda: sorted(page.employee_names()) == sorted(engineering))
+    assert server.get(f"/controllers/{page.controllers()['employees']}")["filterPredicate"] is None
+
+
+def test_sorting_by_column_headers(page, server):
+    page.select_department("Finance")
+    emp = page.controllers()["employees"]
+    header = page.b.find_element(By.CSS_SELECTOR, 'th[data-sort="salary"] button')
+
+    header.click()
+    page.wait(lambda: server.get(f"/controllers/{emp}")["sortDescriptors"][0] == {
+        "key": "salary", "ascending": True, "selector": "compare:"})
+    expected = server.get(f"/controllers/{emp}/arrangedObjects")
+    page.wait(lambda: page.employee_names() == [full(e) for e in expected])
+    salaries = [e["salary"] for e in expected]
+    assert salaries == sorted(salaries)
+
+    header.click()
+    page.wait(lambda: server.get(f"/controllers/{emp}")["sortDescriptors"][0]["ascending"] is False)
+    expected = server.get(f"/controllers/{emp}/arrangedObjects")
+    page.wait(lambda: page.employee_names() == [full(e) for e in expected])
+    assert [e["salary"] for e in expected] == sorted(salaries, reverse=True)
+    th = page.b.find_element(By.CSS_SELECTOR, 'th[data-sort="salary"]')
+    assert th.get_attribute("aria-sort") == "descending"
+
+
+def test_add_and_remove(page, server):
+    page.select_department("Finance")
+    before = page.employee_names()
+    finance = server.department_id("Finance")
+    count = server.get(f"/objects/{finance}/employees.@count")
+
+    page.el("add").click()
+    page.wait(lambda: len(page.employee_names()) == len(before) + 1)
+    page.wait(lambda: page.selected_employees() == ["New Employee"], message="the new employee is selected")
+    page.wait(lambda: page.value("firstName") == "New" and page.value("lastName") == "Employee")
+    assert server.get(f"/objects/{finance}/employees.@count") == count + 1
+    new = server.get(f"/controllers/{page.controllers()['employees']}/selectedObjects")[0]
+    assert new["department"] == {"$ref": finance}
+
+    page.el("remove").click()
+    page.wait(lambda: sorted(page.employee_names()) == sorted(before))
+    assert server.get(f"/objects/{finance}/employees.@count") == count
+    status, _ = server.request("GET", f"/objects/{new['$id']}")
+    assert status == 404
+
+
+def test_undo_and_redo(page, server):
+    page.select_department("Sales")
+    page.select_employee("Jef Raskin")
+    jef = server.employee_named("Jef", "Raskin")
+
+    page.type_into("salary", "85000")
+    page.el("commit").click()
+    page.wait(lambda: server.get(f"/objects/{jef}/salary") == 85000)
+    undo, redo = page.el("undo"), page.el("redo")
+    page.wait(undo.is_enabled)
+
+    undo.click()
+    page.wait(lambda: server.get(f"/objects/{jef}/salary") == 84000)
+    page.wait(lambda: page.value("salary") == "84000")
+    page.wait(redo.is_enabled)
+
+    redo.click()
+    page.wait(lambda: server.get(f"/objects/{jef}/salary") == 85000)
+    page.wait(lambda: page.value("salary") == "85000")
+
+
+def test_two_sessions_stay_in_step_without_reload(page, server, second_browser, screenshots):
+    other = Page(second_browser, server).open()
+    try:
+        for p in (page, other):
+            p.select_department("Engineering")
+            p.b.execute_script("window.__noReload = 'still here'")
+        page.select_employee("Linus Torvalds")
+        other.select_employee("Grace Hopper")
+        linus = server.employee_named("Linus", "Torvalds")
+
+        # A commit in one tab shows in the other (a different employee is selected there).
+        page.type_into("firstName", "Linux")
+        page.el("commit").click()
+        page.wait(lambda: server.get(f"/objects/{linus}/firstName") == "Linux")
+        other.wait(lambda: "Linux Torvalds" in other.employee_names(), timeout=LIVE)
+
+        # A change by curl (here: the REST API) shows in both, in the table and in the bound form.
+        grace = server.employee_named("Grace", "Hopper")
+        t0 = time.monotonic()
+        server.put(f"/objects/{grace}/salary", 215000)
+        other.wait(lambda: other.value("salary") == "215000", timeout=LIVE)
+        page.wait(lambda: "$215,000" in page.employee_row("Grace Hopper").text, timeout=LIVE)
+        assert time.monotonic() - t0 < LIVE
+
+        # The change feed panel shows the KVO change: seq, key path, old → new.
+        feed = other.el("feed")
+        other.wait(lambda: ".salary" in feed.text and "215,000" in feed.text, timeout=LIVE)
+
+        # Moving an employee to another department (by curl) removes the row from the other tab.
+        server.put(f"/objects/{linus}/department", {"$ref": server.department_id("Research")})
+        for p in (page, other):
+            p.wait(lambda: "Linux Torvalds" not in p.employee_names(), timeout=LIVE)
+        server.put(f"/objects/{linus}/department", {"$ref": server.department_id("Engineering")})
+        server.put(f"/objects/{linus}/firstName", "Linus")
+        other.wait(lambda: "Linus Torvalds" in other.employee_names(), timeout=LIVE)
+
+        for p in (page, other):
+            assert p.b.execute_script("return window.__noReload") == "still here"
+        assert other.console_errors() == []
+
+        # A good-looking state for the screenshot: a selection with a pending edit, a busy feed.
+        page.select_employee("Grace Hopper")
+        page.type_into("lastName", "Hopper (RADM)")
+        page.wait(page.edited_visible)
+        page.b.execute_script("document.activeElement.blur()")
+        page.b.save_screenshot(str(screenshots / "demo.png"))
+        page.el("discard").click()
+        page.wait(lambda: not page.edited_visible())
+    finally:
+        second_browser.get("about:blank")  # deletes its controllers (pagehide)
+
+
+def test_narrow_window_has_no_horizontal_scroll(server, screenshots):
+    narrow = new_browser(width=390, height=844)
+    try:
+        p = Page(narrow, server).open()
+        p.select_department("Sales")
+        p.select_employee("Steve Jobs")
+        width = narrow.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+        assert width[0] <= width[1], f"page is wider than the window: {width}"
+        assert p.field("firstName").is_displayed()
+        narrow.save_screenshot(str(screenshots / "demo-narrow.png"))
+        assert p.console_errors() == []
+    finally:
+        narrow.quit()
+
+
+def test_unload_deletes_the_page_controllers(browser, server):
+    p = Page(browser, server).open()
+    names = p.controllers()
+    browser.get("about:blank")
+    p.wait(lambda: server.request("GET", f"/controllers/{names['employees']}")[0] == 404)
+    assert server.request("GET", f"/controllers/{names['departments']}")[0] == 404
