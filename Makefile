@@ -24,6 +24,7 @@ test: deps
 	$(SWIFT) test --skip-build --parallel
 	$(SWIFT) format lint --strict --recursive Sources Tests Package.swift
 	bash scripts/container-check.sh
+	bash scripts/browser-test.sh
 
 format:
 	$(SWIFT) format --in-place --recursive Sources Tests Package.swift
@@ -42,3 +43,7 @@ container-check: deps
 # The runtime stage assembled with debootstrap and the binary run in it with chroot (needs root and Debian's mirror).
 container-smoke: deps
 	bash scripts/container-smoke.sh
+
+# The demo page end to end in headless Chromium against a real server (also run by `make test`).
+browser-test:
+	bash scripts/browser-test.sh

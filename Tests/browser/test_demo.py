@@ -391,7 +391,10 @@ def test_two_sessions_stay_in_step_without_reload(page, server, second_browser, 
 
 
 def test_narrow_window_has_no_horizontal_scroll(server, screenshots):
-    narrow = new_browser(width=390, height=844)
+    narrow = new_browser(width=500, height=900)  # Chromium's smallest window; emulate a phone inside it
+    narrow.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride", {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True}
+    )
     try:
         p = Page(narrow, server).open()
         p.select_department("Sales")
