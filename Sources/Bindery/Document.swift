@@ -49,7 +49,7 @@ public final class Document: Sendable {
     let storage: DocumentStorage
     /// Set for the convenience initializer's temporary directory, removed when the document goes.
     private let temporaryDirectory: String?
-    let notificationHandler = Mutex<(@Sendable (DocumentNotification) -> Void)?>(nil)
+    let notificationHandler = Mutex<NotificationHook?>(nil)
 
     /// Loads `model.json` (required), then the store from `dataDirectory` (created if missing): its snapshot and
     /// journal, or, when it holds neither, the fixture's `data.json` (optional), saved as the first snapshot.
@@ -119,12 +119,11 @@ public final class Document: Sendable {
         let undoManager = DocumentUndoManager(levelsOfUndo: options.undoDepth)
         self.undoManager = undoManager
         let journal = storage.journal
-        hooks.journal.withLock {
-            $0 = { record in
-                try journal.append(record)
-                undoManager.didCommit(record)
-            }
+        let append = CommitHook { record in
+            try journal.append(record)
+            undoManager.didCommit(record)
         }
+        hooks.journal.withLock { $0 = append }
     }
 
     deinit {
@@ -159,13 +158,32 @@ public final class Document: Sendable {
 /// The store's hooks, fanned out to what the document registers after the store exists.
 private final class CommitHooks: Sendable {
     let observers = Mutex<[@Sendable (ChangeRecord) -> Void]>([])
-    let journal = Mutex<(@Sendable (ChangeRecord) throws -> Void)?>(nil)
+    let journal = Mutex<CommitHook?>(nil)
 
     func willCommit(_ record: ChangeRecord) throws {
-        try journal.withLock { $0 }?(record)
+        try journal.withLock { $0 }?.body(record)
     }
 
     func didCommit(_ record: ChangeRecord) {
         for observer in observers.withLock({ $0 }) { observer(record) }
+    }
+}
+
+/// A closure in a box: a closure stored in a `Mutex` directly is re-abstracted (wrapped in one more thunk) by every
+/// `withLock` that hands it out, so each call gets slower and the thunk chain eventually overflows the stack.
+final class CommitHook: Sendable {
+    let body: @Sendable (ChangeRecord) throws -> Void
+
+    init(_ body: @escaping @Sendable (ChangeRecord) throws -> Void) {
+        self.body = body
+    }
+}
+
+/// The document's notification handler, boxed like `CommitHook`.
+final class NotificationHook: Sendable {
+    let body: @Sendable (DocumentNotification) -> Void
+
+    init(_ body: @escaping @Sendable (DocumentNotification) -> Void) {
+        self.body = body
     }
 }

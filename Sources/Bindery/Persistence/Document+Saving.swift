@@ -14,7 +14,8 @@ extension Document {
     /// Sets the code that receives the document's notifications (the notification center posts them to long-poll
     /// clients); it runs on the thread that saved, outside every lock.
     public func setNotificationHandler(_ handler: @escaping @Sendable (DocumentNotification) -> Void) {
-        notificationHandler.withLock { $0 = handler }
+        let hook = NotificationHook(handler)
+        notificationHandler.withLock { $0 = hook }
     }
 
     /// Writes a snapshot now and makes it the saved state (`revertToSaved` returns to it); posts `StoreDidSave`
@@ -54,6 +55,6 @@ extension Document {
 
     private func post(_ notification: DocumentNotification) {
         // Notification call site: the observing layer installs the handler (`setNotificationHandler`).
-        notificationHandler.withLock { $0 }?(notification)
+        notificationHandler.withLock { $0 }?.body(notification)
     }
 }
