@@ -32,6 +32,7 @@ public final class BinderyService: HTTPResponder {
     /// What was wrong with the fixture's `controllers.json` or `defaults.json` (the serve command stops on it).
     public let setupError: ObjectGraphError?
     private let router: Router
+    private let counters = ResponseCounters()
     private let staticFiles: StaticFiles?
 
     /// - Parameter observations: the observation center (the server passes one on the main queue); by default, one
@@ -56,6 +57,8 @@ public final class BinderyService: HTTPResponder {
         Self.addObservingRoutes(to: &router, center: observations)
         Self.addControllerRoutes(to: &router, controllers: controllers)
         Self.addDefaultsRoutes(to: &router, defaults: defaults)
+        Self.addMetricsRoutes(
+            to: &router, document: document, observations: observations, controllers: controllers, counters: counters)
         self.router = router
     }
 
@@ -85,6 +88,11 @@ public final class BinderyService: HTTPResponder {
         document.setNotificationHandler { notification in
             observations.postNow(name: notification.name, object: notification.object, userInfo: notification.userInfo)
         }
+    }
+
+    /// Every route's method and pattern (the OpenAPI document is checked against it).
+    public var routePatterns: [(method: String, pattern: String)] {
+        router.patterns
     }
 
     public func respond(to request: HTTPRequest) -> HTTPHandlerResult {
@@ -131,6 +139,7 @@ public final class BinderyService: HTTPResponder {
         if response.header("X-Store-Seq") == nil {
             response.headers.append(("X-Store-Seq", String(document.store.seq)))
         }
+        counters.count(status: response.status)
         response.headers.append(("Access-Control-Allow-Origin", configuration.corsOrigin))
         response.headers.append(("Access-Control-Expose-Headers", "ETag, Location, X-Store-Seq, Retry-After"))
         return response

@@ -16,6 +16,7 @@ public struct Router: Sendable {
 
     private struct Route: Sendable {
         var method: String
+        var text: String
         var pattern: [Segment]
         var handler: Handler
     }
@@ -32,13 +33,18 @@ public struct Router: Sendable {
 
     public init() {}
 
+    /// Every route's method and pattern, in the order they were added (for documentation checks).
+    public var patterns: [(method: String, pattern: String)] {
+        routes.map { ($0.method, $0.text) }
+    }
+
     public mutating func add(_ method: String, _ pattern: String, _ handler: @escaping Handler) {
         let segments: [Segment] = pattern.split(separator: "/").map { part in
             if part.hasPrefix(":") { return .parameter(String(part.dropFirst())) }
             if part.hasPrefix("*") { return .rest(String(part.dropFirst())) }
             return .literal(String(part))
         }
-        routes.append(Route(method: method, pattern: segments, handler: handler))
+        routes.append(Route(method: method, text: pattern, pattern: segments, handler: handler))
     }
 
     public func match(_ request: HTTPRequest, segments: [String]) -> Match {

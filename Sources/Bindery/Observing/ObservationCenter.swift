@@ -210,6 +210,11 @@ public final class ObservationCenter: @unchecked Sendable {
         onQueue { waiters.count }
     }
 
+    /// Counts for `/metrics`: waiting long-polls, event streams, observers, and the seq last processed.
+    public var statistics: (waiters: Int, streams: Int, observers: Int, processedSeq: Int64) {
+        onQueue { (waiters.count, subscribers.count, observers.count, processedSeq) }
+    }
+
     private func currentSeq(of source: PollRequest.Source) -> Int64 {
         if case .notifications = source { return notificationCenter.lastSeq }
         return processedSeq

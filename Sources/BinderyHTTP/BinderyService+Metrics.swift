@@ -1,0 +1,56 @@
+import Bindery
+import Controllers
+import Foundation
+import HTTPServer
+import ObjectGraph
+
+extension BinderyService {
+    /// `GET /metrics`: Prometheus text exposition (API.md §10).
+    static func addMetricsRoutes(
+        to router: inout Router, document: Document, observations: ObservationCenter, controllers: ControllerRegistry,
+        counters: ResponseCounters
+    ) {
+        router.add("GET", "/metrics") { _ in
+            var lines: [String] = []
+            func metric(_ name: String, _ type: String, _ help: String, _ samples: [(labels: String, value: String)]) {
+                lines.append("# HELP \(name) \(help)")
+                lines.append("# TYPE \(name) \(type)")
+                for sample in samples { lines.append("\(name)\(sample.labels) \(sample.value)") }
+            }
+            metric(
+                "bindery_http_responses_total", "counter", "HTTP responses sent, by status class.",
+                counters.counts.map { ("{class=\"\($0.0)\"}", String($0.1)) })
+            let (seq, objects) = document.store.read { view in
+                (view.seq, view.model.entities.map { ($0.name, (try? view.count(of: $0.name)) ?? 0) })
+            }
+            metric("bindery_store_seq", "gauge", "The store's sequence number.", [("", String(seq))])
+            metric(
+                "bindery_objects", "gauge", "Objects in the store, by entity.",
+                objects.map { ("{entity=\"\($0.0)\"}", String($0.1)) })
+            let statistics = observations.statistics
+            metric(
+                "bindery_longpoll_waiters", "gauge", "Long-polls waiting for a change.",
+                [("", String(statistics.waiters))])
+            metric(
+                "bindery_event_streams", "gauge", "Open server-sent event streams.", [("", String(statistics.streams))])
+            metric("bindery_observers", "gauge", "Registered KVO observers.", [("", String(statistics.observers))])
+            metric("bindery_controllers", "gauge", "Mediating controllers.", [("", String(controllers.names.count))])
+            if let rss = residentMemoryBytes() {
+                metric("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", [("", String(rss))])
+            }
+            return .response(
+                HTTPResponse(
+                    status: 200, contentType: "text/plain; version=0.0.4; charset=utf-8",
+                    text: lines.joined(separator: "\n") + "\n"))
+        }
+    }
+
+    /// VmRSS from /proc/self/status, in bytes.
+    private static func residentMemoryBytes() -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+            let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "")
+        else { return nil }
+        return kilobytes * 1024
+    }
+}

@@ -1,0 +1,40 @@
+import Bindery
+import BinderyHTTP
+import Foundation
+import HTTPTestSupport
+import PropertyList
+import Testing
+
+struct MetricsAndOpenAPITests {
+    @Test func metricsArePrometheusText() throws {
+        try withService { client in
+            _ = try client.request("GET", "/nope")
+            let metrics = try client.request("GET", "/metrics")
+            #expect(metrics.status == 200)
+            #expect(metrics.header("Content-Type")?.hasPrefix("text/plain; version=0.0.4") == true)
+            #expect(metrics.text.contains("# TYPE bindery_http_responses_total counter"))
+            #expect(metrics.text.contains("bindery_http_responses_total{class=\"4xx\"} 1\n"))
+            #expect(metrics.text.contains("bindery_objects{entity=\"Employee\"} 32\n"))
+            #expect(metrics.text.contains("bindery_store_seq 1\n"))
+            #expect(metrics.text.contains("process_resident_memory_bytes "))
+        }
+    }
+
+    /// Every route the server has is in `Public/openapi.json` (regenerate it with `scripts/gen-openapi.py`).
+    @Test func openAPIDescribesEveryRoute() throws {
+        let document = try Document(fixtureDirectory: packageRoot + "/Fixtures/employees")
+        let service = BinderyService(configuration: .init(publicDirectory: packageRoot + "/Public"), document: document)
+        let bytes = try #require(FileManager.default.contents(atPath: packageRoot + "/Public/openapi.json"))
+        let openAPI = try PropertyListValue(jsonBytes: bytes)
+        #expect(openAPI["openapi"] == "3.1.0")
+        let paths = try #require(openAPI["paths"]?.dictionaryValue)
+        for (method, pattern) in service.routePatterns {
+            let path =
+                "/"
+                + pattern.split(separator: "/").map { part in
+                    part.hasPrefix(":") || part.hasPrefix("*") ? "{\(part.dropFirst())}" : String(part)
+                }.joined(separator: "/")
+            #expect(paths[path]?[method.lowercased()] != nil, "\(method) \(path) is not in openapi.json")
+        }
+    }
+}
