@@ -33,7 +33,7 @@
     active: [{ key: 'active', selector: 'compare:' }],
   };
 
-  const tab = Math.random().toString(36).slice(2, 10);
+  const tab = Math.random().toString(36).slice(2, 10).padEnd(8, '0');
   const DEP = `departments-${tab}`;
   const EMP = `employees-${tab}`;
 
@@ -86,6 +86,7 @@
   let generation = 0; // bumped by every local mutation; a sync started before one is not rendered
   let stopped = false;
   let pollAbort = null;
+  const stats = { resyncs: 0, reconnects: 0 };
 
   // ---------------------------------------------------------------------------------------------
   // HTTP
@@ -439,12 +440,14 @@
     }
   }
 
+  // Runs fn; shows its error next to the form instead of throwing. Answers fn's result, or undefined.
   async function guarded(fn) {
     try {
-      await fn();
+      return await fn();
     } catch (e) {
       if (e instanceof APIError) showError(e);
       else showError({ message: `The server could not be reached (${e.message}).`, details: {} });
+      return undefined;
     }
   }
 
@@ -576,6 +579,17 @@
     if (index < 0 || index >= state.departments.length) return;
     if (state.depSelection.length === 1 && state.depSelection[0] === index) return;
     await flushEdits();
+    // Pending edits belong to the employees selected now. Changing the master changes the detail's
+    // content and selection but keeps its pending edits, which would then apply to other employees:
+    // end editing first, as Cocoa does when a text field resigns, and stay put if the commit fails.
+    const committed = await mutate(() =>
+      guarded(async () => {
+        const { data: pending } = await api('GET', ctl(EMP, '/edits'));
+        if (pending && Object.keys(pending).length) await api('POST', ctl(EMP, '/commitEditing'));
+        return true;
+      }),
+    );
+    if (!committed) return;
     state.depSelection = [index];
     state.anchor = null;
     renderDepartments();
@@ -774,7 +788,17 @@
     el.connection.querySelector('.connection-label').textContent = label;
   }
 
-  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+  // A sleep that the browser's `online` event cuts short, so a reconnect does not wait out its back-off.
+  let wake = () => {};
+  const sleep = (ms) =>
+    new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  window.addEventListener('online', () => wake());
 
   async function pollChanges(since) {
     let backoff = 500;
@@ -790,7 +814,10 @@
           // The history moved past us: re-read everything, carry on from the current seq.
           setConnection('resync', 'Re-syncing…');
           since = (body && body.error && body.error.current) || since;
+          stats.resyncs += 1;
+          appendNote(`History compacted past #${(body && body.error && body.error.oldest) ?? '?'}: re-synced`);
           await requestSync();
+          if (el.connection.dataset.state === 'resync') setConnection('live', 'Live');
           backoff = 500;
           continue;
         }
@@ -802,7 +829,10 @@
         }
         if (!res.ok || !body || !Array.isArray(body.changes)) throw new Error(`HTTP ${res.status}`);
         setConnection('live', 'Live');
-        if (backoff > 500) requestSync(); // reconnected after an error: catch up
+        if (backoff > 500) {
+          stats.reconnects += 1;
+          requestSync(); // reconnected after an error: catch up
+        }
         backoff = 500;
         if (body.changes.length) {
           appendFeed(body.changes);
@@ -817,6 +847,11 @@
         backoff = Math.min(backoff * 2, 15000);
       }
     }
+  }
+
+  function appendNote(text) {
+    el.feed.prepend(h('li', { class: 'feed-item feed-note fresh' }, h('span', { class: 'seq', text: '⟳' }), h('span', { text })));
+    el.feedEmpty.hidden = true;
   }
 
   function describeTarget(target) {
@@ -891,6 +926,43 @@
     });
   }
 
+  const ORPHANS = 'bindery.orphanControllers';
+
+  // Names in the order to remove them: a detail before its master.
+  function noteOrphan(...added) {
+    try {
+      const names = JSON.parse(localStorage.getItem(ORPHANS) || '[]');
+      localStorage.setItem(ORPHANS, JSON.stringify([...new Set([...names, ...added])].slice(-100)));
+    } catch {
+      // storage unavailable: the keepalive DELETE is all there is
+    }
+  }
+
+  // Removes controllers that closed pages of this browser may have left behind (see pagehide).
+  async function reapOrphans() {
+    let names;
+    try {
+      names = JSON.parse(localStorage.getItem(ORPHANS) || '[]');
+    } catch {
+      return;
+    }
+    if (!names.length) return;
+    const listed = await api('GET', '/controllers').catch(() => null);
+    if (!listed || !listed.data || !Array.isArray(listed.data.controllers)) return;
+    const existing = new Set(listed.data.controllers.map((c) => c.name));
+    const left = [];
+    for (const name of names.filter((n) => existing.has(n))) {
+      const res = await fetch(ctl(name), { method: 'DELETE' }).catch(() => null);
+      if (!res || res.status === 409) left.push(name); // its detail is still there (going away, or in use)
+    }
+    try {
+      const now = JSON.parse(localStorage.getItem(ORPHANS) || '[]');
+      localStorage.setItem(ORPHANS, JSON.stringify(now.filter((n) => !names.includes(n) || left.includes(n))));
+    } catch {
+      // storage unavailable
+    }
+  }
+
   async function start() {
     el.names.textContent = `${DEP}, ${EMP}`;
     let backoff = 500;
@@ -900,6 +972,7 @@
         const seq = await syncOnce();
         setConnection('live', 'Live');
         pollChanges(seq ?? 0);
+        setTimeout(reapOrphans, 1000);
         return;
       } catch (e) {
         setConnection('offline', `Server unreachable, retrying in ${Math.ceil(backoff / 1000)}s`);
@@ -913,6 +986,10 @@
   window.addEventListener('pagehide', () => {
     stopped = true;
     if (pollAbort) pollAbort.abort();
+    // Best effort: the detail first, as the server refuses to remove a controller that another
+    // follows (409). The two requests may race, so both are also noted for the next page load in this
+    // browser to remove if they are still there (reapOrphans).
+    noteOrphan(EMP, DEP);
     for (const name of [EMP, DEP]) {
       fetch(ctl(name), { method: 'DELETE', keepalive: true }).catch(() => {});
     }
@@ -927,7 +1004,7 @@
   });
 
   // Exposed for the browser test and for curious people with a console open.
-  window.bindery = { controllers: { departments: DEP, employees: EMP }, sync: requestSync };
+  window.bindery = { controllers: { departments: DEP, employees: EMP }, sync: requestSync, stats };
 
   start();
 })();

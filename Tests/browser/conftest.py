@@ -7,7 +7,11 @@ passes its address in BINDERY_URL. Chromium runs headless (`--headless=new --no-
 
 import json
 import os
+import re
 import shutil
+import subprocess
+import tempfile
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -62,6 +66,40 @@ class Server:
     def employee_named(self, first, last):
         objects = self.get("/objects/Employee?keys=firstName,lastName")["objects"]
         return next(o["$id"] for o in objects if o["firstName"] == first and o["lastName"] == last)
+
+
+@pytest.fixture(scope="session")
+def start_server():
+    """Starts extra servers (e.g. with a tiny change history) from BINDERY_BINARY; stops them at the end."""
+    started = []
+
+    def start(*args):
+        binary = os.environ.get("BINDERY_BINARY") or str(ROOT / ".build/debug/bindery")
+        data = tempfile.mkdtemp(prefix="bindery-browser-")
+        proc = subprocess.Popen(
+            [binary, "serve", "--host", "127.0.0.1", "--port", "0", "--data", data,
+             "--fixture", str(ROOT / "Fixtures/employees"), "--public", str(ROOT / "Public"), *args],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )
+        started.append((proc, data))
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            match = re.search(r"listening on (http://\S+)", line or "")
+            if match:
+                return Server(match.group(1))
+            if not line and proc.poll() is not None:
+                break
+        pytest.fail(f"{binary} did not start")
+
+    yield start
+    for proc, data in started:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        shutil.rmtree(data, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
