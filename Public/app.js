@@ -239,7 +239,13 @@
     el.redo.disabled = !state.actions.redo;
   }
 
+  let departmentsSignature = '';
+  let employeesSignature = '';
+
   function renderDepartments() {
+    const signature = JSON.stringify([state.departments, state.depSelection]);
+    if (signature === departmentsSignature) return; // unchanged: keep the nodes (and what a reader points at)
+    departmentsSignature = signature;
     el.depList.replaceChildren(
       ...state.departments.map((d, i) => {
         const selected = state.depSelection.includes(i);
@@ -305,7 +311,11 @@
         ),
       );
     });
-    el.body.replaceChildren(...rows);
+    const signature = JSON.stringify([state.employees, emp.selectionIndexes, [...state.people]]);
+    if (signature !== employeesSignature) {
+      employeesSignature = signature;
+      el.body.replaceChildren(...rows);
+    }
     el.empEmpty.hidden = rows.length > 0;
     el.empEmpty.textContent = state.depSelection.length ? (emp.filterPredicate ? 'No employees match the filter.' : 'No employees yet.') : 'Select a department.';
     const first = (emp.selectionIndexes || [])[0];
@@ -405,6 +415,7 @@
       input.value = marker ? '__marker__' : value && value.$ref ? value.$ref : '';
       return;
     }
+    if (key === 'hireDate') input.type = marker ? 'text' : 'date'; // a date input shows no placeholder
     input.placeholder = marker ? MARKER_TEXT[marker] : '';
     if (marker || value === null || value === undefined) {
       input.value = '';
@@ -524,6 +535,10 @@
     editTimers.clear();
     dirty.clear();
   }
+
+  field.hireDate.addEventListener('focus', () => {
+    if (field.hireDate.type === 'text') field.hireDate.type = 'date';
+  });
 
   for (const key of FIELDS) {
     const input = field[key];

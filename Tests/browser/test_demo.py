@@ -86,21 +86,35 @@ class Page:
         ]
 
     def employee_row(self, name):
-        return next(r for r in self.employee_rows() if r.find_element(By.CLASS_NAME, "name").text == name)
+        return self.b.find_element(By.XPATH, f'//tr[@data-test="employee-row"][.//*[@class="name" and text()="{name}"]]')
+
+    def department_row(self, name):
+        return self.b.find_element(
+            By.XPATH, f'//li[@data-test="department-row"][.//*[@class="dep-name" and text()="{name}"]]'
+        )
+
+    def click(self, find, modifier=None):
+        """Clicks what find() answers, finding it again if a re-render replaced it meanwhile."""
+        for _ in range(20):
+            try:
+                element = find()
+                if modifier:
+                    ActionChains(self.b).key_down(modifier).click(element).key_up(modifier).perform()
+                else:
+                    element.click()
+                return
+            except StaleElementReferenceException:
+                time.sleep(0.05)
+        raise AssertionError("the element kept being replaced")
 
     def select_department(self, name, expected_names=None):
-        row = next(r for r in self.department_rows() if r.find_element(By.CLASS_NAME, "dep-name").text == name)
-        row.click()
+        self.click(lambda: self.department_row(name))
         self.wait(lambda: self.b.find_element(By.ID, "employees-subtitle").text.startswith(f"in {name}"))
         if expected_names is not None:
             self.wait(lambda: sorted(self.employee_names()) == sorted(expected_names))
 
     def select_employee(self, full_name, modifier=None):
-        row = self.employee_row(full_name)
-        if modifier:
-            ActionChains(self.b).key_down(modifier).click(row).key_up(modifier).perform()
-        else:
-            row.click()
+        self.click(lambda: self.employee_row(full_name), modifier)
         self.wait(lambda: full_name in self.selected_employees())
         if not modifier:
             first = full_name.split(" ")[0]
@@ -265,7 +279,7 @@ def test_switching_department_ends_editing_first(page, server):
     # An invalid edit keeps the page where it is, with the error shown.
     page.type_into("salary", "-5")
     page.wait(lambda: page.edits() == {"salary": -5})
-    next(r for r in page.department_rows() if "Finance" in r.text).click()
+    page.click(lambda: page.department_row("Finance"))
     page.wait(page.el("error").is_displayed)
     assert page.selected_department() == "Marketing"
     assert page.edits() == {"salary": -5}
