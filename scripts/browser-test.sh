@@ -14,7 +14,9 @@ cd "$(dirname "$0")/.."
 BIN="${BINDERY_BINARY:-.build/debug/bindery}"
 SWIFT="${SWIFT:-swift}"
 
-bash scripts/install-deps.sh chromium chromium-driver
+extra=(chromium chromium-driver)
+command -v python3 >/dev/null 2>&1 || extra+=(python3)
+bash scripts/install-deps.sh "${extra[@]}"
 
 if ! python3 -c 'import selenium, pytest' 2>/dev/null; then
     echo "installing selenium and pytest from PyPI"
@@ -72,8 +74,10 @@ echo "browser test against $URL ($BIN)"
 
 mkdir -p .build
 status=0
-# shellcheck disable=SC2086
-PYTHONDONTWRITEBYTECODE=1 BINDERY_URL="$URL" BINDERY_SCREENSHOTS="$PWD/.build" \
+# SE_OFFLINE: the test names chromium and chromedriver itself; Selenium Manager must not download any.
+# shellcheck disable=SC2086 # PYTEST_ARGS is split into words on purpose
+SE_OFFLINE=true PYTHONDONTWRITEBYTECODE=1 BINDERY_URL="$URL" BINDERY_BINARY="$(realpath "$BIN")" \
+    BINDERY_SCREENSHOTS="$PWD/.build" \
     timeout 300 python3 -m pytest -q -p no:cacheprovider --rootdir Tests/browser Tests/browser ${PYTEST_ARGS:-} ||
     status=$?
 
