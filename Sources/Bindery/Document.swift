@@ -89,7 +89,8 @@ public final class Document: Sendable {
             model: model,
             hooks: ObjectStoreHooks(
                 willCommit: { record in try hooks.willCommit(record) },
-                didCommit: { record in hooks.didCommit(record) }))
+                didCommit: { record in hooks.didCommit(record) },
+                capture: { record, view in hooks.capture(record, view) }))
         self.store = store
         let dataPath = fixtureDirectory + "/data.json"
         do {
@@ -153,6 +154,12 @@ public final class Document: Sendable {
     public func addCommitObserver(_ observer: @escaping @Sendable (ChangeRecord) -> Void) {
         commitHooks.observers.withLock { $0.append(observer) }
     }
+
+    /// Adds code run under the store's lock right after each commit, with a view of the state just after it (see
+    /// `ObjectStoreHooks.capture`): it may only read, briefly.
+    public func addCommitCapture(_ capture: @escaping @Sendable (ChangeRecord, ReadView) -> Void) {
+        commitHooks.captures.withLock { $0.append(capture) }
+    }
 }
 
 /// The store's hooks, fanned out to what the document registers after the store exists.
@@ -166,6 +173,12 @@ private final class CommitHooks: Sendable {
 
     func didCommit(_ record: ChangeRecord) {
         for observer in observers.withLock({ $0 }) { observer(record) }
+    }
+
+    let captures = Mutex<[@Sendable (ChangeRecord, ReadView) -> Void]>([])
+
+    func capture(_ record: ChangeRecord, _ view: ReadView) {
+        for capture in captures.withLock({ $0 }) { capture(record, view) }
     }
 }
 

@@ -1,6 +1,7 @@
 import Dispatch
 import ObjectGraph
 import PropertyList
+import Synchronization
 
 /// Everything that feeds long-poll clients: the change history, KVO observers, notifications, and the waiting
 /// connections (DESIGN.md, "The flow of one change").
@@ -72,6 +73,18 @@ public final class ObservationCenter: @unchecked Sendable {
     private var idleFlushScheduled = false
     private var timer: (any DispatchSourceTimer)?
 
+    /// The object observers' key paths, read under the store's lock at every commit (`capture`), so that each
+    /// committed state is seen exactly even when the queue lags behind several commits.
+    private struct WatchedKeyPath {
+        var observerID: String
+        var object: ObjectID
+        var keyPath: String
+    }
+
+    private let watched = Mutex<[WatchedKeyPath]>([])
+    /// Values captured at commit, by seq and observer id, until the queue processes that record.
+    private let captured = Mutex<[Int64: [String: PropertyListValue]]>([:])
+
     /// Starts observing the document's commits; answers go out on `queue`.
     public init(document: Document, queue: DispatchQueue, configuration: Configuration = Configuration()) {
         self.queue = queue
@@ -84,6 +97,7 @@ public final class ObservationCenter: @unchecked Sendable {
         queue.setSpecific(key: Self.queueKey, value: ObjectIdentifier(self))
         let receptionist = Receptionist(queue: queue) { [weak self] record in self?.receive(record) }
         document.addCommitObserver(receptionist.observe)
+        document.addCommitCapture { [weak self] record, view in self?.capture(record, view) }
         let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now() + 0.1, repeating: 0.1, leeway: .milliseconds(20))
         timer.setEventHandler { [weak self] in self?.tick() }
@@ -279,7 +293,7 @@ public final class ObservationCenter: @unchecked Sendable {
         }
         for (id, observer) in observers
         where observer.activeWaiters == 0 && now - observer.lastActivity > configuration.observerTTL {
-            observers[id] = nil
+            forget(observer: id)
         }
     }
 
@@ -305,7 +319,28 @@ public final class ObservationCenter: @unchecked Sendable {
         wakeWaiters()
     }
 
+    /// Under the store's lock, right after a commit: the values of the watched key paths in that state.
+    private func capture(_ record: ChangeRecord, _ view: ReadView) {
+        let list = watched.withLock { $0 }
+        guard !list.isEmpty else { return }
+        var values: [String: PropertyListValue] = [:]
+        for entry in list {
+            values[entry.observerID] = (try? view.value(forKeyPath: entry.keyPath, of: entry.object))?.json ?? .null
+        }
+        captured.withLock { $0[record.seq] = values }
+    }
+
+    private func forget(observer id: String) {
+        observers[id] = nil
+        watched.withLock { $0.removeAll { $0.observerID == id } }
+    }
+
     private func updateObservers(with record: ChangeRecord) {
+        let capturedValues: [String: PropertyListValue] =
+            captured.withLock { captured -> [String: PropertyListValue]? in
+                defer { captured = captured.filter { $0.key > record.seq } }
+                return captured[record.seq]
+            } ?? [:]
         guard !observers.isEmpty else { return }
         var reread: [KeyValueObserver] = []
         for observer in observers.values where record.seq > observer.since {
@@ -328,14 +363,7 @@ public final class ObservationCenter: @unchecked Sendable {
             }
         }
         guard !reread.isEmpty else { return }
-        let values = store.read { view in
-            reread.map { observer -> PropertyListValue in
-                guard case .object(let id) = observer.target,
-                    let value = try? view.value(forKeyPath: observer.keyPath, of: id)
-                else { return .null }
-                return value.json
-            }
-        }
+        let values = reread.map { capturedValues[$0.id] ?? $0.lastValue }
         for (observer, value) in zip(reread, values) where value != observer.lastValue {
             observer.emit(
                 FeedChange(
@@ -377,12 +405,15 @@ public final class ObservationCenter: @unchecked Sendable {
         let storedKey = entity?.attribute(named: keyPath) != nil || entity?.relationship(named: keyPath) != nil
         return try onQueue { () throws -> (id: String, since: Int64) in
             // Read on the queue: every record up to the value's seq is either processed or ignored by `since`.
-            let (value, seq) = try store.read { view throws -> (PropertyListValue, Int64) in
-                (try view.value(forKeyPath: keyPath, of: object).json, view.seq)
-            }
-            let since = max(seq, processedSeq)
             nextObserverID += 1
             let id = "o\(nextObserverID)"
+            // Read and start watching under the store's lock, so that no commit falls between the two.
+            let (value, seq) = try store.read { view throws -> (PropertyListValue, Int64) in
+                let value = try view.value(forKeyPath: keyPath, of: object).json
+                watched.withLock { $0.append(WatchedKeyPath(observerID: id, object: object, keyPath: keyPath)) }
+                return (value, view.seq)
+            }
+            let since = max(seq, processedSeq)
             observers[id] = KeyValueObserver(
                 id: id, target: .object(object), keyPath: keyPath, options: parsedOptions, since: since,
                 storedKey: storedKey, value: value, capacity: min(configuration.historyCapacity, 10_000),
@@ -443,7 +474,8 @@ public final class ObservationCenter: @unchecked Sendable {
     /// Stops an observer; its waiting clients get 404. Returns whether it existed.
     public func removeObserver(_ id: String) -> Bool {
         onQueue {
-            guard observers.removeValue(forKey: id) != nil else { return false }
+            guard observers[id] != nil else { return false }
+            forget(observer: id)
             for (waiterID, waiter) in waiters {
                 if case .observer(id) = waiter.request.source {
                     waiters[waiterID] = nil

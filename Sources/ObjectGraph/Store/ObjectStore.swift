@@ -135,6 +135,7 @@ public final class ObjectStore: Sendable {
         }
         try hooks.willCommit?(record)
         transaction.commit(seq: seq)
+        hooks.capture?(record, ReadView(state: state))
         if hooks.didCommit != nil {
             delivery.withLock { $0.pending.append(record) }
         }

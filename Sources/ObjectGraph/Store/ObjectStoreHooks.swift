@@ -7,15 +7,22 @@
 /// with itself; it may run on the thread of a later transaction (the committing thread delivers whatever is pending,
 /// so a `transaction` call can return before its own record was delivered by another thread). Neither runs for
 /// transactions that changed nothing, nor for `ObjectStore.apply(_:)` (journal replay).
+///
+/// `capture` runs under the store's lock right after a record committed, with a read view of the state just after it
+/// (its seq is the record's): for readers that must see every committed state exactly, such as the KVO receptionist
+/// capturing the values of observed key paths. It may only read the view, briefly, and must not call out.
 public struct ObjectStoreHooks: Sendable {
     public var willCommit: (@Sendable (ChangeRecord) throws -> Void)?
     public var didCommit: (@Sendable (ChangeRecord) -> Void)?
+    public var capture: (@Sendable (ChangeRecord, ReadView) -> Void)?
 
     public init(
         willCommit: (@Sendable (ChangeRecord) throws -> Void)? = nil,
-        didCommit: (@Sendable (ChangeRecord) -> Void)? = nil
+        didCommit: (@Sendable (ChangeRecord) -> Void)? = nil,
+        capture: (@Sendable (ChangeRecord, ReadView) -> Void)? = nil
     ) {
         self.willCommit = willCommit
         self.didCommit = didCommit
+        self.capture = capture
     }
 }

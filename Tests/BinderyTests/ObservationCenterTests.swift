@@ -1,0 +1,96 @@
+import Bindery
+import Dispatch
+import Foundation
+import ObjectGraph
+import PropertyList
+import Synchronization
+import Testing
+
+/// KVO cases on the observation center itself (no HTTP): what Cocoa documents and GNUstep/Cappuccino test.
+struct ObservationCenterTests {
+    /// A document on a temporary data directory with an observation center on a queue of its own.
+    private func withCenter(_ body: (Document, ObservationCenter) throws -> Void) throws {
+        try withTemporaryDirectory { path in
+            let document = try openDocument(path)
+            let center = ObservationCenter(document: document, queue: DispatchQueue(label: "test.center"))
+            try body(document, center)
+            center.answerAllWaiters()
+        }
+    }
+
+    /// Polls an observer without waiting (after the queue has processed everything committed so far).
+    private func poll(_ center: ObservationCenter, _ id: String, since: Int64) throws -> [PropertyListValue] {
+        let result = Mutex<PollAnswer?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        // Let the receptionist's bounced records land first: they are queued before this poll.
+        usleep(20_000)
+        center.poll(PollRequest(source: .observer(id), since: since, timeout: 0)) { answer in
+            result.withLock { $0 = answer }
+            done.signal()
+        }
+        _ = done.wait(timeout: .now() + 5)
+        guard case .items(let json, _)? = result.withLock({ $0 }) else { return [] }
+        return json["changes"]?.arrayValue ?? []
+    }
+
+    @Test func dependentKeyTwoLevelsDeepFiresOnAnyStepOfItsPath() throws {
+        try withCenter { document, center in
+            // Employee/7's department.payroll: payroll is employees.@sum.salary of the department.
+            let (id, since) = try center.addObserver(
+                target: "Employee/7", keyPath: "department.payroll", options: ["new", "old"])
+            try document.set(1000, "salary", of: "Employee/8")  // a colleague's salary
+            try document.set(.dictionary(["$ref": "Department/2"]), "department", of: "Employee/7")  // a move
+            try document.set(5, "salary", of: "Employee/1")  // the old department: no longer observed
+            let changes = try poll(center, id, since: since)
+            #expect(changes.count == 2)
+            #expect(changes.first?["old"] == 1_628_000)
+            #expect(changes.first?["new"] == 1_501_500)
+            #expect(changes.last?["new"] == 1_048_000)
+        }
+    }
+
+    @Test func retargetingStopsHearingTheOldIntermediateObject() throws {
+        try withCenter { document, center in
+            let (id, since) = try center.addObserver(target: "Employee/4", keyPath: "department.name", options: ["new"])
+            try document.set(.dictionary(["$ref": "Department/3"]), "department", of: "Employee/4")
+            try document.set("Engineering 2", "name", of: "Department/1")
+            try document.set("Marketing 2", "name", of: "Department/3")
+            let changes = try poll(center, id, since: since)
+            #expect(changes.map { $0["new"] } == ["Marketing", "Marketing 2"])
+        }
+    }
+
+    @Test func toManyChangesCarryKindsAndIndexes() throws {
+        try withCenter { document, center in
+            let (id, since) = try center.addObserver(
+                target: "Employee/1", keyPath: "directReports", options: ["new", "old"])
+            try document.transaction { transaction in
+                try transaction.insert(
+                    ObjectID(entity: "Employee", id: "9"), at: 1, intoKeyPath: "directReports",
+                    of: ObjectID(entity: "Employee", id: "1"))
+            }
+            try document.transaction { transaction in
+                try transaction.remove(at: 0, fromKeyPath: "directReports", of: ObjectID(entity: "Employee", id: "1"))
+            }
+            let changes = try poll(center, id, since: since)
+            #expect(changes.map { $0["kind"] } == ["insertion", "removal"])
+            #expect(changes.map { $0["indexes"] } == [[1], [0]])
+            #expect(changes.first?["new"] == [["$ref": "Employee/9"]])
+            #expect(changes.last?["old"] == [["$ref": "Employee/2"]])
+        }
+    }
+
+    @Test func eachChangeIsDeliveredOnceAndInitialOnlyFirst() throws {
+        try withCenter { document, center in
+            let (id, since) = try center.addObserver(
+                target: "Employee/4", keyPath: "salary", options: ["initial", "new"])
+            try document.set(1, "salary", of: "Employee/4")
+            let first = try poll(center, id, since: since)
+            #expect(first.map { $0["new"] } == [154_000, 1])
+            let again = try poll(center, id, since: since + 1)
+            #expect(again.isEmpty)
+            try document.set(1, "salary", of: "Employee/4")  // no change: no seq, no notification
+            #expect(try poll(center, id, since: since + 1).isEmpty)
+        }
+    }
+}
