@@ -50,5 +50,9 @@ let package = Package(
                 "Bindery", "BinderyHTTP", "Controllers", "HTTPServer", "ObjectGraph", "PropertyList", "HTTPTestSupport",
             ]
         ),
+        .executableTarget(
+            name: "ObjectGraphBenchmarks", dependencies: ["ObjectGraph", "PropertyList"],
+            path: "Benchmarks/ObjectGraphBenchmarks"
+        ),
     ]
 )

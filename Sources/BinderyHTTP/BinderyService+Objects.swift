@@ -33,18 +33,14 @@ extension BinderyService {
         let keys = query.queryValue("keys").map {
             $0.split(separator: ",").map { $0.trimmingCharacters(in: " ") }.filter { !$0.isEmpty }
         }
+        let ordering = sort.isEmpty ? nil : SortOrdering(sort)
         let (objects, count, seq) = try document.store.read { view throws -> ([PropertyListValue], Int, Int64) in
-            var ids = try view.objects(of: entity)
-            if let filter {
-                ids = try filter.filter(ids, subject: { .object($0) }, resolver: view)
-            }
-            if !sort.isEmpty {
-                ids = try SortOrdering(sort).sorted(ids, subject: { .object($0) }, resolver: view)
-            }
-            let start = min(offset, ids.count)
-            let end = limit.map { min(ids.count, start + $0) } ?? ids.count
-            let objects = try ids[start..<end].map { try view.json(of: $0, keys: keys) }
-            return (objects, ids.count, view.seq)
+            // By handle: the same filter and order as over `.object(id)` subjects, without hashing ids.
+            let handles = try view.handles(of: entity, matching: filter, sortedBy: ordering)
+            let start = min(offset, handles.count)
+            let end = limit.map { min(handles.count, start + $0) } ?? handles.count
+            let objects = try handles[start..<end].map { try view.json(of: $0, keys: keys) }
+            return (objects, handles.count, view.seq)
         }
         return .response(.json(["objects": .array(objects), "count": .integer(Int64(count))], seq: seq))
     }

@@ -5,7 +5,10 @@ import PropertyList
 /// `value(forKeyPath:)` through a to-one gives the destination (`.object`) or `.value(.null)` when it is nil; through
 /// a to-many it gives a `.collection` (in the relationship's order); collection operators give values. The JSON form
 /// (`json`) writes objects as `{"$ref": "Entity/id"}` and collections as arrays.
-public indirect enum KeyValue: Sendable, Hashable {
+///
+/// Not `indirect`: the collection case's array already holds its elements out of line, so a value or an id is
+/// stored inline and making one allocates nothing (predicates and sorting make one per object and key path).
+public enum KeyValue: Sendable, Hashable {
     case value(PropertyListValue)
     case object(ObjectID)
     case collection([KeyValue])

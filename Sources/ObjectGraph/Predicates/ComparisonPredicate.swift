@@ -98,15 +98,15 @@ final class ComparisonPredicate: Sendable {
     }
 
     /// Evaluates the comparison for `subject`.
-    func evaluate(with subject: KeyValue, resolver: some KeyPathResolving) throws -> Bool {
-        let lhs = try left.value(of: subject, resolver: resolver)
+    func evaluate(with subject: some PredicateSubject) throws -> Bool {
+        let lhs = try left.value(of: subject)
         let rhs: KeyValue
         let rightFolded: Bool
         if let value = constant {
             rhs = value
             rightFolded = true
         } else {
-            rhs = try right.value(of: subject, resolver: resolver)
+            rhs = try right.value(of: subject)
             rightFolded = false
         }
         switch modifier {

@@ -50,7 +50,12 @@ public struct Predicate: Sendable, Hashable, CustomStringConvertible {
     /// Whether `subject` satisfies the predicate; key paths are read through `resolver`, whose errors (such as
     /// `undefined-key`) propagate.
     public func evaluate(with subject: KeyValue, resolver: some KeyPathResolving) throws -> Bool {
-        try Predicate.evaluate(root, with: subject, resolver: resolver)
+        try Predicate.evaluate(root, with: ResolvedSubject(evaluatedObject: subject, resolver: resolver))
+    }
+
+    /// Whether `subject` satisfies the predicate (the generic core of every public `evaluate` and `filter`).
+    func evaluate(with subject: some PredicateSubject) throws -> Bool {
+        try Predicate.evaluate(root, with: subject)
     }
 
     /// The subjects that satisfy the predicate, in their order.
@@ -65,20 +70,20 @@ public struct Predicate: Sendable, Hashable, CustomStringConvertible {
         try elements.filter { try evaluate(with: subject($0), resolver: resolver) }
     }
 
-    private static func evaluate(_ node: Node, with subject: KeyValue, resolver: some KeyPathResolving) throws -> Bool {
+    private static func evaluate(_ node: Node, with subject: some PredicateSubject) throws -> Bool {
         switch node {
         case .constant(let value):
             return value
         case .not(let inner):
-            return try !evaluate(inner, with: subject, resolver: resolver)
+            return try !evaluate(inner, with: subject)
         case .and(let nodes):
-            for node in nodes where try !evaluate(node, with: subject, resolver: resolver) { return false }
+            for node in nodes where try !evaluate(node, with: subject) { return false }
             return true
         case .or(let nodes):
-            for node in nodes where try evaluate(node, with: subject, resolver: resolver) { return true }
+            for node in nodes where try evaluate(node, with: subject) { return true }
             return false
         case .comparison(let comparison):
-            return try comparison.evaluate(with: subject, resolver: resolver)
+            return try comparison.evaluate(with: subject)
         }
     }
 

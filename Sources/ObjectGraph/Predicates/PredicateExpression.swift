@@ -11,14 +11,14 @@ indirect enum PredicateExpression: Sendable, Hashable {
     /// An array literal with at least one element that is not constant.
     case aggregate([PredicateExpression])
 
-    /// The value for `subject`; key paths go through `resolver` (its errors propagate).
-    func value(of subject: KeyValue, resolver: some KeyPathResolving) throws -> KeyValue {
+    /// The value for `subject`; key paths are read through it (its errors propagate).
+    func value(of subject: some PredicateSubject) throws -> KeyValue {
         switch self {
         case .constant(let value): return .value(value)
-        case .evaluatedObject: return subject
-        case .keyPath(let keyPath): return try resolver.value(forKeyPath: keyPath, of: subject)
+        case .evaluatedObject: return subject.evaluatedObject
+        case .keyPath(let keyPath): return try subject.value(forKeyPath: keyPath)
         case .aggregate(let elements):
-            return .collection(try elements.map { try $0.value(of: subject, resolver: resolver) })
+            return .collection(try elements.map { try $0.value(of: subject) })
         }
     }
 

@@ -112,3 +112,57 @@ enum SortKey: Sendable {
         }
     }
 }
+
+extension SortKey {
+    /// The keys of one sort column as dense ranks, so that sorting compares integers rather than enums.
+    ///
+    /// Null is 0 and the other keys rank from 1 in ascending order, equal keys sharing a rank, so comparing two ranks
+    /// gives exactly `compare(_:_:)` of the two keys. Only for a column whose non-null keys are all integers (and
+    /// booleans, which sort as 0 and 1) or all strings (as `compare:` and `caseInsensitiveCompare:` prepare them);
+    /// nil for anything else. O(n) hashing plus sorting the distinct keys.
+    static func denseRanks(count: Int, key: (Int) -> SortKey) -> [Int32]? {
+        guard count < Int(Int32.max) else { return nil }
+        // Each key's slot among the distinct keys (-1: null), then the slots' order.
+        var slots = [Int32](repeating: -1, count: count)
+        var integers: [Int64: Int32] = [:]
+        var strings: [String: Int32] = [:]
+        var distinctIntegers: [Int64] = []
+        var distinctStrings: [String] = []
+        for index in 0..<count {
+            switch key(index) {
+            case .null:
+                continue
+            case .number(.integer(let value)):
+                guard distinctStrings.isEmpty else { return nil }
+                if let slot = integers[value] {
+                    slots[index] = slot
+                } else {
+                    let slot = Int32(distinctIntegers.count)
+                    integers[value] = slot
+                    distinctIntegers.append(value)
+                    slots[index] = slot
+                }
+            case .string(let value):
+                guard distinctIntegers.isEmpty else { return nil }
+                if let slot = strings[value] {
+                    slots[index] = slot
+                } else {
+                    let slot = Int32(distinctStrings.count)
+                    strings[value] = slot
+                    distinctStrings.append(value)
+                    slots[index] = slot
+                }
+            default:
+                return nil
+            }
+        }
+        // Distinct keys never compare equal, so any sort of them gives the one ascending order.
+        let ascending =
+            distinctStrings.isEmpty
+            ? distinctIntegers.indices.sorted { distinctIntegers[$0] < distinctIntegers[$1] }
+            : distinctStrings.indices.sorted { distinctStrings[$0] < distinctStrings[$1] }
+        var rankOfSlot = [Int32](repeating: 0, count: ascending.count)
+        for (position, slot) in ascending.enumerated() { rankOfSlot[slot] = Int32(position + 1) }
+        return slots.map { $0 < 0 ? 0 : rankOfSlot[Int($0)] }
+    }
+}

@@ -53,6 +53,13 @@ public struct SortOrdering: Sendable, Hashable {
     public func sorted<Element>(
         _ elements: [Element], subject: (Element) -> KeyValue, resolver: some KeyPathResolving
     ) throws -> [Element] {
+        try sorted(elements) { ResolvedSubject(evaluatedObject: subject($0), resolver: resolver) }
+    }
+
+    /// `elements` sorted stably by their subjects: the generic core of the public `sorted` family.
+    func sorted<Element, Subject: PredicateSubject>(
+        _ elements: [Element], subject: (Element) -> Subject
+    ) throws -> [Element] {
         guard elements.count > 1, !descriptors.isEmpty else { return elements }
         let width = descriptors.count
         var keys: [SortKey] = []
@@ -60,12 +67,27 @@ public struct SortOrdering: Sendable, Hashable {
         for element in elements {
             let value = subject(element)
             for descriptor in descriptors {
-                keys.append(
-                    SortKey(try resolver.value(forKeyPath: descriptor.key, of: value), selector: descriptor.selector))
+                keys.append(SortKey(try value.value(forKeyPath: descriptor.key), selector: descriptor.selector))
             }
         }
         let ascending = descriptors.map(\.ascending)
         var order = Array(elements.indices)
+        if let (ranks, maximums) = Self.denseRanks(keys, width: width) {
+            if let packed = Self.packedOrder(ranks, maximums: maximums, ascending: ascending) {
+                return packed.map { elements[$0] }
+            }
+            ranks.withUnsafeBufferPointer { ranks in
+                order.sort { lhs, rhs in
+                    let left = lhs * width
+                    let right = rhs * width
+                    for index in 0..<width where ranks[left + index] != ranks[right + index] {
+                        return (ranks[left + index] < ranks[right + index]) == ascending[index]
+                    }
+                    return lhs < rhs
+                }
+            }
+            return order.map { elements[$0] }
+        }
         keys.withUnsafeBufferPointer { keys in
             order.sort { lhs, rhs in
                 let left = lhs * width
@@ -80,6 +102,45 @@ public struct SortOrdering: Sendable, Hashable {
             }
         }
         return order.map { elements[$0] }
+    }
+
+    /// The keys (`width` per element, row by row) as dense ranks laid out the same way, with each column's greatest
+    /// rank, when every column has them (see `SortKey.denseRanks`): comparing ranks orders exactly as comparing keys.
+    private static func denseRanks(_ keys: [SortKey], width: Int) -> (ranks: [Int32], maximums: [Int32])? {
+        let count = keys.count / width
+        var ranks = [Int32](repeating: 0, count: keys.count)
+        var maximums = [Int32](repeating: 0, count: width)
+        for column in 0..<width {
+            guard let columnRanks = SortKey.denseRanks(count: count, key: { keys[$0 * width + column] }) else {
+                return nil
+            }
+            for row in 0..<count { ranks[row * width + column] = columnRanks[row] }
+            maximums[column] = columnRanks.max() ?? 0
+        }
+        return (ranks, maximums)
+    }
+
+    /// The sorted order of the elements by their ranks, ties by position, when each element's ranks (a descending
+    /// column's turned over) and its position fit in one 64-bit integer: then sorting those integers is the sort.
+    private static func packedOrder(_ ranks: [Int32], maximums: [Int32], ascending: [Bool]) -> [Int]? {
+        let width = maximums.count
+        let count = ranks.count / width
+        let bits = maximums.map { Int32.bitWidth - $0.leadingZeroBitCount }
+        let positionBits = Int.bitWidth - (count - 1).leadingZeroBitCount
+        guard bits.reduce(positionBits, +) <= UInt64.bitWidth else { return nil }
+        var packed = [UInt64](repeating: 0, count: count)
+        for row in 0..<count {
+            var key: UInt64 = 0
+            for column in 0..<width {
+                let rank = ranks[row * width + column]
+                let value = ascending[column] ? rank : maximums[column] - rank
+                key = key << bits[column] | UInt64(value)
+            }
+            packed[row] = key << positionBits | UInt64(row)
+        }
+        packed.sort()
+        let mask: UInt64 = positionBits == 0 ? 0 : ~0 >> (UInt64.bitWidth - positionBits)
+        return packed.map { Int($0 & mask) }
     }
 
     /// Where a subject with `keys` goes in a sorted sequence of `count` subjects: after every subject that is not

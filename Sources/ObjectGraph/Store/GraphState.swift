@@ -131,8 +131,10 @@ final class GraphState: @unchecked Sendable {
 
     /// The compiled form of `keyPath` for objects of `entity` (-1: plain values), cached for the store's lifetime.
     func compiled(_ keyPath: String, entity: Int) throws(ObjectGraphError) -> CompiledKeyPath {
-        for recent in recentKeyPaths where recent.entity == entity && recent.keyPath == keyPath {
-            return recent.compiled
+        // By index: iterating the tuples would copy (retain and release) every one looked at.
+        for index in recentKeyPaths.indices
+        where recentKeyPaths[index].entity == entity && recentKeyPaths[index].keyPath == keyPath {
+            return recentKeyPaths[index].compiled
         }
         let key = KeyPathCacheKey(entity: entity, keyPath: keyPath)
         let compiled: CompiledKeyPath
