@@ -9,7 +9,13 @@ import PropertyList
 extension BinderyService {
     /// The registry over the document's store, following its commits, with the fixture's controllers.
     static func makeControllers(document: Document) -> (ControllerRegistry, ObjectGraphError?) {
-        let controllers = ControllerRegistry(store: document.store) { body in try document.transaction(body).record }
+        // The document holds the registry (through its commit observer), so the registry holds it weakly.
+        let controllers = ControllerRegistry(store: document.store) { [weak document] body in
+            guard let document else {
+                throw ObjectGraphError(status: 503, code: "document-closed", message: "The document is closed.")
+            }
+            return try document.transaction(body).record
+        }
         document.addCommitObserver { record in controllers.storeDidCommit(record) }
         let path = document.fixtureDirectory + "/controllers.json"
         guard let bytes = FileManager.default.contents(atPath: path) else { return (controllers, nil) }

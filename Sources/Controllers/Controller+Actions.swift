@@ -30,6 +30,7 @@ extension Controller {
             array.rearrange(in: context)
         } else if let tree = self as? TreeController {
             tree.ordering = SortOrdering(description.sortDescriptors)
+            tree.computeWatchedKeys(model: context.model)
             try tree.checkArrangement(view: context.view)
             tree.rebuild(in: context)
         }

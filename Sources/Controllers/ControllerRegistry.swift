@@ -1,3 +1,4 @@
+import Dispatch
 import ObjectGraph
 import PropertyList
 import Synchronization
@@ -6,13 +7,16 @@ import Synchronization
 ///
 /// Thread rules: HTTP handlers call in from many threads. The registry's lock is taken only through `withLock`, and
 /// inside it the store's read lock (lock order: registry, then store; nothing takes them the other way round).
-/// A transaction never runs with the registry's lock held, because the commit observer (`storeDidCommit`) takes it:
-/// a mutating request plans under the lock, releases it, runs one transaction through `transact` (the document's
-/// `transaction`, so journal, undo and feeds see it), and then finishes under the lock again. Change reports and
-/// notifications are queued under the lock and delivered after it is released, in order, one deliverer at a time.
+/// A transaction never runs with the registry's lock held: a mutating request plans under the lock, releases it,
+/// runs one transaction through `transact` (the document's `transaction`, so journal, undo and feeds see it), and then
+/// finishes under the lock again. Change reports and notifications are queued under the lock and delivered in that
+/// order on the registry's own serial queue, so no request thread is kept delivering other requests' reports.
 ///
-/// Controllers follow their content: every committed record (`storeDidCommit`, wired to the document's commit
-/// observer) and every selection change of a master re-reads the content bindings, masters before details.
+/// Controllers follow their content: every committed record and every selection change of a master re-reads the
+/// content bindings, masters before details. The commit observer (`storeDidCommit`) only queues the record (it runs
+/// on the committing thread, which must not be held up); the records are applied in seq order by the next session
+/// (every read and write through the registry starts by applying them, so answers always reflect the model), or by
+/// the registry's queue soon after.
 public final class ControllerRegistry: Sendable {
     /// Runs `body` as one transaction of the document and answers its change record (nil when nothing changed).
     public typealias TransactionRunner = @Sendable (_ body: (Transaction) throws -> Void) throws -> ChangeRecord?
@@ -20,7 +24,10 @@ public final class ControllerRegistry: Sendable {
     public let store: ObjectStore
     private let transactionRunner: TransactionRunner
     private let state = Mutex(RegistryState())
-    private let outbox = Mutex(Outbox())
+    /// Committed records not yet applied to the controllers, in seq order.
+    private let inbox = Mutex<[ChangeRecord]>([])
+    /// Applies queued records and delivers reports, in order, off the request threads.
+    private let queue = DispatchQueue(label: "bindery.controllers")
     private let hooks = Mutex(Hooks())
 
     struct RegistryState {
@@ -34,11 +41,6 @@ public final class ControllerRegistry: Sendable {
     private enum Outgoing: Sendable {
         case change(ControllerChange)
         case notification(ControllerNotification)
-    }
-
-    private struct Outbox: ~Copyable {
-        var pending: [Outgoing] = []
-        var isDelivering = false
     }
 
     private struct Hooks {
@@ -77,11 +79,10 @@ public final class ControllerRegistry: Sendable {
         set { hooks.withLock { $0.onNotification = newValue } }
     }
 
-    /// The commit observer: brings every controller up to date with a committed record.
+    /// The commit observer: queues a committed record for the controllers (cheap; see the type's comment).
     public func storeDidCommit(_ record: ChangeRecord) {
-        _ = try? session(seq: record.seq) { registry, context in
-            Self.process(record, registry: &registry, context: context)
-        }
+        inbox.withLock { $0.append(record) }
+        queue.async { _ = try? self.session { _, _ in } }
     }
 
     // MARK: Sessions
@@ -94,10 +95,19 @@ public final class ControllerRegistry: Sendable {
             try store.read { view throws -> T in
                 let context = ControllerContext(view: view, controllers: registry.controllers, seq: seq)
                 defer { enqueue(context) }
+                let records = inbox.withLock { inbox in
+                    let records = inbox
+                    inbox = []
+                    return records
+                }
+                for record in records {
+                    context.seq = record.seq
+                    Self.process(record, registry: &registry, context: context)
+                }
+                context.seq = seq
                 return try body(&registry, context)
             }
         }
-        deliver()
         return result
     }
 
@@ -119,38 +129,27 @@ public final class ControllerRegistry: Sendable {
         for name in registry.order { registry.controllers[name]?.update(.masters, in: context) }
     }
 
+    /// Queues the context's reports for delivery on the registry's queue (called under the lock, so in order).
     private func enqueue(_ context: ControllerContext) {
         guard !context.changes.isEmpty || !context.notifications.isEmpty else { return }
-        outbox.withLock { outbox in
-            outbox.pending.append(contentsOf: context.changes.map(Outgoing.change))
-            outbox.pending.append(contentsOf: context.notifications.map(Outgoing.notification))
+        let batch = context.changes.map(Outgoing.change) + context.notifications.map(Outgoing.notification)
+        queue.async { self.deliver(batch) }
+    }
+
+    private func deliver(_ batch: [Outgoing]) {
+        let (observers, onNotification) = hooks.withLock { ($0.observers.map(\.observer), $0.onNotification) }
+        for item in batch {
+            switch item {
+            case .change(let change): for observer in observers { observer(change) }
+            case .notification(let note): onNotification?(note.name, note.object, note.userInfo)
+            }
         }
     }
 
-    /// Delivers queued reports outside every lock, in order, one deliverer at a time.
-    private func deliver() {
-        let starts = outbox.withLock { outbox in
-            if outbox.isDelivering || outbox.pending.isEmpty { return false }
-            outbox.isDelivering = true
-            return true
-        }
-        guard starts else { return }
-        while true {
-            let batch = outbox.withLock { outbox in
-                let batch = outbox.pending
-                outbox.pending = []
-                if batch.isEmpty { outbox.isDelivering = false }
-                return batch
-            }
-            if batch.isEmpty { return }
-            let (observers, onNotification) = hooks.withLock { ($0.observers.map(\.observer), $0.onNotification) }
-            for item in batch {
-                switch item {
-                case .change(let change): for observer in observers { observer(change) }
-                case .notification(let note): onNotification?(note.name, note.object, note.userInfo)
-                }
-            }
-        }
+    /// Waits until every report queued so far was delivered (for tests and orderly shutdown).
+    public func waitUntilDelivered() {
+        queue.sync {}
+        queue.sync {}
     }
 
     // MARK: Creating and removing

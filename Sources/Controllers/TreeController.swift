@@ -23,6 +23,10 @@ final class TreeController: Controller {
     var nodeSet: Set<ObjectID> = []
     /// The tree's objects in depth-first order.
     var flattened: [ObjectID] = []
+    /// Keys whose change on a node or content object can change the tree (children, leaf, sort and filter keys).
+    var watchedKeys: Set<String> = []
+    /// Keys whose change on any object may change the tree (later steps of the key paths).
+    var indirectKeys: Set<String> = []
 
     override init(description: ControllerDescription, isDeclared: Bool) {
         super.init(description: description, isDeclared: isDeclared)
@@ -41,18 +45,36 @@ final class TreeController: Controller {
     override func update(_ cause: UpdateCause, in context: ControllerContext) {
         var needsRebuild = refreshContent(cause, in: context)
         switch cause {
-        case .full: needsRebuild = true
+        case .full:
+            needsRebuild = true
+            computeWatchedKeys(model: context.model)
         case .masters: break
         case .record(let record):
             if !needsRebuild {
+                var touchesTree = false
                 needsRebuild = record.changes.contains { change in
-                    guard let target = change.target else { return change.kind == .reset }
-                    return nodeSet.contains(target) || contentSet.contains(target)
+                    guard let target = change.target, let key = change.key else { return change.kind == .reset }
+                    guard nodeSet.contains(target) || contentSet.contains(target) else {
+                        return indirectKeys.contains(key)
+                    }
+                    touchesTree = true
+                    return watchedKeys.contains(key)
                 }
+                if touchesTree && !needsRebuild { context.emit(self, .arrangedObjects) }
             }
             if !needsRebuild && !selectionIndexPaths.isEmpty { context.emit(self, .selection) }
         }
         if needsRebuild { rebuild(in: context) }
+    }
+
+    func computeWatchedKeys(model: ObjectModel) {
+        var direct: Set<String> = []
+        var indirect: Set<String> = []
+        var paths = description.sortDescriptors.map(\.key) + (description.filterPredicate?.keyPaths ?? [])
+        paths += [childrenKeyPath] + [description.leafKeyPath].compactMap { $0 }
+        for path in paths { model.collectKeys(of: path, direct: &direct, indirect: &indirect) }
+        watchedKeys = direct.union(indirect)
+        indirectKeys = indirect
     }
 
     /// Rebuilds the tree and re-selects (the selected objects when `preservesSelection`, else the same paths).

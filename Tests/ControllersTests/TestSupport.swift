@@ -118,14 +118,22 @@ final class Harness: Sendable {
         try store.read { view throws(ObjectGraphError) in try view.value(forKeyPath: keyPath, of: id(object)).json }
     }
 
-    var changes: [ControllerChange] { changeLog.items }
-    var notifications: [String] { notificationLog.items }
+    var changes: [ControllerChange] {
+        registry.waitUntilDelivered()
+        return changeLog.items
+    }
+
+    var notifications: [String] {
+        registry.waitUntilDelivered()
+        return notificationLog.items
+    }
 
     func reported(_ key: ControllerChange.Key, of controller: String = "e") -> Bool {
         changes.contains { $0.controller == controller && $0.key == key }
     }
 
     func clearReports() {
+        registry.waitUntilDelivered()
         changeLog.clear()
     }
 }

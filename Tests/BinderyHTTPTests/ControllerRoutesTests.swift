@@ -1,0 +1,217 @@
+import HTTPTestSupport
+import PropertyList
+import Testing
+
+/// `/controllers` through a real server with the fixture's controllers.json: `departments` (sorted by name),
+/// `employees` (`@departments.selection.employees`, by last name), `employee` (`@employees.selection`), `org` (tree).
+struct ControllerRoutesTests {
+    func lastNames(_ client: TestHTTPClient, _ controller: String = "employees") throws -> [String] {
+        try client.request("GET", "/controllers/\(controller)/arrangedObjects/lastName").json?.arrayValue?
+            .compactMap(\.stringValue) ?? []
+    }
+
+    @Test func declaredControllers_listedWithState() throws {
+        try withService { client in
+            let list = try client.request("GET", "/controllers")
+            #expect(list.status == 200)
+            let names = list.json?["controllers"]?.arrayValue?.compactMap { $0["name"]?.stringValue }
+            #expect(names == ["departments", "employees", "employee", "org"])
+            let state = try client.request("GET", "/controllers/employees")
+            #expect(state.json?["kind"] == "array")
+            #expect(state.json?["content"] == "@departments.selection.employees")
+            #expect(state.json?["selectionIndexes"] == [0])
+            #expect(state.json?["count"] == 11)
+            #expect(state.json?["canRemove"] == true)
+            #expect(state.json?["canSelectNext"] == true)
+            #expect(state.json?["canSelectPrevious"] == false)
+            #expect(state.json?["isEditing"] == false)
+            #expect(state.json?["sortDescriptors"]?.arrayValue?.count == 2)
+            #expect(state.header("X-Store-Seq") != nil)
+            #expect(try client.request("GET", "/controllers/org").json?["selectionIndexPaths"] == [[0]])
+            let missing = try client.request("GET", "/controllers/nope")
+            #expect(missing.status == 404)
+            #expect(missing.errorCode == "no-such-controller")
+        }
+    }
+
+    @Test func masterDetail_followsSelectionThroughHTTP() throws {
+        try withService { client in
+            #expect(try lastNames(client, "departments") == [])
+            #expect(
+                try client.request("GET", "/controllers/departments/arrangedObjects/name").json
+                    == ["Engineering", "Finance", "Marketing", "Research", "Sales"])
+            #expect(try lastNames(client).first == "Allen")
+            let put = try client.request("PUT", "/controllers/departments/selectionIndexes", json: "[4]")
+            #expect(put.status == 200)
+            #expect(put.json == [4])
+            #expect(
+                try lastNames(client) == [
+                    "Atkinson", "Hertzfeld", "Hoffman", "Jobs", "Kare", "Markkula", "Raskin", "Tribble",
+                ])
+            #expect(try client.request("GET", "/controllers/employee/selection/firstName").json == "Bill")
+            let objects = try client.request("GET", "/controllers/employees/selectedObjects")
+            #expect(objects.json?.arrayValue?.first?["$id"] == "Employee/18")
+            let arranged = try client.request("GET", "/controllers/employees/arrangedObjects?offset=1&limit=2")
+            #expect(arranged.json?.arrayValue?.count == 2)
+            #expect(arranged.json?.arrayValue?.first?["lastName"] == "Hertzfeld")
+            #expect(arranged.header("X-Total-Count") == "8")
+            #expect(try client.request("GET", "/controllers/employees/arrangedObjects/@count").json == 8)
+        }
+    }
+
+    @Test func selectionProxy_markersAndValues() throws {
+        try withService { client in
+            _ = try client.request("PUT", "/controllers/employees/selectionIndexes", json: "[0, 1]")
+            let multiple = try client.request("GET", "/controllers/employees/selection/lastName")
+            #expect(multiple.json == ["$marker": "MultipleValues"])
+            #expect(try client.request("GET", "/controllers/employees/selection/department/name").json == "Engineering")
+            #expect(
+                try client.request("GET", "/controllers/employees/selection/nope").json == ["$marker": "NotApplicable"])
+            let whole = try client.request("GET", "/controllers/employees/selection")
+            #expect(whole.json?["departmentName"] == "Engineering")
+            _ = try client.request("PUT", "/controllers/employees/selectionIndexes", json: "[]")
+            #expect(
+                try client.request("GET", "/controllers/employees/selection/lastName").json
+                    == ["$marker": "NoSelection"])
+            #expect(try client.request("PUT", "/controllers/employees/selectionIndexes", json: "[99]").json == [])
+            let bad = try client.request("PUT", "/controllers/employees/selectionIndexes", json: "{\"a\": 1}")
+            #expect(bad.status == 422)
+        }
+    }
+
+    @Test func setThroughSelection_everySelectedObject_oneChange() throws {
+        try withService { client in
+            _ = try client.request("PUT", "/controllers/employees/selectionIndexes", json: "[0, 1]")
+            let before = Int(try client.request("GET", "/healthz").header("X-Store-Seq") ?? "") ?? -1
+            let put = try client.request("PUT", "/controllers/employees/selection/salary", json: "120000")
+            #expect(put.status == 200)
+            #expect(put.json == 120000)
+            #expect(Int(put.header("X-Store-Seq") ?? "") == before + 1)
+            #expect(try client.request("GET", "/objects/Employee/9/salary").json == 120000)
+            #expect(try client.request("GET", "/objects/Employee/10/salary").json == 120000)
+            let invalid = try client.request("PUT", "/controllers/employees/selection/salary", json: "-5")
+            #expect(invalid.status == 422)
+            #expect(try client.request("GET", "/objects/Employee/9/salary").json == 120000)
+        }
+    }
+
+    @Test func runtimeControllers_createAndDelete_declaredRefused() throws {
+        try withService { client in
+            let created = try client.request(
+                "POST", "/controllers",
+                json: #"{"name": "rich", "kind": "array", "content": "Employee", "filterPredicate": "salary > 180000","#
+                    + #" "sortDescriptors": [{"key": "salary", "ascending": false}]}"#)
+            #expect(created.status == 201)
+            #expect(created.header("Location") == "/controllers/rich")
+            #expect(created.json?["count"] == 2)
+            #expect(created.json?["avoidsEmptySelection"] == true)
+            #expect(try client.request("GET", "/controllers/rich/arrangedObjects/salary").json == [212000, 189000])
+            let duplicate = try client.request(
+                "POST", "/controllers", json: #"{"name": "rich", "kind": "array", "content": "Employee"}"#)
+            #expect(duplicate.status == 409)
+            let badOption = try client.request(
+                "POST", "/controllers", json: #"{"name": "x", "kind": "array", "content": "Employee", "editable": 1}"#)
+            #expect(badOption.status == 400)
+            #expect(badOption.errorCode == "bad-controller")
+            let badPredicate = try client.request(
+                "POST", "/controllers",
+                json: #"{"name": "x", "kind": "array", "content": "Employee", "filterPredicate": "a >"}"#)
+            #expect(badPredicate.errorCode == "bad-predicate")
+            #expect(try client.request("DELETE", "/controllers/rich").status == 204)
+            #expect(try client.request("GET", "/controllers/rich").status == 404)
+            let declared = try client.request("DELETE", "/controllers/org")
+            #expect(declared.status == 409)
+            #expect(declared.errorCode == "conflict")
+        }
+    }
+
+    @Test func sortAndFilter_putAndRead() throws {
+        try withService { client in
+            let sort = try client.request(
+                "PUT", "/controllers/employees/sortDescriptors",
+                json: #"[{"key": "salary", "ascending": false, "selector": "compare:"}]"#)
+            #expect(sort.status == 200)
+            #expect(try lastNames(client).first == "Hopper")
+            let filter = try client.request("PUT", "/controllers/employees/filterPredicate", json: #""active == NO""#)
+            #expect(filter.json == "active == FALSE")
+            #expect(try lastNames(client) == ["Dijkstra"])
+            let bad = try client.request("PUT", "/controllers/employees/filterPredicate", json: #""salary >""#)
+            #expect(bad.status == 400)
+            #expect(bad.errorCode == "bad-predicate")
+            let badSelector = try client.request(
+                "PUT", "/controllers/employees/sortDescriptors", json: #"[{"key": "salary", "selector": "nope:"}]"#)
+            #expect(badSelector.errorCode == "bad-query")
+            #expect(try client.request("PUT", "/controllers/employees/filterPredicate", json: "null").json == .null)
+            #expect(try lastNames(client).count == 11)
+        }
+    }
+
+    @Test func actions_addInsertRemove_andRefusals() throws {
+        try withService { client in
+            let removeRefused = try client.request("POST", "/controllers/employees/remove")
+            #expect(removeRefused.status == 422)
+            #expect(removeRefused.errorCode == "cardinality")
+            let insert = try client.request(
+                "POST", "/controllers/employees/insert",
+                json: #"{"object": {"firstName": "Zed", "lastName": "Zulu"}}"#)
+            #expect(insert.status == 200)
+            #expect(try lastNames(client).first == "Zulu")
+            #expect(
+                try client.request("GET", "/controllers/employees/selection/department").json == [
+                    "$ref": "Department/1"
+                ])
+            _ = try client.request("POST", "/controllers/employees/rearrangeObjects")
+            #expect(try lastNames(client).last == "Zulu")
+            let add = try client.request(
+                "POST", "/controllers/departments/add", json: #"{"object": {"name": "Ops"}}"#)
+            #expect(add.json?["selectionIndexes"] == [3])
+            #expect(try lastNames(client).isEmpty)
+            let remove = try client.request("POST", "/controllers/departments/remove")
+            #expect(remove.status == 200)
+            #expect(try client.request("GET", "/controllers/departments/arrangedObjects/@count").json == 5)
+            #expect(try client.request("GET", "/controllers/departments/selection/name").json == "Research")
+            #expect(try client.request("POST", "/controllers/employees/fly").status == 404)
+            _ = try client.request("PUT", "/controllers/employees/selectionIndexes", json: "[]")
+            #expect(try client.request("POST", "/controllers/employees/selectNext").errorCode == "action-disabled")
+        }
+    }
+
+    @Test func editing_commitAndDiscard() throws {
+        try withService { client in
+            let edit = try client.request("PUT", "/controllers/employee/edits/firstName", json: #""Fran""#)
+            #expect(edit.json == ["firstName": "Fran"])
+            #expect(try client.request("GET", "/controllers/employee/isEditing").json == true)
+            #expect(try client.request("GET", "/objects/Employee/9/firstName").json == "Frances")
+            let commit = try client.request("POST", "/controllers/employee/commitEditing")
+            #expect(commit.json?["isEditing"] == false)
+            #expect(try client.request("GET", "/objects/Employee/9/firstName").json == "Fran")
+            _ = try client.request("PUT", "/controllers/employee/edits/salary", json: #""lots""#)
+            _ = try client.request("PUT", "/controllers/employee/edits/hireDate", json: "3")
+            let failed = try client.request("POST", "/controllers/employee/commitEditing")
+            #expect(failed.status == 422)
+            #expect(failed.json?["error"]?["errors"]?.arrayValue?.count == 2)
+            #expect(try client.request("GET", "/controllers/employee/edits").json?["salary"] == "lots")
+            _ = try client.request("POST", "/controllers/employee/discardEditing")
+            #expect(try client.request("GET", "/controllers/employee/edits").json == [:])
+        }
+    }
+
+    @Test func tree_nestedArrangedObjects_andIndexPaths() throws {
+        try withService { client in
+            let tree = try client.request("GET", "/controllers/org/arrangedObjects")
+            let roots = try #require(tree.json?.arrayValue)
+            #expect(
+                roots.compactMap { $0["object"]?["lastName"]?.stringValue } == [
+                    "Backus", "Hopper", "Jobs", "Kenneth Keller",
+                ])
+            #expect(roots[1]["indexPath"] == [1])
+            #expect(roots[1]["count"] == 2)
+            let child = roots[1]["children"]?.arrayValue?.first
+            #expect(child?["indexPath"] == [1, 0])
+            #expect(child?["object"]?["lastName"] == "Goldberg")
+            let put = try client.request("PUT", "/controllers/org/selectionIndexPaths", json: "[[1, 1], [1, 0]]")
+            #expect(put.json == [[1, 0], [1, 1]])
+            #expect(try client.request("GET", "/controllers/org/selection/manager").json == ["$ref": "Employee/1"])
+        }
+    }
+}

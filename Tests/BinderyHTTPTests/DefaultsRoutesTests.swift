@@ -1,0 +1,86 @@
+import Bindery
+import BinderyHTTP
+import Foundation
+import HTTPServer
+import HTTPTestSupport
+import PropertyList
+import Testing
+
+/// `/defaults` through a real server: the fixture's defaults.json (appliesImmediately), and a copy of the fixture
+/// whose defaults are applied only on save.
+struct DefaultsRoutesTests {
+    /// Runs a server over `fixture` with its data in `data`; the document is closed before returning.
+    func withServer(fixture: String, data: String, _ body: (TestHTTPClient) throws -> Void) throws {
+        let document = try Document(fixtureDirectory: fixture, dataDirectory: data, options: .init(fsync: .never))
+        defer { document.close() }
+        let service = BinderyService(
+            configuration: .init(publicDirectory: packageRoot + "/Public", corsOrigin: "*"), document: document)
+        #expect(service.setupError == nil)
+        let server = HTTPServer(
+            configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 2, maxBodySize: 1 << 20),
+            responder: service)
+        try server.start()
+        defer { server.stop() }
+        try body(TestHTTPClient(port: try #require(server.port)))
+    }
+
+    func temporaryDirectory() throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("bindery-defaults-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    @Test func appliesImmediately_putSavesAndPersistsAcrossRestart() throws {
+        let data = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: data) }
+        let fixture = packageRoot + "/Fixtures/employees"
+        try withServer(fixture: fixture, data: data) { client in
+            let all = try client.request("GET", "/defaults")
+            #expect(all.json?["values"] == ["pageSize": 25, "theme": "light", "showInactive": true])
+            #expect(all.json?["hasUnappliedChanges"] == false)
+            #expect(all.json?["appliesImmediately"] == true)
+            #expect(try client.request("GET", "/defaults/pageSize").json == 25)
+            let put = try client.request("PUT", "/defaults/theme", json: #""dark""#)
+            #expect(put.json == "dark")
+            #expect(try client.request("GET", "/defaults").json?["hasUnappliedChanges"] == false)
+            let missing = try client.request("GET", "/defaults/nope")
+            #expect(missing.status == 404)
+            #expect(missing.errorCode == "undefined-key")
+        }
+        #expect(FileManager.default.fileExists(atPath: data + "/defaults.json"))
+        try withServer(fixture: fixture, data: data) { client in
+            #expect(try client.request("GET", "/defaults/theme").json == "dark")
+            let reverted = try client.request("POST", "/defaults/revertToInitialValues")
+            #expect(reverted.json?["values"]?["theme"] == "light")
+        }
+    }
+
+    @Test func notAppliesImmediately_pendingUntilSave_revertDrops() throws {
+        let fixture = try temporaryDirectory()
+        let data = try temporaryDirectory()
+        defer {
+            try? FileManager.default.removeItem(atPath: fixture)
+            try? FileManager.default.removeItem(atPath: data)
+        }
+        try FileManager.default.copyItem(
+            atPath: packageRoot + "/Fixtures/employees/model.json", toPath: fixture + "/model.json")
+        try Data(#"{"appliesImmediately": false, "initialValues": {"pageSize": 25}}"#.utf8)
+            .write(to: URL(fileURLWithPath: fixture + "/defaults.json"))
+        try withServer(fixture: fixture, data: data) { client in
+            _ = try client.request("PUT", "/defaults/pageSize", json: "50")
+            let pending = try client.request("GET", "/defaults")
+            #expect(pending.json?["hasUnappliedChanges"] == true)
+            #expect(pending.json?["values"]?["pageSize"] == 50)
+            let reverted = try client.request("POST", "/defaults/revert")
+            #expect(reverted.json?["values"]?["pageSize"] == 25)
+            #expect(reverted.json?["hasUnappliedChanges"] == false)
+            _ = try client.request("PUT", "/defaults/pageSize", json: "75")
+            let saved = try client.request("POST", "/defaults/save")
+            #expect(saved.json?["hasUnappliedChanges"] == false)
+            #expect(saved.json?["values"]?["pageSize"] == 75)
+            let initial = try client.request("POST", "/defaults/revertToInitialValues")
+            #expect(initial.json?["hasUnappliedChanges"] == true)
+            #expect(initial.json?["values"]?["pageSize"] == 25)
+        }
+    }
+}
