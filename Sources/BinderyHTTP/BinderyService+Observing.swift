@@ -150,8 +150,10 @@ extension BinderyService {
 
     private static func render(_ answer: PollAnswer) -> HTTPResponse {
         switch answer {
-        case .items(let json, let seq):
-            return .json(json, seq: seq)
+        case .items(let items, let seq):
+            return HTTPResponse(
+                status: 200, headers: [("Content-Type", "application/json"), ("X-Store-Seq", String(seq))],
+                body: .bytes(items.bytes))
         case .compacted(let oldest, let current):
             return .error(
                 APIError(

@@ -246,7 +246,8 @@ public final class ObservationCenter: @unchecked Sendable {
             }
             if changes.isEmpty && !force { return nil }
             return .items(
-                ["changes": .array(changes.map { $0.json() }), "last": .integer(processedSeq)], seq: processedSeq)
+                PollItems(["changes": .array(changes.map { $0.json() }), "last": .integer(processedSeq)]),
+                seq: processedSeq)
         case .observer(let id):
             guard let observer = observers[id] else { return .noSuchObserver(id) }
             observer.lastActivity = Self.now()
@@ -257,7 +258,7 @@ public final class ObservationCenter: @unchecked Sendable {
             }
             if !observer.hasChanges(after: since) && !force { return nil }
             let changes = observer.answer(after: since)
-            return .items(["changes": .array(changes), "last": .integer(processedSeq)], seq: processedSeq)
+            return .items(PollItems(["changes": .array(changes), "last": .integer(processedSeq)]), seq: processedSeq)
         case .notifications(let name, let object):
             let center = notificationCenter
             guard center.history.covers(since: since) else {
@@ -266,22 +267,47 @@ public final class ObservationCenter: @unchecked Sendable {
             let found = center.notifications(after: since, name: name, object: object)
             if found.isEmpty && !force { return nil }
             return .items(
-                ["notifications": .array(found.map(\.json)), "last": .integer(center.lastSeq)], seq: processedSeq)
+                PollItems(["notifications": .array(found.map(\.json)), "last": .integer(center.lastSeq)]),
+                seq: processedSeq)
         }
     }
 
     private func finish(waiter id: Int, force: Bool) {
         guard let waiter = waiters[id], let answer = answer(waiter.request.source, since: waiter.since, force: force)
         else { return }
+        deliver(answer, to: id, waiter)
+    }
+
+    private func deliver(_ answer: PollAnswer, to id: Int, _ waiter: Waiter) {
         waiters[id] = nil
         if case .observer(let observerID) = waiter.request.source { observers[observerID]?.activeWaiters -= 1 }
         waiter.deliver(answer)
     }
 
-    /// Answers the waiters that now have something (batched: one pass per turn of the queue).
+    /// Answers the waiters that now have something: one pass per turn of the queue, and one answer (built and
+    /// encoded once) shared by every waiter of the same source and `since`.
     private func wakeWaiters() {
-        for id in waiters.keys.sorted() { finish(waiter: id, force: false) }
+        var answers: [String: PollAnswer?] = [:]
+        for (id, waiter) in waiters {
+            let key = Self.key(waiter.request.source, since: waiter.since)
+            let answer: PollAnswer?
+            if let shared = answers[key] {
+                answer = shared
+            } else {
+                answer = self.answer(waiter.request.source, since: waiter.since, force: false)
+                answers[key] = answer
+            }
+            if let answer { deliver(answer, to: id, waiter) }
+        }
         for id in subscribers.keys.sorted() { push(to: id) }
+    }
+
+    private static func key(_ source: PollRequest.Source, since: Int64) -> String {
+        switch source {
+        case .store(let entity): "s\(since)/\(entity ?? "")"
+        case .observer(let id): "o\(since)/\(id)"
+        case .notifications(let name, let object): "n\(since)/\(name ?? "")/\(object ?? "")"
+        }
     }
 
     private func tick() {

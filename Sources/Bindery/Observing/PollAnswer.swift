@@ -3,7 +3,7 @@ import PropertyList
 /// What a long-poll gets: the JSON body and the seq it reflects, or an error.
 public enum PollAnswer: Sendable {
     /// `{"changes": [...], "last": M}` or `{"notifications": [...], "last": M}`; `seq` is the store seq reflected.
-    case items(PropertyListValue, seq: Int64)
+    case items(PollItems, seq: Int64)
     /// 410 `history-compacted`: `since` is older than what is retained.
     case compacted(oldest: Int64, current: Int64)
     /// 404: the observer is gone (deleted or expired).
@@ -34,4 +34,17 @@ public struct PollRequest: Sendable {
         self.since = since
         self.timeout = timeout
     }
+}
+
+/// An answer's body, encoded once however many waiters share it.
+public final class PollItems: Sendable {
+    public let json: PropertyListValue
+    public let bytes: [UInt8]
+
+    init(_ json: PropertyListValue) {
+        self.json = json
+        self.bytes = json.jsonBytes()
+    }
+
+    public subscript(key: String) -> PropertyListValue? { json[key] }
 }
