@@ -54,5 +54,9 @@ let package = Package(
             name: "ObjectGraphBenchmarks", dependencies: ["ObjectGraph", "PropertyList"],
             path: "Benchmarks/ObjectGraphBenchmarks"
         ),
+        .executableTarget(
+            name: "ControllerBenchmarks", dependencies: ["Controllers", "ObjectGraph", "PropertyList"],
+            path: "Benchmarks/ControllerBenchmarks"
+        ),
     ]
 )

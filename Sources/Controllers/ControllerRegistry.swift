@@ -23,6 +23,7 @@ public final class ControllerRegistry: Sendable {
 
     public let store: ObjectStore
     private let transactionRunner: TransactionRunner
+    private let appliesRecordsInBackground: Bool
     private let state = Mutex(RegistryState())
     /// Committed records not yet applied to the controllers, in seq order.
     private let inbox = Mutex<[ChangeRecord]>([])
@@ -51,8 +52,12 @@ public final class ControllerRegistry: Sendable {
 
     /// A registry over `store`; `transact` runs a transaction (pass the document's: `{ try document.transaction($0)
     /// .record }`), and the document's commit observer must call `storeDidCommit(_:)`.
-    public init(store: ObjectStore, transact: @escaping TransactionRunner) {
+    ///
+    /// With `appliesRecordsInBackground` false, queued records are applied only by the next session or
+    /// `synchronize()` (benchmarks use it to time the controllers' work alone).
+    public init(store: ObjectStore, appliesRecordsInBackground: Bool = true, transact: @escaping TransactionRunner) {
         self.store = store
+        self.appliesRecordsInBackground = appliesRecordsInBackground
         self.transactionRunner = transact
         state.withLock { $0.lastProcessedSeq = store.seq }
     }
@@ -82,7 +87,12 @@ public final class ControllerRegistry: Sendable {
     /// The commit observer: queues a committed record for the controllers (cheap; see the type's comment).
     public func storeDidCommit(_ record: ChangeRecord) {
         inbox.withLock { $0.append(record) }
-        queue.async { _ = try? self.session { _, _ in } }
+        if appliesRecordsInBackground { queue.async { self.synchronize() } }
+    }
+
+    /// Applies the queued committed records to the controllers now.
+    public func synchronize() {
+        _ = try? session { _, _ in }
     }
 
     // MARK: Sessions
