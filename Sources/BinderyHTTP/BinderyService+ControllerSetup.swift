@@ -21,6 +21,9 @@ extension BinderyService {
         guard let bytes = FileManager.default.contents(atPath: path) else { return (controllers, nil) }
         do {
             try controllers.loadDeclarations(json: try PropertyListValue(jsonBytes: bytes))
+            for name in controllers.names {
+                document.responders.register(ControllerResponder(name: name, controllers: controllers))
+            }
             return (controllers, nil)
         } catch {
             return (controllers, fixtureError(path, error))
@@ -59,5 +62,25 @@ extension BinderyService {
         default:
             return ObjectGraphError(status: 500, code: "internal-error", message: "\(path): \(error)")
         }
+    }
+}
+
+/// A controller in the responder chain (`POST /actions/{action}` with `X-First-Responder: NAME` or the target
+/// `controllers/NAME`): its target-action methods, validated as `POST /controllers/{name}/{action}` does them.
+struct ControllerResponder: Responder {
+    let name: String
+    let controllers: ControllerRegistry
+
+    var actions: [String] {
+        ControllerRegistry.actions.filter { controllers.validate($0, controller: name) != nil }
+    }
+
+    func validate(action: String) -> Bool? {
+        controllers.validate(action, controller: name)
+    }
+
+    /// `sender` is passed as the action's body (`{"object": {...}}` for `add`).
+    func perform(action: String, sender: PropertyListValue) throws -> PropertyListValue {
+        try controllers.perform(action, controller: name, body: sender.isNull ? nil : sender)
     }
 }

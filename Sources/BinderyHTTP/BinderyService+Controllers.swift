@@ -1,3 +1,4 @@
+import Bindery
 import Controllers
 import HTTPServer
 import ObjectGraph
@@ -9,7 +10,9 @@ import PropertyList
 /// actions and creation answer the controller's state. Controllers declared in the fixture's `controllers.json`
 /// cannot be removed (409 `conflict`); run-time ones can.
 extension BinderyService {
-    static func addControllerRoutes(to router: inout Router, controllers: ControllerRegistry) {
+    static func addControllerRoutes(
+        to router: inout Router, controllers: ControllerRegistry, responders: ResponderRegistry
+    ) {
         router.add("GET", "/controllers") { _ in
             let (states, seq) = controllers.states()
             return .response(.json(["controllers": .array(states)], seq: seq))
@@ -17,6 +20,7 @@ extension BinderyService {
         router.add("POST", "/controllers") { request in
             let state = try controllers.create(json: try request.jsonBody())
             let name = state["name"]?.stringValue ?? ""
+            responders.register(ControllerResponder(name: name, controllers: controllers))
             var response = HTTPResponse.json(state, status: 201)
             response.headers.append(("Location", "/controllers/\(name)"))
             return .response(response)
@@ -27,6 +31,7 @@ extension BinderyService {
         }
         router.add("DELETE", "/controllers/:name") { request in
             try controllers.remove(named: request.parameter("name"))
+            responders.unregister(name: request.parameter("name"))
             return .response(HTTPResponse(status: 204))
         }
         router.add("GET", "/controllers/:name/arrangedObjects") { request in

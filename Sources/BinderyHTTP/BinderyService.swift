@@ -55,7 +55,7 @@ public final class BinderyService: HTTPResponder {
         Self.addStoreRoutes(to: &router, document: document)
         Self.addActionRoutes(to: &router, document: document)
         Self.addObservingRoutes(to: &router, center: observations)
-        Self.addControllerRoutes(to: &router, controllers: controllers)
+        Self.addControllerRoutes(to: &router, controllers: controllers, responders: document.responders)
         Self.addDefaultsRoutes(to: &router, defaults: defaults)
         Self.addMetricsRoutes(
             to: &router, document: document, observations: observations, controllers: controllers, counters: counters)

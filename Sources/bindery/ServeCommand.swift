@@ -79,6 +79,11 @@ struct ServeCommand: ParsableCommand {
         let service = BinderyService(
             configuration: .init(publicDirectory: publicDirectory, corsOrigin: cors), document: document,
             observations: observations)
+        if let error = service.setupError {
+            FileHandle.standardError.write(Data("bindery: \(error.message)\n".utf8))
+            document.close()
+            throw ExitCode.failure
+        }
         let server = HTTPServer(
             configuration: HTTPServerConfiguration(
                 host: host, port: port, threads: threads, maxBodySize: maxBody),

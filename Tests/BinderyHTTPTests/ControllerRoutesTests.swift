@@ -214,4 +214,29 @@ struct ControllerRoutesTests {
             #expect(try client.request("GET", "/controllers/org/selection/manager").json == ["$ref": "Employee/1"])
         }
     }
+
+    @Test func responderChain_controllerAsFirstResponder() throws {
+        try withService { client in
+            let listing = try client.request("GET", "/actions", headers: ["X-First-Responder": "employees"])
+            let entries = listing.json?["actions"]?.arrayValue ?? []
+            let selectNext = entries.first { $0["action"] == "selectNext" }
+            #expect(selectNext == ["action": "selectNext", "responder": "employees", "enabled": true])
+            #expect(entries.first { $0["action"] == "selectPrevious" }?["enabled"] == false)
+            let sent = try client.request("POST", "/actions/selectNext", headers: ["X-First-Responder": "employees"])
+            #expect(sent.status == 200)
+            #expect(try client.request("GET", "/controllers/employees/selectionIndexes").json == [1])
+            let disabled = try client.request(
+                "POST", "/actions/selectPrevious", json: #"{"target": "controllers/departments", "sender": null}"#)
+            #expect(disabled.errorCode == "action-disabled")
+            _ = try client.request(
+                "POST", "/controllers", json: #"{"name": "late", "kind": "array", "content": "Department"}"#)
+            let late = try client.request(
+                "POST", "/actions/selectNext", json: #"{"target": "controllers/late", "sender": null}"#)
+            #expect(late.status == 200)
+            _ = try client.request("DELETE", "/controllers/late")
+            let gone = try client.request(
+                "POST", "/actions/selectNext", json: #"{"target": "controllers/late", "sender": null}"#)
+            #expect(gone.errorCode == "no-such-controller")
+        }
+    }
 }
