@@ -133,20 +133,34 @@ public final class Document: Sendable {
     }
 
     /// Runs one mutating request (or commit) as one transaction: all or nothing.
-    @discardableResult
     ///
     /// The answer waits until the change is journaled (with `--fsync batch`, until a flush covering it completed).
+    @discardableResult
     public func transaction<T: Sendable>(_ body: (Transaction) throws -> T) throws -> TransactionResult<T> {
+        let result = try transactionBeforeDurable(body)
+        if result.record != nil { try storage.journal.waitUntilDurable(result.seq) }
+        return result
+    }
+
+    /// Like `transaction(_:)`, but returns as soon as the change is committed and written, before it is durable:
+    /// the caller acknowledges it only from `whenDurable(result.seq)`, so no thread waits for the flush (with
+    /// `--fsync batch`, many requests then share one fsync).
+    public func transactionBeforeDurable<T: Sendable>(
+        _ body: (Transaction) throws -> T
+    ) throws -> TransactionResult<T> {
         let undoManager = undoManager
         let result = try store.transaction { transaction in
             undoManager.beginTransaction()
             return try body(transaction)
         }
-        if result.record != nil {
-            try storage.journal.waitUntilDurable(result.seq)
-            storage.snapshotIfDue(store, report: options.report)
-        }
+        if result.record != nil { storage.snapshotIfDue(store, report: options.report) }
         return result
+    }
+
+    /// Calls `done` once the change of `seq` is durable under the fsync policy (at once unless it is `batch`), with
+    /// nil, or with the error that makes it not durable (503 for a failed flush). `done` must not block.
+    public func whenDurable(_ seq: Int64, _ done: @escaping @Sendable (ObjectGraphError?) -> Void) {
+        storage.journal.whenDurable(seq, done)
     }
 
     /// Adds code run after every commit, outside the store's lock, once per record, in seq order, never

@@ -51,7 +51,7 @@ extension BinderyService {
             throw APIError(status: 422, code: "type-mismatch", message: "The body must be a JSON object of keys.")
         }
         let createOnly = request.request.header("If-None-Match")?.trimmingCharacters(in: " ") == "*"
-        let result = try document.transaction { transaction throws -> (ObjectID, PropertyListValue) in
+        let result = try document.transactionBeforeDurable { transaction throws -> (ObjectID, PropertyListValue) in
             if createOnly, let given = values["$id"] {
                 let id = try requestedID(given, entity: entity)
                 if transaction.view.contains(id) {
@@ -68,7 +68,7 @@ extension BinderyService {
         var response = HTTPResponse.json(json, status: 201, seq: result.seq)
         response.headers.append(("Location", "/objects/\(id.entity)/\(id.id)"))
         response.headers.append(("ETag", etag(result.seq)))
-        return .response(response)
+        return acknowledge(result, response, document: document)
     }
 
     // MARK: Objects
@@ -92,21 +92,23 @@ extension BinderyService {
         guard case .dictionary(let values) = try request.jsonBody() else {
             throw APIError(status: 422, code: "type-mismatch", message: "The body must be a JSON object of keys.")
         }
-        let result = try document.transaction { transaction throws -> (PropertyListValue, Int64) in
+        let result = try document.transactionBeforeDurable { transaction throws -> (PropertyListValue, Int64) in
             let version = try checkIfMatch(request, id: id, in: transaction.view) { try $0.json(of: id) }
             try transaction.setValuesForKeys(values, of: id)
             return (try transaction.view.json(of: id), version)
         }
-        return .response(changed(result, id: id, body: result.value.0, previousVersion: result.value.1))
+        return acknowledge(
+            result, changed(result, id: id, body: result.value.0, previousVersion: result.value.1), document: document)
     }
 
     private static func deleteObject(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {
         let id = try objectID(request)
-        let result = try document.transaction { transaction in
+        let result = try document.transactionBeforeDurable { transaction in
             _ = try checkIfMatch(request, id: id, in: transaction.view) { try $0.json(of: id) }
             try transaction.delete(id)
         }
-        return .response(HTTPResponse(status: 204, headers: [("X-Store-Seq", String(result.seq))]))
+        return acknowledge(
+            result, HTTPResponse(status: 204, headers: [("X-Store-Seq", String(result.seq))]), document: document)
     }
 
     // MARK: Key paths
@@ -124,14 +126,15 @@ extension BinderyService {
         let id = try objectID(request)
         let keyPath = request.rest("keyPath").joined(separator: ".")
         let value = try request.jsonBody()
-        let result = try document.transaction { transaction throws -> (PropertyListValue, Int64) in
+        let result = try document.transactionBeforeDurable { transaction throws -> (PropertyListValue, Int64) in
             let version = try checkIfMatch(request, id: id, in: transaction.view) {
                 try $0.value(forKeyPath: keyPath, of: id).json
             }
             try transaction.setValue(value, forKeyPath: keyPath, of: id)
             return (try transaction.view.value(forKeyPath: keyPath, of: id).json, version)
         }
-        return .response(changed(result, id: id, body: result.value.0, previousVersion: result.value.1))
+        return acknowledge(
+            result, changed(result, id: id, body: result.value.0, previousVersion: result.value.1), document: document)
     }
 
     /// `POST /objects/{Entity}/{id}/{toManyKeyPath}?index=N` with a `{"$ref"}` body: answers the relationship's new
@@ -145,14 +148,15 @@ extension BinderyService {
             throw APIError(
                 status: 422, code: "type-mismatch", message: "The body must be a reference: {\"$ref\": \"Entity/id\"}.")
         }
-        let result = try document.transaction { transaction throws -> (PropertyListValue, Int64) in
+        let result = try document.transactionBeforeDurable { transaction throws -> (PropertyListValue, Int64) in
             let version = try checkIfMatch(request, id: id, in: transaction.view) {
                 try $0.value(forKeyPath: keyPath, of: id).json
             }
             try transaction.insert(element, at: index, intoKeyPath: keyPath, of: id)
             return (try transaction.view.value(forKeyPath: keyPath, of: id).json, version)
         }
-        return .response(changed(result, id: id, body: result.value.0, previousVersion: result.value.1))
+        return acknowledge(
+            result, changed(result, id: id, body: result.value.0, previousVersion: result.value.1), document: document)
     }
 
     /// `DELETE /objects/{Entity}/{id}/{toManyKeyPath}/{index}`: answers the relationship's new value.
@@ -163,17 +167,34 @@ extension BinderyService {
             throw APIError.methodNotAllowed("DELETE", allowed: ["GET", "PUT", "POST", "HEAD"])
         }
         let keyPath = segments.joined(separator: ".")
-        let result = try document.transaction { transaction throws -> (PropertyListValue, Int64) in
+        let result = try document.transactionBeforeDurable { transaction throws -> (PropertyListValue, Int64) in
             let version = try checkIfMatch(request, id: id, in: transaction.view) {
                 try $0.value(forKeyPath: keyPath, of: id).json
             }
             try transaction.remove(at: index, fromKeyPath: keyPath, of: id)
             return (try transaction.view.value(forKeyPath: keyPath, of: id).json, version)
         }
-        return .response(changed(result, id: id, body: result.value.0, previousVersion: result.value.1))
+        return acknowledge(
+            result, changed(result, id: id, body: result.value.0, previousVersion: result.value.1), document: document)
     }
 
     // MARK: Helpers
+
+    /// Sends `response` once the transaction's change is durable, without holding a thread meanwhile: the
+    /// connection is suspended and the journal's flusher resumes it (so one fsync serves many requests).
+    static func acknowledge<T>(
+        _ result: TransactionResult<T>, _ response: HTTPResponse, document: Document
+    ) -> HTTPHandlerResult {
+        guard result.record != nil else { return .response(response) }
+        let notDurable = HTTPResponse.error(
+            APIError(status: 503, code: "not-durable", message: "The change could not be made durable."))
+        return .suspend(
+            HTTPSuspension(shutdownResponse: notDurable) { connection in
+                document.whenDurable(result.seq) { error in
+                    connection.resume(with: error.map { .error(APIError($0)) } ?? response)
+                }
+            })
+    }
 
     private static func objectID(_ request: RouteRequest) throws(ObjectGraphError) -> ObjectID {
         let id = request.parameter("id")

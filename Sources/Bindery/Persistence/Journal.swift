@@ -32,7 +32,8 @@ final class Journal: Sendable {
 
     private struct Waiter {
         var seq: Int64
-        var semaphore: DispatchSemaphore
+        /// Called once, outside the lock: nil when durable, else why not.
+        var done: @Sendable (ObjectGraphError?) -> Void
     }
 
     private struct State {
@@ -140,7 +141,7 @@ final class Journal: Sendable {
             state.bytesSinceSnapshot = 0
             return Self.takeReadyWaiters(&state)
         }
-        for semaphore in woken { semaphore.signal() }
+        for (done, error) in woken { done(error) }
     }
 
     // MARK: Group commit
@@ -149,25 +150,33 @@ final class Journal: Sendable {
     /// when the flush failed.
     func waitUntilDurable(_ seq: Int64) throws(ObjectGraphError) {
         guard policy == .batch else { return }
-        let semaphore = try state.withLock { (state: inout State) throws(ObjectGraphError) -> DispatchSemaphore? in
-            if state.durableSeq >= seq { return nil }
+        let semaphore = DispatchSemaphore(value: 0)
+        let outcome = Mutex<ObjectGraphError?>(nil)
+        whenDurable(seq) { error in
+            outcome.withLock { $0 = error }
+            semaphore.signal()
+        }
+        semaphore.wait()
+        if let error = outcome.withLock({ $0 }) { throw error }
+    }
+
+    /// Calls `done` once a flush covering `seq` has completed (at once with the other policies), with nil, or with
+    /// the error when the flush failed or the journal closed. `done` runs on the flusher's thread or the caller's:
+    /// it must not block.
+    func whenDurable(_ seq: Int64, _ done: @escaping @Sendable (ObjectGraphError?) -> Void) {
+        guard policy == .batch else { return done(nil) }
+        let immediate = state.withLock { (state: inout State) -> ObjectGraphError?? in
+            if state.durableSeq >= seq { return .some(nil) }
             switch state.lifecycle {
             case .open: break
-            case .failed(let error): throw Self.refusal(error)
-            case .closed: throw Self.closedError()
+            case .failed(let error): return .some(Self.refusal(error))
+            case .closed: return .some(Self.closedError())
             }
-            let semaphore = DispatchSemaphore(value: 0)
-            state.waiters.append(Waiter(seq: seq, semaphore: semaphore))
-            return semaphore
+            state.waiters.append(Waiter(seq: seq, done: done))
+            return nil
         }
-        guard let semaphore else { return }
+        if let immediate { return done(immediate) }
         flusherWake.signal()
-        semaphore.wait()
-        try state.withLock { (state: inout State) throws(ObjectGraphError) in
-            guard state.durableSeq < seq else { return }
-            if case .failed(let error) = state.lifecycle { throw Self.refusal(error) }
-            throw Self.closedError()
-        }
     }
 
     private func runFlusher() {
@@ -200,18 +209,29 @@ final class Journal: Sendable {
                 }
                 return Self.takeReadyWaiters(&state)
             }
-            for semaphore in woken { semaphore.signal() }
+            for (done, error) in woken { done(error) }
         }
     }
 
-    /// Removes and returns the waiters a flush has served (all of them once the journal failed or closed).
-    private static func takeReadyWaiters(_ state: inout State) -> [DispatchSemaphore] {
-        let all: Bool
-        if case .open = state.lifecycle { all = false } else { all = true }
-        var ready: [DispatchSemaphore] = []
+    /// Removes and returns the waiters a flush has served, with their outcome (all of them once the journal failed
+    /// or closed).
+    private static func takeReadyWaiters(
+        _ state: inout State
+    ) -> [(@Sendable (ObjectGraphError?) -> Void, ObjectGraphError?)] {
+        let failure: ObjectGraphError?
+        switch state.lifecycle {
+        case .open: failure = nil
+        case .failed(let error): failure = refusal(error)
+        case .closed: failure = closedError()
+        }
+        var ready: [(@Sendable (ObjectGraphError?) -> Void, ObjectGraphError?)] = []
         state.waiters.removeAll { waiter in
-            guard all || waiter.seq <= state.durableSeq else { return false }
-            ready.append(waiter.semaphore)
+            if waiter.seq <= state.durableSeq {
+                ready.append((waiter.done, nil))
+                return true
+            }
+            guard let failure else { return false }
+            ready.append((waiter.done, failure))
             return true
         }
         return ready
@@ -222,7 +242,7 @@ final class Journal: Sendable {
             state.lifecycle = .failed(error)
             return Self.takeReadyWaiters(&state)
         }
-        for semaphore in woken { semaphore.signal() }
+        for (done, error) in woken { done(error) }
     }
 
     // MARK: Closing
@@ -241,7 +261,7 @@ final class Journal: Sendable {
             state.lifecycle = .closed
             return Self.takeReadyWaiters(&state)
         }
-        for semaphore in woken { semaphore.signal() }
+        for (done, error) in woken { done(error) }
         flusherWake.signal()
     }
 

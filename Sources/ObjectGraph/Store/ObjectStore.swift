@@ -1,3 +1,4 @@
+import Dispatch
 import PropertyList
 import Synchronization
 
@@ -14,6 +15,7 @@ public final class ObjectStore: Sendable {
     private let state: Mutex<GraphState>
     private let hooks: ObjectStoreHooks
     private let delivery = Mutex(DeliveryQueue())
+    private let deliveryQueue = DispatchQueue(label: "bindery.store.delivery")
 
     private struct DeliveryQueue: ~Copyable {
         var pending: [ChangeRecord] = []
@@ -52,7 +54,7 @@ public final class ObjectStore: Sendable {
                 throw error
             }
         }
-        deliverPending()
+        deliverPending(through: result.record?.seq)
         return result
     }
 
@@ -143,7 +145,11 @@ public final class ObjectStore: Sendable {
     }
 
     /// Delivers pending records to `didCommit` in seq order, outside the store's lock, one deliverer at a time.
-    private func deliverPending() {
+    ///
+    /// The committing thread delivers until its own record (`seq`) is out, so a request's own change has reached the
+    /// observers when it returns (unless another thread was delivering); what arrived meanwhile is handed to the
+    /// store's delivery queue, so that a steady stream of other commits cannot keep one request delivering forever.
+    private func deliverPending(through seq: Int64?) {
         guard let didCommit = hooks.didCommit else { return }
         let starts = delivery.withLock { queue in
             if queue.isDelivering { return false }
@@ -151,6 +157,14 @@ public final class ObjectStore: Sendable {
             return true
         }
         guard starts else { return }
+        if let seq {
+            drain(didCommit, through: seq)
+        } else {
+            deliveryQueue.async { [self] in drain(didCommit, through: nil) }
+        }
+    }
+
+    private func drain(_ didCommit: @escaping @Sendable (ChangeRecord) -> Void, through seq: Int64?) {
         while true {
             let batch = delivery.withLock { queue in
                 let batch = queue.pending
@@ -158,8 +172,13 @@ public final class ObjectStore: Sendable {
                 if batch.isEmpty { queue.isDelivering = false }
                 return batch
             }
-            if batch.isEmpty { return }
+            guard let last = batch.last else { return }
             for record in batch { didCommit(record) }
+            if let seq, last.seq >= seq {
+                // Still delivering: the queue finishes (or finds nothing and stops).
+                deliveryQueue.async { [self] in drain(didCommit, through: nil) }
+                return
+            }
         }
     }
 }

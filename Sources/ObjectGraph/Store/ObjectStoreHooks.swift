@@ -4,8 +4,9 @@
 /// order; if it throws, the transaction is rolled back and the error is rethrown to the caller as it is (the
 /// journal append goes here: a change is acknowledged only once it is journaled). It must not touch the store.
 /// `didCommit` runs after the lock is released, exactly once per committed record, in seq order, never concurrently
-/// with itself; it may run on the thread of a later transaction (the committing thread delivers whatever is pending,
-/// so a `transaction` call can return before its own record was delivered by another thread). Neither runs for
+/// with itself; it runs on the committing thread until that transaction's own record is out, then on the store's
+/// delivery queue (so a `transaction` call can return before its own record was delivered when another thread was
+/// delivering). Neither runs for
 /// transactions that changed nothing, nor for `ObjectStore.apply(_:)` (journal replay).
 ///
 /// `capture` runs under the store's lock right after a record committed, with a read view of the state just after it
