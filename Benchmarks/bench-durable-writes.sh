@@ -17,8 +17,8 @@
 #   DATA_ROOT [$TMPDIR or /tmp]  where the data directories go (the disk that is measured)
 #   WITH_CONTROLLERS [0]  1: serve Fixtures/employees as it is; 0: a copy without controllers.json and
 #                      defaults.json, so the figure is the store and its journal (controllers react to every commit)
-#   BINDERY_THREADS [64]  bindery --threads: a request blocks its worker thread until its flush, so one group commit
-#                      holds at most this many requests; 64 matches wrk's connections (etcd runs a goroutine each)
+#   BINDERY_THREADS [cores]  bindery --threads (the server's default): a request waiting for its flush is suspended
+#                      and holds no thread, so one group commit serves every connection that wrote meanwhile
 #
 # Every request changes a value (wrk's Lua script never repeats one), so every request is a journaled commit.
 set -euo pipefail
@@ -30,7 +30,7 @@ CONNECTIONS=${CONNECTIONS:-64}
 TARGET=${TARGET:-3}
 STRICT=${STRICT:-0}
 SKIP_BUILD=${SKIP_BUILD:-0}
-BINDERY_THREADS=${BINDERY_THREADS:-64}
+BINDERY_THREADS=${BINDERY_THREADS:-$(nproc)}
 WITH_CONTROLLERS=${WITH_CONTROLLERS:-0}
 
 cd "$(dirname "$0")/.."
