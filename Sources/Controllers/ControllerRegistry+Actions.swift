@@ -3,9 +3,9 @@ import PropertyList
 
 /// Changing controllers: selection, arrangement, editing, and the target-action methods (API.md §5).
 ///
-/// A selection change asked by a client first commits pending edits, as NSArrayController asks its editors to
-/// commit before it changes the selection: if the commit fails (422 with every error), the edits are kept and the
-/// selection stays as it was.
+/// A selection change asked by a client first commits pending edits — the controller's own and those of every
+/// controller following it — as NSArrayController asks its editors to commit before it changes the selection: if a
+/// commit fails (422 with every error), the edits are kept and the selection stays as it was.
 extension ControllerRegistry {
     /// The actions `POST /controllers/{name}/{action}` knows.
     public static let actions = [
@@ -58,12 +58,30 @@ extension ControllerRegistry {
     private func changingSelection(
         _ name: String, _ change: (Controller, ControllerContext) throws(ObjectGraphError) -> Void
     ) throws -> PropertyListValue {
-        try commitPendingEdits(name)
+        // The controller's own editors, then those of every controller that follows it: a master's new selection
+        // gives its details new content, and their edits must not move to other objects.
+        for editing in try [name] + followers(of: name) { try commitPendingEdits(editing) }
         return try session { registry, context in
             let controller = try context.controller(name)
             try change(controller, context)
             Self.followMasters(registry, context: context)
             return controller.state(in: context)
+        }
+    }
+
+    /// The controllers whose content follows `name`, directly or through other controllers, masters first.
+    private func followers(of name: String) throws -> [String] {
+        try session { registry, _ in
+            var following: Set<String> = [name]
+            var result: [String] = []
+            for candidate in registry.order {
+                guard let master = registry.controllers[candidate]?.description.content.master,
+                    following.contains(master)
+                else { continue }
+                following.insert(candidate)
+                result.append(candidate)
+            }
+            return result
         }
     }
 

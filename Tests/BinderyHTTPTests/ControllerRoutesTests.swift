@@ -10,6 +10,25 @@ struct ControllerRoutesTests {
             .compactMap(\.stringValue) ?? []
     }
 
+    @Test func masterSelectionChange_commitsDetailEditsFirst_orRefuses() throws {
+        try withService { client in
+            // The first employee by last name in Engineering is selected in `employees`.
+            let selected = try client.request("GET", "/controllers/employees/selection/lastName").json
+            _ = try client.request("PUT", "/controllers/employees/edits/salary", json: "-5")
+            let refused = try client.request("PUT", "/controllers/departments/selectionIndexes", json: "[1]")
+            #expect(refused.status == 422)
+            #expect(try client.request("GET", "/controllers/departments").json?["selectionIndexes"] == [0])
+            #expect(try client.request("GET", "/controllers/employees/edits").json == ["salary": -5])
+            _ = try client.request("PUT", "/controllers/employees/edits/salary", json: "99")
+            let moved = try client.request("PUT", "/controllers/departments/selectionIndexes", json: "[1]")
+            #expect(moved.status == 200)
+            #expect(try client.request("GET", "/controllers/employees/isEditing").json == false)
+            let byName = try client.request(
+                "GET", "/objects/Employee?filter=salary%20%3D%3D%2099&keys=lastName")
+            #expect(byName.json?["objects"]?.arrayValue?.map { $0["lastName"] } == [selected])
+        }
+    }
+
     @Test func declaredControllers_listedWithState() throws {
         try withService { client in
             let list = try client.request("GET", "/controllers")

@@ -175,8 +175,12 @@ public final class ObjectStore: Sendable {
             guard let last = batch.last else { return }
             for record in batch { didCommit(record) }
             if let seq, last.seq >= seq {
-                // Still delivering: the queue finishes (or finds nothing and stops).
-                deliveryQueue.async { [self] in drain(didCommit, through: nil) }
+                // This transaction's record is out: stop here, and let the queue deliver what arrived meanwhile.
+                let more = delivery.withLock { queue in
+                    if queue.pending.isEmpty { queue.isDelivering = false }
+                    return !queue.pending.isEmpty
+                }
+                if more { deliveryQueue.async { [self] in drain(didCommit, through: nil) } }
                 return
             }
         }
