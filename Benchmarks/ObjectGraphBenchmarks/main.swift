@@ -241,6 +241,26 @@ func verifyListing() throws {
                     try view.handles(of: "Member", matching: predicate, sortedBy: ordering).map(view.objectID(of:))
                 }
             }
+            // The sort itself against the comparator of prepared keys: each neighbour in order, ties in input order.
+            let sortedStably = store.read { view in
+                Result { () throws -> Bool in
+                    guard let ordering, case .success(let sorted) = general, sorted.count > 1 else { return true }
+                    let input = try view.objects(of: "Member")
+                    let position = Dictionary(uniqueKeysWithValues: input.enumerated().map { ($1, $0) })
+                    let keys = try sorted.map { try ordering.keys(of: .object($0), resolver: view) }
+                    return keys.indices.dropFirst().allSatisfy { index in
+                        switch ordering.compare(keys[index - 1], keys[index]) {
+                        case .orderedAscending: true
+                        case .orderedSame: position[sorted[index - 1]]! < position[sorted[index]]!
+                        case .orderedDescending: false
+                        }
+                    }
+                }
+            }
+            guard (try? sortedStably.get()) == true else {
+                print("MISORDERED filter \(filter ?? "none"), sort \"\(sort)\"")
+                exit(1)
+            }
             switch (general, listing) {
             case (.success(let expected), .success(let found)) where expected == found: break
             case (.failure(let expected), .failure(let found)) where "\(expected)" == "\(found)": break

@@ -47,62 +47,93 @@ public struct Router: Sendable {
         routes.append(Route(method: method, text: pattern, pattern: segments, handler: handler))
     }
 
+    /// Tries the routes in order; only the route that matches binds its parameters, so a request costs one
+    /// comparison per literal segment of the routes before it and no allocation for them.
     public func match(_ request: HTTPRequest, segments: [String]) -> Match {
         let method = request.method == "HEAD" ? "GET" : request.method
+        for route in routes where route.method == method && Self.matches(route.pattern, segments) {
+            return .found(
+                route.handler, RouteRequest(request: request, segments: segments, bindings: Self.bind(route.pattern)))
+        }
         var allowed: [String] = []
-        for route in routes {
-            guard let parameters = Self.bind(route.pattern, to: segments) else { continue }
-            if route.method == method {
-                return .found(route.handler, RouteRequest(request: request, segments: segments, parameters: parameters))
-            }
-            if !allowed.contains(route.method) { allowed.append(route.method) }
+        for route in routes where Self.matches(route.pattern, segments) && !allowed.contains(route.method) {
+            allowed.append(route.method)
         }
         if allowed.isEmpty { return .notFound }
         if allowed.contains("GET") { allowed.append("HEAD") }
         return .methodNotAllowed(allowed)
     }
 
-    private static func bind(_ pattern: [Segment], to segments: [String]) -> [String: [String]]? {
-        var parameters: [String: [String]] = [:]
+    private static func matches(_ pattern: [Segment], _ segments: [String]) -> Bool {
         var index = 0
         for segment in pattern {
+            guard index < segments.count else { return false }
             switch segment {
             case .literal(let text):
-                guard index < segments.count, segments[index] == text else { return nil }
+                guard segments[index] == text else { return false }
                 index += 1
-            case .parameter(let name):
-                guard index < segments.count else { return nil }
-                parameters[name] = [segments[index]]
+            case .parameter:
                 index += 1
-            case .rest(let name):
-                guard index < segments.count else { return nil }
-                parameters[name] = Array(segments[index...])
+            case .rest:
                 index = segments.count
             }
         }
-        return index == segments.count ? parameters : nil
+        return index == segments.count
+    }
+
+    /// The parameters of a pattern that `matches` the segments: each name with the segments it takes.
+    private static func bind(_ pattern: [Segment]) -> [RouteRequest.Binding] {
+        var bindings: [RouteRequest.Binding] = []
+        bindings.reserveCapacity(pattern.count)
+        var index = 0
+        for segment in pattern {
+            switch segment {
+            case .literal:
+                index += 1
+            case .parameter(let name):
+                bindings.append(RouteRequest.Binding(name: name, segments: index..<index + 1))
+                index += 1
+            case .rest(let name):
+                bindings.append(RouteRequest.Binding(name: name, segments: index..<Int.max))
+                index = Int.max
+            }
+        }
+        return bindings
     }
 }
 
 /// A routed request: the request and the values of the pattern's parameters.
 public struct RouteRequest: Sendable {
+    /// A parameter of the pattern and the indexes of the segments it took (to the end for `*name`).
+    struct Binding: Sendable {
+        var name: String
+        var segments: Range<Int>
+    }
+
     public var request: HTTPRequest
     public var segments: [String]
-    private var parameters: [String: [String]]
+    /// In pattern order; a name bound twice takes its last binding.
+    private var bindings: [Binding]
 
-    init(request: HTTPRequest, segments: [String], parameters: [String: [String]]) {
+    init(request: HTTPRequest, segments: [String], bindings: [Binding]) {
         self.request = request
         self.segments = segments
-        self.parameters = parameters
+        self.bindings = bindings
     }
 
-    /// The segment bound to `:name`, or "" when the pattern has none of that name.
+    /// The segment bound to `:name` (the first of `*name`), or "" when the pattern has none of that name.
     public func parameter(_ name: String) -> String {
-        parameters[name]?.first ?? ""
+        guard let range = range(of: name), range.lowerBound < segments.count else { return "" }
+        return segments[range.lowerBound]
     }
 
-    /// The segments bound to `*name`.
+    /// The segments bound to `*name` (or `:name`).
     public func rest(_ name: String) -> [String] {
-        parameters[name] ?? []
+        guard let range = range(of: name) else { return [] }
+        return Array(segments[range.clamped(to: segments.indices)])
+    }
+
+    private func range(of name: String) -> Range<Int>? {
+        bindings.last(where: { $0.name == name })?.segments
     }
 }

@@ -36,18 +36,36 @@ public struct HTTPRequest: Sendable {
     }
 
     static func decodeSegments(_ path: String) -> [String]? {
-        var segments: [String] = []
-        for raw in path.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true) {
-            if !raw.contains(UInt8(ascii: "%")) {
-                // Nothing to decode: the bytes are already valid UTF-8 (a slice of a String at ASCII boundaries).
-                guard !raw.contains(0) else { return nil }
-                segments.append(String(Substring(raw)))
-                continue
+        var path = path
+        return path.withUTF8 { bytes -> [String]? in
+            var segments: [String] = []
+            segments.reserveCapacity(bytes.reduce(0) { $1 == UInt8(ascii: "/") ? $0 + 1 : $0 })
+            var start = 0
+            for index in 0...bytes.count where index == bytes.count || bytes[index] == UInt8(ascii: "/") {
+                if index > start {
+                    guard let segment = decodeSegment(UnsafeBufferPointer(rebasing: bytes[start..<index])) else {
+                        return nil
+                    }
+                    segments.append(segment)
+                }
+                start = index + 1
             }
-            guard let decoded = percentDecode(raw, plusIsSpace: false), !decoded.utf8.contains(0) else { return nil }
-            segments.append(decoded)
+            return segments
         }
-        return segments
+    }
+
+    /// One segment's bytes (between slashes of a valid UTF-8 path) percent-decoded; nil for a bad escape, invalid
+    /// UTF-8 or a NUL byte.
+    private static func decodeSegment(_ raw: UnsafeBufferPointer<UInt8>) -> String? {
+        var escaped = false
+        for byte in raw {
+            if byte == 0 { return nil }
+            if byte == UInt8(ascii: "%") { escaped = true }
+        }
+        // Nothing to decode: the bytes are already valid UTF-8 (a String's bytes cut at ASCII boundaries).
+        guard escaped else { return String(decoding: raw, as: UTF8.self) }
+        guard let decoded = percentDecode(raw, plusIsSpace: false), !decoded.utf8.contains(0) else { return nil }
+        return decoded
     }
 
     /// Percent-decodes bytes into a string; nil on a bad escape or invalid UTF-8.

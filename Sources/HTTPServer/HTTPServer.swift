@@ -279,7 +279,11 @@ public final class HTTPServer: Sendable {
         }
         guard let mhdResponse else { return .NO }
         for (name, value) in response.headers {
-            _ = MHD_add_response_header(mhdResponse, name, value)
+            // Explicit `withCString`: a small string (most names and values) is then copied to the stack, where
+            // passing the String itself would allocate a C copy on the heap.
+            _ = name.withCString { name in
+                value.withCString { value in MHD_add_response_header(mhdResponse, name, value) }
+            }
         }
         let result = MHD_queue_response(connection, UInt32(response.status), mhdResponse)
         MHD_destroy_response(mhdResponse)

@@ -13,8 +13,11 @@ final class GraphState: @unchecked Sendable {
     var lastAssignedID: Int64 = 0
     private var keyPathCache: [KeyPathCacheKey: CompiledKeyPath] = [:]
     /// The last few compiled paths, checked by string equality first (callers such as a predicate evaluated over
-    /// many objects pass the same string again and again, and equal string storage compares in O(1)).
-    private var recentKeyPaths: [(entity: Int, keyPath: String, compiled: CompiledKeyPath)] = []
+    /// many objects pass the same string again and again, and equal string storage compares in O(1)). Three
+    /// parallel arrays: looking through an array of tuples would copy every tuple looked at.
+    private var recentEntities: [Int] = []
+    private var recentKeyPaths: [String] = []
+    private var recentCompiled: [CompiledKeyPath] = []
     private var nextRecent = 0
     private var recentEntity: (name: String, index: Int)?
 
@@ -131,10 +134,8 @@ final class GraphState: @unchecked Sendable {
 
     /// The compiled form of `keyPath` for objects of `entity` (-1: plain values), cached for the store's lifetime.
     func compiled(_ keyPath: String, entity: Int) throws(ObjectGraphError) -> CompiledKeyPath {
-        // By index: iterating the tuples would copy (retain and release) every one looked at.
-        for index in recentKeyPaths.indices
-        where recentKeyPaths[index].entity == entity && recentKeyPaths[index].keyPath == keyPath {
-            return recentKeyPaths[index].compiled
+        for index in recentEntities.indices where recentEntities[index] == entity && recentKeyPaths[index] == keyPath {
+            return recentCompiled[index]
         }
         let key = KeyPathCacheKey(entity: entity, keyPath: keyPath)
         let compiled: CompiledKeyPath
@@ -145,10 +146,14 @@ final class GraphState: @unchecked Sendable {
             if keyPathCache.count >= 4096 { keyPathCache.removeAll(keepingCapacity: true) }
             keyPathCache[key] = compiled
         }
-        if recentKeyPaths.count < 8 {
-            recentKeyPaths.append((entity, keyPath, compiled))
+        if recentEntities.count < 8 {
+            recentEntities.append(entity)
+            recentKeyPaths.append(keyPath)
+            recentCompiled.append(compiled)
         } else {
-            recentKeyPaths[nextRecent] = (entity, keyPath, compiled)
+            recentEntities[nextRecent] = entity
+            recentKeyPaths[nextRecent] = keyPath
+            recentCompiled[nextRecent] = compiled
             nextRecent = (nextRecent + 1) % 8
         }
         return compiled

@@ -1,0 +1,151 @@
+/*
+ * bare_mhd_value: the baseline for Benchmarks/bench-keypath.sh — bare_mhd.c (same daemon flags and options as
+ * Sources/HTTPServer, answering on the handler's second call) answering `GET PATH` with a fixed BODY, so that a
+ * key-path read such as `GET /objects/Employee/4/salary` can be compared with a server that does nothing but answer
+ * the same bytes. Everything else gets 404.
+ *
+ *   cc -O2 -o bare_mhd_value Benchmarks/bare_mhd_value.c $(pkg-config --cflags --libs libmicrohttpd)
+ *   bare_mhd_value PORT PATH BODY [--headers]
+ *
+ * PORT 0 picks a free port. On start it prints `bare_mhd listening on http://127.0.0.1:PORT`. `--headers` adds the
+ * three headers Bindery puts on every response (X-Store-Seq and two CORS headers). SIGINT/SIGTERM stop it.
+ */
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+static const char *path = "/";
+static const char *body = "";
+static const char not_found[] = "{\"error\":{\"code\":\"not-found\",\"message\":\"There is nothing here.\"}}";
+static int bindery_headers = 0;
+/* A sentinel for *con_cls: the first call (headers only) sets it; the response is queued on the second call. */
+static int seen_headers;
+
+static size_t unescape_none(void *cls, struct MHD_Connection *connection, char *s) {
+    (void)cls;
+    (void)connection;
+    return strlen(s);
+}
+
+static enum MHD_Result answer(void *cls, struct MHD_Connection *connection, const char *url, const char *method,
+                              const char *version, const char *upload_data, size_t *upload_data_size,
+                              void **con_cls) {
+    (void)cls;
+    (void)version;
+    (void)upload_data;
+    if (*con_cls == NULL) {
+        *con_cls = &seen_headers;
+        return MHD_YES;
+    }
+    if (*upload_data_size != 0) {
+        *upload_data_size = 0; /* drain and ignore bodies */
+        return MHD_YES;
+    }
+    int ok = strcmp(url, path) == 0 && strcmp(method, "GET") == 0;
+    const char *text = ok ? body : not_found;
+    struct MHD_Response *response =
+        MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
+    if (response == NULL) return MHD_NO;
+    MHD_add_response_header(response, "Content-Type", "application/json");
+    if (bindery_headers) {
+        MHD_add_response_header(response, "X-Store-Seq", "0");
+        MHD_add_response_header(response, "Access-Control-Allow-Origin", "*");
+        MHD_add_response_header(response, "Access-Control-Expose-Headers", "ETag, Location, X-Store-Seq, Retry-After");
+    }
+    enum MHD_Result result = MHD_queue_response(connection, ok ? MHD_HTTP_OK : MHD_HTTP_NOT_FOUND, response);
+    MHD_destroy_response(response);
+    return result;
+}
+
+static void completed(void *cls, struct MHD_Connection *connection, void **con_cls,
+                      enum MHD_RequestTerminationCode toe) {
+    (void)cls;
+    (void)connection;
+    (void)toe;
+    *con_cls = NULL;
+}
+
+int main(int argc, char **argv) {
+    unsigned int port = 0;
+    int positional = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--headers") == 0) {
+            bindery_headers = 1;
+        } else if (positional == 0) {
+            char *end = NULL;
+            long value = strtol(argv[i], &end, 10);
+            if (end == argv[i] || *end != '\0' || value < 0 || value > 65535) break;
+            port = (unsigned int)value;
+            positional++;
+        } else if (positional == 1) {
+            path = argv[i];
+            positional++;
+        } else if (positional == 2) {
+            body = argv[i];
+            positional++;
+        } else {
+            positional = -1;
+            break;
+        }
+    }
+    if (positional != 3) {
+        fprintf(stderr, "usage: %s PORT PATH BODY [--headers]\n", argv[0]);
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+        limit.rlim_cur = limit.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &limit);
+    }
+    /* Block SIGINT/SIGTERM before MHD's threads start, so that only sigwait below receives them. */
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
+
+    struct sockaddr_in address;
+    memset(&address, 0, sizeof address);
+    address.sin_family = AF_INET;
+    address.sin_port = htons((uint16_t)port);
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned int threads = cores > 1 ? (unsigned int)cores : 1;
+    /* The same flags and options as HTTPServer.start() and bindery_mhd_start(). */
+    unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | MHD_USE_TURBO;
+    struct MHD_OptionItem options[16];
+    int n = 0;
+    options[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, NULL};
+    options[n++] = (struct MHD_OptionItem){MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)unescape_none, NULL};
+    options[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, 20000, NULL};
+    options[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, 60, NULL};
+    options[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, 16 * 1024, NULL};
+    options[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096, NULL};
+    if (threads > 1) options[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)threads, NULL};
+    options[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, (void *)&address};
+    options[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+
+    struct MHD_Daemon *daemon = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, answer, NULL, MHD_OPTION_ARRAY,
+                                                 options, MHD_OPTION_END);
+    if (daemon == NULL) {
+        fprintf(stderr, "bare_mhd: cannot listen on 127.0.0.1:%u\n", port);
+        return 1;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
+    printf("bare_mhd listening on http://127.0.0.1:%u\n", info != NULL ? (unsigned int)info->port : port);
+    fflush(stdout);
+
+    int received = 0;
+    sigwait(&stop_signals, &received);
+    MHD_stop_daemon(daemon);
+    return 0;
+}

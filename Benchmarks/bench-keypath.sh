@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Benchmark of issue 3: key-path reads (`GET /objects/Employee/4/salary`) on Bindery (release) against a bare C
+# libmicrohttpd server answering the same path with the same bytes (Benchmarks/bare_mhd_value.c, the daemon flags
+# and options of bare_mhd.c), measured with wrk in alternation A B A B, on loopback only.
+#
+#   bash Benchmarks/bench-keypath.sh
+#
+# Environment (defaults in brackets):
+#   ROUNDS [3]         A/B pairs measured
+#   DURATION [5]       seconds per wrk run (at most 10 on a shared machine)
+#   WARMUP [2]         seconds of warm-up per server before the first round
+#   WRK_THREADS [2]    wrk -t
+#   CONNECTIONS [64]   wrk -c
+#   KEY_PATH [/objects/Employee/4/salary]
+#   BARE_HEADERS [0]   1: the bare server also sends Bindery's three extra headers (X-Store-Seq, CORS)
+#   TARGET [0.7]       the ratio Bindery/bare the issue asks for; the script exits 1 below it when STRICT=1
+#   STRICT [0]
+#   SKIP_BUILD [0]     1: use the binaries already in .build-bench/
+#   BINDERY_BINARY     another bindery executable to measure (e.g. a baseline build); implies no Swift build
+#
+# Prints requests/s and server CPU per request of every run, the median of each server and the ratio Bindery/bare.
+set -euo pipefail
+
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-5}
+WARMUP=${WARMUP:-2}
+KEY_PATH=${KEY_PATH:-/objects/Employee/4/salary}
+BARE_HEADERS=${BARE_HEADERS:-0}
+TARGET=${TARGET:-0.7}
+STRICT=${STRICT:-0}
+SKIP_BUILD=${SKIP_BUILD:-0}
+
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+SCRATCH="$ROOT/.build-bench"
+. Benchmarks/lib.sh
+
+if [ "$SKIP_BUILD" != 1 ]; then
+    bash scripts/install-deps.sh wrk
+    if [ -z "${BINDERY_BINARY:-}" ]; then
+        echo "== building Bindery (release, scratch path .build-bench)"
+        swift build -c release --scratch-path "$SCRATCH" --product bindery 2>&1 | tail -n 3
+    fi
+    echo "== compiling Benchmarks/bare_mhd_value.c"
+    mkdir -p "$SCRATCH"
+    # shellcheck disable=SC2046  # pkg-config output is meant to be split into words
+    cc -O2 -o "$SCRATCH/bare_mhd_value" Benchmarks/bare_mhd_value.c $(pkg-config --cflags --libs libmicrohttpd) \
+        -lpthread
+fi
+BINDERY=${BINDERY_BINARY:-$SCRATCH/release/bindery}
+BARE="$SCRATCH/bare_mhd_value"
+for binary in "$BINDERY" "$BARE"; do
+    [ -x "$binary" ] || { echo "missing $binary (run without SKIP_BUILD=1)" >&2; exit 2; }
+done
+command -v wrk >/dev/null || { echo "wrk is not installed" >&2; exit 2; }
+
+bench_init bench-keypath
+start bindery "$WORK/bindery.log" \
+    "$BINDERY" serve --fixture Fixtures/employees --data "$WORK/data" --public Public --host 127.0.0.1 --port 0
+BINDERY_PORT=$PORT
+
+# The bare server answers with exactly the bytes Bindery answers.
+read -r status body < <(http_get "$BINDERY_PORT" "$KEY_PATH")
+[ "$status" = 200 ] || { echo "bindery answered $status to GET $KEY_PATH: $body" >&2; exit 1; }
+BARE_ARGS=(0 "$KEY_PATH" "$body")
+[ "$BARE_HEADERS" = 1 ] && BARE_ARGS+=(--headers)
+start bare_mhd_value "$WORK/bare.log" "$BARE" "${BARE_ARGS[@]}"
+BARE_PORT=$PORT
+read -r bare_status bare_body < <(http_get "$BARE_PORT" "$KEY_PATH")
+if [ "$bare_status $bare_body" != "200 $body" ]; then
+    echo "bare_mhd_value answered $bare_status $bare_body, not 200 $body" >&2
+    exit 1
+fi
+
+BINDERY_URL="http://127.0.0.1:$BINDERY_PORT$KEY_PATH"
+BARE_URL="http://127.0.0.1:$BARE_PORT$KEY_PATH"
+echo "== GET $KEY_PATH -> 200 $body (${#body} bytes); bindery on :$BINDERY_PORT, bare on :$BARE_PORT" \
+    "$([ "$BARE_HEADERS" = 1 ] && echo '(bare with Bindery headers)')"
+echo "== $(nproc) cores; wrk -t$WRK_THREADS -c$CONNECTIONS -d${DURATION}s, $ROUNDS rounds A B (A = bindery, B = bare)"
+echo "== load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+if [ "$WARMUP" -gt 0 ]; then
+    echo "== warm-up ${WARMUP}s each"
+    run_wrk "$BINDERY_URL" "$WARMUP" >/dev/null
+    run_wrk "$BARE_URL" "$WARMUP" >/dev/null
+fi
+
+bindery_results=()
+bare_results=()
+bindery_cpu=()
+bare_cpu=()
+ratios=()
+for round in $(seq "$ROUNDS"); do
+    read -r a a_cpu < <(run_wrk "$BINDERY_URL" "$DURATION" "${PIDS[0]}")
+    printf 'round %d  A bindery   %10.0f req/s   server CPU %6.2f us/request\n' "$round" "$a" "$a_cpu"
+    read -r b b_cpu < <(run_wrk "$BARE_URL" "$DURATION" "${PIDS[1]}")
+    printf 'round %d  B bare      %10.0f req/s   server CPU %6.2f us/request\n' "$round" "$b" "$b_cpu"
+    bindery_results+=("$a")
+    bare_results+=("$b")
+    bindery_cpu+=("$a_cpu")
+    bare_cpu+=("$b_cpu")
+    ratios+=("$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')")
+done
+
+bindery_median=$(median "${bindery_results[@]}")
+bare_median=$(median "${bare_results[@]}")
+bindery_cpu_median=$(median "${bindery_cpu[@]}")
+bare_cpu_median=$(median "${bare_cpu[@]}")
+ratio=$(awk -v a="$bindery_median" -v b="$bare_median" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')
+cpu_ratio=$(awk -v a="$bindery_cpu_median" -v b="$bare_cpu_median" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+verdict=$(awk -v r="$ratio" -v t="$TARGET" 'BEGIN { print (r >= t ? "meets" : "BELOW") }')
+echo "--"
+printf 'median   bindery   %10.0f req/s   server CPU %6.2f us/request\n' "$bindery_median" "$bindery_cpu_median"
+printf 'median   bare      %10.0f req/s   server CPU %6.2f us/request\n' "$bare_median" "$bare_cpu_median"
+echo "per-round ratios: ${ratios[*]} (median $(median "${ratios[@]}"))"
+echo "ratio of medians bindery/bare = $ratio ($verdict the target $TARGET); server CPU per request bindery/bare = $cpu_ratio"
+echo "load average now: $(cut -d' ' -f1-3 /proc/loadavg) (req/s is only comparable on an otherwise idle machine)"
+if [ "$STRICT" = 1 ] && [ "$verdict" = BELOW ]; then exit 1; fi
