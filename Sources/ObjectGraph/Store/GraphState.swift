@@ -82,6 +82,13 @@ final class GraphState: @unchecked Sendable {
         return row < 0 ? nil : ObjectHandle(entity: relationship.destinationIndex, row: Int(row))
     }
 
+    /// The destination of the to-one in `slot` of the handle's entity, leading to entity `destination`, or nil.
+    func toOne(_ handle: ObjectHandle, slot: Int, destination: Int) -> ObjectHandle? {
+        let table = tables[handle.entity]
+        let row = table.toOne[handle.row * table.toOneCount + slot]
+        return row < 0 ? nil : ObjectHandle(entity: destination, row: Int(row))
+    }
+
     /// The destination rows of a to-many, in order.
     func toManyRows(_ handle: ObjectHandle, _ relationship: RelationshipDescription) -> [Int32] {
         let table = tables[handle.entity]

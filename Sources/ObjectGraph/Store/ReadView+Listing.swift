@@ -39,6 +39,15 @@ extension ReadView {
 final class ListingKeyPaths {
     private let keyPaths: [String]
     private let steps: [Result<[KeyStep], ObjectGraphError>]
+    /// Per key path, when it is only to-ones then an attribute (`salary`, `team.name`): the same read without steps.
+    private let attributePaths: [AttributePath?]
+
+    /// Attributes through to-ones, resolved for one entity: each hop a to-one's slot and the entity it leads to.
+    struct AttributePath {
+        let hopSlots: [Int]
+        let hopDestinations: [Int]
+        let slot: Int
+    }
 
     init(_ keyPaths: [String], entity: Int, model: ObjectModel) {
         var unique: [String] = []
@@ -49,12 +58,66 @@ final class ListingKeyPaths {
                 try model.compile(keyPath, for: model.entities[entity].name).steps
             }
         }
+        attributePaths = steps.map { steps in
+            guard case .success(let steps) = steps else { return nil }
+            return ListingKeyPaths.attributePath(steps, entity: entity, model: model)
+        }
     }
 
-    /// The compiled steps of `keyPath` (its compile error thrown), or nil when it is not one of these key paths.
-    func steps(of keyPath: String) throws(ObjectGraphError) -> [KeyStep]? {
-        for index in keyPaths.indices where keyPaths[index] == keyPath { return try steps[index].get() }
-        return nil
+    /// The attribute path `steps` amount to from `entity`, or nil when they take anything but to-ones and one
+    /// final attribute (to-manys, derived keys, operators): those are evaluated as compiled.
+    private static func attributePath(_ steps: [KeyStep], entity: Int, model: ObjectModel) -> AttributePath? {
+        var entity = entity
+        var hopSlots: [Int] = []
+        var hopDestinations: [Int] = []
+        var attribute: Int?
+        for step in steps {
+            guard attribute == nil else { return nil }
+            switch step {
+            case .this:
+                continue
+            case .collectionOperator:
+                return nil
+            case .key(let lookup):
+                switch lookup.properties[entity] {
+                case .attribute(let slot):
+                    attribute = slot
+                case .relationship(let index):
+                    let relationship = model.entities[entity].relationships[index]
+                    guard !relationship.isToMany else { return nil }
+                    hopSlots.append(relationship.slot)
+                    hopDestinations.append(relationship.destinationIndex)
+                    entity = relationship.destinationIndex
+                case .derived, nil:
+                    return nil
+                }
+            }
+        }
+        guard let attribute else { return nil }
+        return AttributePath(hopSlots: hopSlots, hopDestinations: hopDestinations, slot: attribute)
+    }
+
+    /// The index of `keyPath` among these, or nil when it is not one of them.
+    func index(of keyPath: String) -> Int? {
+        keyPaths.indices.first { keyPaths[$0] == keyPath }
+    }
+
+    /// The compiled steps of the key path at `index` (its compile error thrown).
+    func steps(at index: Int) throws(ObjectGraphError) -> [KeyStep] {
+        try steps[index].get()
+    }
+
+    /// The value of the key path at `index` on `handle` when it is an attribute path, as evaluating its steps gives
+    /// it: the attribute's value, or null when a to-one on the way is nil.
+    func attributeValue(at index: Int, of handle: ObjectHandle, in state: GraphState) -> KeyValue? {
+        guard let path = attributePaths[index] else { return nil }
+        var current = handle
+        for hop in path.hopSlots.indices {
+            guard let next = state.toOne(current, slot: path.hopSlots[hop], destination: path.hopDestinations[hop])
+            else { return .null }
+            current = next
+        }
+        return .value(state.attribute(current, path.slot))
     }
 }
 
@@ -70,7 +133,11 @@ struct StoredSubject: PredicateSubject {
     var evaluatedObject: KeyValue { .object(state.objectID(of: handle)) }
 
     func value(forKeyPath keyPath: String) throws -> KeyValue {
-        let steps = try keyPaths?.steps(of: keyPath) ?? state.compiled(keyPath, entity: handle.entity).steps
-        return state.keyValue(try state.evaluate(steps, on: .object(handle)))
+        guard let keyPaths, let index = keyPaths.index(of: keyPath) else {
+            let steps = try state.compiled(keyPath, entity: handle.entity).steps
+            return state.keyValue(try state.evaluate(steps, on: .object(handle)))
+        }
+        if let value = keyPaths.attributeValue(at: index, of: handle, in: state) { return value }
+        return state.keyValue(try state.evaluate(try keyPaths.steps(at: index), on: .object(handle)))
     }
 }
