@@ -186,7 +186,9 @@ public final class HTTPServer: Sendable {
 
     // MARK: - Helpers
 
-    private final class ValueCollector {
+    /// What the `MHD_get_connection_values` callbacks fill in: a value on the caller's stack, reached through the
+    /// context pointer while the synchronous call runs (no object allocated per request).
+    private struct ValueCollector {
         var values: [String: String] = [:]
         var pairs: [(name: String, value: String)] = []
         var lowerCaseKeys = false
@@ -195,58 +197,59 @@ public final class HTTPServer: Sendable {
     private static func values(of connection: OpaquePointer, kind: MHD_ValueKind, lowerCaseKeys: Bool) -> [String:
         String]
     {
-        let collector = ValueCollector()
-        collector.lowerCaseKeys = lowerCaseKeys
-        // The collector is retained by this frame for the duration of the synchronous call.
-        let context = Unmanaged.passUnretained(collector).toOpaque()
-        _ = MHD_get_connection_values(
-            connection, kind,
-            { context, _, key, value in
-                guard let context, let key else { return .YES }
-                let collector = Unmanaged<ValueCollector>.fromOpaque(context).takeUnretainedValue()
-                // Field names are ASCII tokens: lower-case the bytes rather than going through Unicode.
-                let length = strlen(key)
-                let name = String(unsafeUninitializedCapacity: length) { buffer in
-                    for index in 0..<length {
-                        let byte = UInt8(bitPattern: key[index])
-                        buffer[index] = collector.lowerCaseKeys && byte >= 65 && byte <= 90 ? byte | 0x20 : byte
+        var collector = ValueCollector(lowerCaseKeys: lowerCaseKeys)
+        collector.values.reserveCapacity(8)
+        // The collector lives in this frame for the duration of the synchronous call.
+        withUnsafeMutablePointer(to: &collector) { context in
+            _ = MHD_get_connection_values(
+                connection, kind,
+                { context, _, key, value in
+                    guard let context, let key else { return .YES }
+                    let collector = context.assumingMemoryBound(to: ValueCollector.self)
+                    let lowerCase = collector.pointee.lowerCaseKeys
+                    // Field names are ASCII tokens: lower-case the bytes rather than going through Unicode.
+                    let length = strlen(key)
+                    let name = String(unsafeUninitializedCapacity: length) { buffer in
+                        for index in 0..<length {
+                            let byte = UInt8(bitPattern: key[index])
+                            buffer[index] = lowerCase && byte >= 65 && byte <= 90 ? byte | 0x20 : byte
+                        }
+                        return length
                     }
-                    return length
-                }
-                let text = value.map { String(cString: $0) } ?? ""
-                if let existing = collector.values[name] {
-                    collector.values[name] = existing + ", " + text
-                } else {
-                    collector.values[name] = text
-                }
-                return .YES
-            }, context)
+                    let text = value.map { String(cString: $0) } ?? ""
+                    if let existing = collector.pointee.values.updateValue(text, forKey: name) {
+                        collector.pointee.values[name] = existing + ", " + text
+                    }
+                    return .YES
+                }, context)
+        }
         return collector.values
     }
 
     private static func query(of connection: OpaquePointer) -> [(name: String, value: String)] {
-        let collector = ValueCollector()
-        // The collector is retained by this frame for the duration of the synchronous call.
-        let context = Unmanaged.passUnretained(collector).toOpaque()
-        _ = MHD_get_connection_values(
-            connection, .GET_ARGUMENT_KIND,
-            { context, _, key, value in
-                guard let context, let key else { return .YES }
-                let collector = Unmanaged<ValueCollector>.fromOpaque(context).takeUnretainedValue()
-                let name = HTTPRequest.percentDecode(
-                    UnsafeBufferPointer(
-                        start: UnsafeRawPointer(key).assumingMemoryBound(to: UInt8.self), count: strlen(key)),
-                    plusIsSpace: true)
-                let text = value.flatMap {
-                    HTTPRequest.percentDecode(
+        var collector = ValueCollector()
+        // The collector lives in this frame for the duration of the synchronous call.
+        withUnsafeMutablePointer(to: &collector) { context in
+            _ = MHD_get_connection_values(
+                connection, .GET_ARGUMENT_KIND,
+                { context, _, key, value in
+                    guard let context, let key else { return .YES }
+                    let collector = context.assumingMemoryBound(to: ValueCollector.self)
+                    let name = HTTPRequest.percentDecode(
                         UnsafeBufferPointer(
-                            start: UnsafeRawPointer($0).assumingMemoryBound(to: UInt8.self), count: strlen($0)),
+                            start: UnsafeRawPointer(key).assumingMemoryBound(to: UInt8.self), count: strlen(key)),
                         plusIsSpace: true)
-                }
-                // Undecodable parameters are kept with a replacement so that the application can refuse them.
-                collector.pairs.append((name ?? "\u{FFFD}", text ?? (value == nil ? "" : "\u{FFFD}")))
-                return .YES
-            }, context)
+                    let text = value.flatMap {
+                        HTTPRequest.percentDecode(
+                            UnsafeBufferPointer(
+                                start: UnsafeRawPointer($0).assumingMemoryBound(to: UInt8.self), count: strlen($0)),
+                            plusIsSpace: true)
+                    }
+                    // Undecodable parameters are kept with a replacement so that the application can refuse them.
+                    collector.pointee.pairs.append((name ?? "\u{FFFD}", text ?? (value == nil ? "" : "\u{FFFD}")))
+                    return .YES
+                }, context)
+        }
         return collector.pairs
     }
 
