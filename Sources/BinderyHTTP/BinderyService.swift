@@ -136,7 +136,9 @@ public final class BinderyService: HTTPResponder {
     /// `X-Store-Seq` itself, else the store's current seq is used.
     public func finish(_ response: HTTPResponse) -> HTTPResponse {
         var response = response
-        if response.header("X-Store-Seq") == nil {
+        response.headers.reserveCapacity(response.headers.count + 3)
+        // Handlers spell the header exactly so; a case-blind search would lower-case every name of every response.
+        if !response.headers.contains(where: { $0.name == "X-Store-Seq" }) {
             response.headers.append(("X-Store-Seq", String(document.store.seq)))
         }
         counters.count(status: response.status)
