@@ -95,7 +95,7 @@ public final class ObservationCenter: @unchecked Sendable {
         processedSeq = seq
         notificationCenter = NotificationCenter(capacity: configuration.historyCapacity)
         queue.setSpecific(key: Self.queueKey, value: ObjectIdentifier(self))
-        let receptionist = Receptionist(queue: queue) { [weak self] record in self?.receive(record) }
+        let receptionist = Receptionist(queue: queue) { [weak self] records in self?.receive(records) }
         document.addCommitObserver(receptionist.observe)
         document.addCommitCapture { [weak self] record, view in self?.capture(record, view) }
         let timer = DispatchSource.makeTimerSource(queue: queue)
@@ -329,19 +329,20 @@ public final class ObservationCenter: @unchecked Sendable {
 
     // MARK: Commits
 
-    /// One committed record, on the queue, in seq order.
-    private func receive(_ record: ChangeRecord) {
-        guard record.seq > processedSeq else { return }
-        processedSeq = record.seq
-        for change in FeedChange.changes(of: record) { history.append(change) }
-        updateObservers(with: record)
-        notificationCenter.post(
-            name: "ObjectsDidChange", object: .null,
-            userInfo: [
-                "inserted": .array(record.inserted.map { ["$ref": .string($0.description)] }),
-                "updated": .array(record.updated.map { ["$ref": .string($0.description)] }),
-                "deleted": .array(record.deleted.map { ["$ref": .string($0.description)] }),
-            ])
+    /// Committed records, on the queue, in seq order; waiters are woken once for the whole batch.
+    private func receive(_ records: [ChangeRecord]) {
+        for record in records where record.seq > processedSeq {
+            processedSeq = record.seq
+            for change in FeedChange.changes(of: record) { history.append(change) }
+            updateObservers(with: record)
+            notificationCenter.post(
+                name: "ObjectsDidChange", object: .null,
+                userInfo: [
+                    "inserted": .array(record.inserted.map { ["$ref": .string($0.description)] }),
+                    "updated": .array(record.updated.map { ["$ref": .string($0.description)] }),
+                    "deleted": .array(record.deleted.map { ["$ref": .string($0.description)] }),
+                ])
+        }
         wakeWaiters()
     }
 
