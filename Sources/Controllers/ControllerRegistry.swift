@@ -86,8 +86,13 @@ public final class ControllerRegistry: Sendable {
 
     /// The commit observer: queues a committed record for the controllers (cheap; see the type's comment).
     public func storeDidCommit(_ record: ChangeRecord) {
-        inbox.withLock { $0.append(record) }
-        if appliesRecordsInBackground { queue.async { self.synchronize() } }
+        // One background pass per batch: a pass is scheduled when the inbox stops being empty, and it (or any
+        // session before it) takes everything queued by then.
+        let firstInBatch = inbox.withLock { inbox in
+            inbox.append(record)
+            return inbox.count == 1
+        }
+        if appliesRecordsInBackground && firstInBatch { queue.async { self.synchronize() } }
     }
 
     /// Applies the queued committed records to the controllers now.
