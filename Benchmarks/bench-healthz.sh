@@ -51,46 +51,9 @@ for binary in "$BINDERY" "$BARE"; do
 done
 command -v wrk >/dev/null || { echo "wrk is not installed" >&2; exit 2; }
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/bench-healthz.XXXXXX")
-PIDS=()
-cleanup() {
-    local pid
-    for pid in "${PIDS[@]}"; do
-        kill -TERM "$pid" 2>/dev/null || true
-    done
-    for pid in "${PIDS[@]}"; do
-        # Give each server 5 s to stop cleanly, then kill it.
-        for _ in $(seq 50); do
-            case "$(ps -o stat= -p "$pid" 2>/dev/null)" in "" | Z*) break ;; esac
-            sleep 0.1
-        done
-        kill -KILL "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    done
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# start NAME LOGFILE COMMAND... — starts a server that prints "... listening on http://HOST:PORT" and sets PORT.
-# (Not called in a command substitution: PIDS must be recorded in this shell for the trap.)
-start() {
-    local name=$1 log=$2
-    shift 2
-    "$@" >"$log" 2>"$log.err" &
-    local pid=$!
-    PIDS+=("$pid")
-    PORT=""
-    for _ in $(seq 100); do
-        PORT=$(sed -n 's|.*listening on http://[^ ]*:\([0-9][0-9]*\).*|\1|p' "$log" 2>/dev/null | head -n 1)
-        [ -n "$PORT" ] && return 0
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    echo "$name did not start:" >&2
-    cat "$log" "$log.err" >&2
-    return 1
-}
+# shellcheck source=Benchmarks/lib.sh
+. Benchmarks/lib.sh
+bench_init bench-healthz
 
 start bindery "$WORK/bindery.log" \
     "$BINDERY" serve --fixture Fixtures/employees --data "$WORK/data" --public Public --host 127.0.0.1 --port 0
@@ -102,44 +65,20 @@ BARE_PORT=$PORT
 BINDERY_URL="http://127.0.0.1:$BINDERY_PORT/healthz"
 BARE_URL="http://127.0.0.1:$BARE_PORT/healthz"
 
-# A sanity check that both answer 200 with the expected body, using bash's /dev/tcp (no curl needed).
+# A sanity check that both answer 200 with the expected body.
 check() {
-    local port=$1 reply
-    exec 3<>"/dev/tcp/127.0.0.1/$port"
-    printf 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' >&3
-    reply=$(timeout 5 cat <&3)
-    exec 3<&-
-    case "$reply" in
-        "HTTP/1.1 200"*'{"status":"ok"}'*) ;;
-        *) echo "port $port did not answer /healthz with 200 {\"status\":\"ok\"}:" >&2; echo "$reply" >&2; return 1 ;;
-    esac
+    local reply
+    reply=$(http_get "$1" /healthz)
+    [ "$reply" = '200 {"status":"ok"}' ] || {
+        echo "port $1 did not answer /healthz with 200 {\"status\":\"ok\"}: $reply" >&2
+        return 1
+    }
 }
 check "$BINDERY_PORT"
 check "$BARE_PORT"
 
 echo "== bindery on :$BINDERY_PORT, bare_mhd on :$BARE_PORT$([ "$BARE_HEADERS" = 1 ] && echo ' (with Bindery headers)')"
 echo "== $(nproc) cores; wrk -t$WRK_THREADS -c$CONNECTIONS -d${DURATION}s, $ROUNDS rounds A B (A = bindery, B = bare)"
-
-# cpu_ticks PID: user+system clock ticks the process has used so far.
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-TICK=$(getconf CLK_TCK)
-
-# run_wrk URL SECONDS [PID] — prints "REQUESTS_PER_SECOND CPU_MICROSECONDS_PER_REQUEST" (the server's user+system CPU,
-# from /proc, divided by the requests served: steadier than req/s when the machine is shared); complains on stderr
-# about socket errors and non-2xx answers.
-run_wrk() {
-    local url=$1 seconds=$2 pid=${3:-} out before=0 after=0
-    [ -n "$pid" ] && before=$(cpu_ticks "$pid")
-    out=$(timeout $((seconds + 30)) wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"${seconds}s" --latency "$url")
-    [ -n "$pid" ] && after=$(cpu_ticks "$pid")
-    if grep -qE 'Socket errors|Non-2xx' <<<"$out"; then
-        grep -E 'Socket errors|Non-2xx' <<<"$out" | sed 's/^/    warning: /' >&2
-    fi
-    awk -v ticks=$((after - before)) -v hz="$TICK" '
-        /requests in/ { requests = $1 }
-        /^Requests\/sec:/ { rps = $2 }
-        END { printf "%s %.2f\n", rps, (requests > 0 ? ticks / hz / requests * 1e6 : 0) }' <<<"$out"
-}
 
 if [ "$WARMUP" -gt 0 ]; then
     echo "== warm-up ${WARMUP}s each"
@@ -162,9 +101,6 @@ for round in $(seq "$ROUNDS"); do
     bare_cpu+=("$b_cpu")
 done
 
-median() {
-    printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
 bindery_median=$(median "${bindery_results[@]}")
 bare_median=$(median "${bare_results[@]}")
 bindery_cpu_median=$(median "${bindery_cpu[@]}")

@@ -27,52 +27,8 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 SCRATCH="$ROOT/.build-release"
 
-# Helpers (self-contained: Benchmarks/lib.sh is not committed yet).
-PIDS=()
-WORK=""
-cleanup() {
-    local pid
-    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-    for pid in "${PIDS[@]}"; do
-        for _ in $(seq 50); do
-            case "$(ps -o stat= -p "$pid" 2>/dev/null)" in "" | Z*) break ;; esac
-            sleep 0.1
-        done
-        kill -KILL "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    done
-    [ -n "$WORK" ] && rm -rf "$WORK"
-}
-
-# start NAME LOGFILE COMMAND... — starts a server that prints "... listening on http://HOST:PORT"; sets PORT.
-start() {
-    local name=$1 log=$2
-    shift 2
-    "$@" >"$log" 2>"$log.err" &
-    PIDS+=("$!")
-    local pid=$!
-    PORT=""
-    for _ in $(seq 300); do
-        PORT=$(sed -n 's|.*listening on http://[^ ]*:\([0-9][0-9]*\).*|\1|p' "$log" 2>/dev/null | head -n 1)
-        [ -n "$PORT" ] && return 0
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    echo "$name did not start:" >&2
-    cat "$log" "$log.err" >&2
-    return 1
-}
-
-# http_get PORT PATH — prints the status code, a space and the body of `GET PATH` (Connection: close).
-http_get() {
-    local port=$1 path=$2 reply
-    exec 3<>"/dev/tcp/127.0.0.1/$port"
-    printf 'GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' "$path" >&3
-    reply=$(timeout 5 cat <&3)
-    exec 3<&-
-    local status=${reply#HTTP/1.1 }
-    printf '%s %s\n' "${status%% *}" "${reply#*$'\r\n\r\n'}"
-}
+# shellcheck source=Benchmarks/lib.sh
+. "$ROOT/Benchmarks/lib.sh"
 
 # File descriptors: each side holds one per waiter. Ask for 65536; a container may cap the hard limit (20000 here).
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
@@ -92,9 +48,7 @@ BINDERY=${BINDERY_BINARY:-$SCRATCH/release/bindery}
 [ -x "$BINDERY" ] || { echo "missing $BINDERY (run without SKIP_BUILD=1)" >&2; exit 2; }
 if [ "$SKIP_ETCD" != 1 ]; then command -v etcd >/dev/null || { echo "etcd is not installed" >&2; exit 2; }; fi
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/bench-longpoll.XXXXXX")
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+bench_init bench-longpoll
 PY="python3 $ROOT/Benchmarks/longpoll_bench.py"
 STATUS=0
 RESULTS="$WORK/results"
