@@ -1,10 +1,11 @@
 /*
- * bare_mhd: the baseline for Benchmarks/bench-healthz.sh — a bare libmicrohttpd server answering
- * `GET /healthz` with `{"status":"ok"}` (application/json), started with the same daemon flags and options as
- * Sources/HTTPServer/HTTPServer.swift (+ Sources/CMicroHTTPD/shim.h), answering on the handler's second call.
+ * bare_mhd: the baseline for Benchmarks/bench-healthz.sh and bench-keypath.sh — a bare libmicrohttpd server
+ * answering `GET PATH` (default `/healthz`) with BODY (default `{"status":"ok"}`, application/json), started with the
+ * same daemon flags and options as Sources/HTTPServer/HTTPServer.swift (+ Sources/CMicroHTTPD/shim.h), answering on
+ * the handler's second call. Everything else gets 404.
  *
  *   cc -O2 -o bare_mhd Benchmarks/bare_mhd.c $(pkg-config --cflags --libs libmicrohttpd)
- *   bare_mhd [PORT] [--headers]
+ *   bare_mhd [PORT [PATH BODY]] [--headers]
  *
  * PORT 0 (the default) picks a free port. On start it prints `bare_mhd listening on http://127.0.0.1:PORT`.
  * `--headers` adds the three headers Bindery puts on every response (X-Store-Seq and two CORS headers), to
@@ -21,7 +22,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-static const char body[] = "{\"status\":\"ok\"}";
+static const char *path = "/healthz";
+static const char *body = "{\"status\":\"ok\"}";
 static const char not_found[] = "{\"error\":{\"code\":\"not-found\",\"message\":\"There is nothing here.\"}}";
 static int bindery_headers = 0;
 /* A sentinel for *con_cls: the first call (headers only) sets it; the response is queued on the second call. */
@@ -47,7 +49,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *connection, cons
         *upload_data_size = 0; /* drain and ignore bodies */
         return MHD_YES;
     }
-    int ok = strcmp(url, "/healthz") == 0 && strcmp(method, "GET") == 0;
+    int ok = strcmp(url, path) == 0 && strcmp(method, "GET") == 0;
     const char *text = ok ? body : not_found;
     struct MHD_Response *response =
         MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
@@ -73,18 +75,33 @@ static void completed(void *cls, struct MHD_Connection *connection, void **con_c
 
 int main(int argc, char **argv) {
     unsigned int port = 0;
+    int positional = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--headers") == 0) {
             bindery_headers = 1;
-        } else {
+        } else if (positional == 0) {
             char *end = NULL;
             long value = strtol(argv[i], &end, 10);
             if (end == argv[i] || *end != '\0' || value < 0 || value > 65535) {
-                fprintf(stderr, "usage: %s [PORT] [--headers]\n", argv[0]);
-                return 2;
+                positional = -1;
+                break;
             }
             port = (unsigned int)value;
+            positional++;
+        } else if (positional == 1) {
+            path = argv[i];
+            positional++;
+        } else if (positional == 2) {
+            body = argv[i];
+            positional++;
+        } else {
+            positional = -1;
+            break;
         }
+    }
+    if (positional < 0 || positional == 2) {
+        fprintf(stderr, "usage: %s [PORT [PATH BODY]] [--headers]\n", argv[0]);
+        return 2;
     }
     signal(SIGPIPE, SIG_IGN);
     struct rlimit limit;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark of issue 3: key-path reads (`GET /objects/Employee/4/salary`) on Bindery (release) against a bare C
-# libmicrohttpd server answering the same path with the same bytes (Benchmarks/bare_mhd_value.c, the daemon flags
-# and options of bare_mhd.c), measured with wrk in alternation A B A B, on loopback only.
+# libmicrohttpd server answering the same path with the same bytes (Benchmarks/bare_mhd.c with a path and a body, the
+# same daemon flags and options), measured with wrk in alternation A B A B, on loopback only.
 #
 #   bash Benchmarks/bench-keypath.sh
 #
@@ -41,14 +41,14 @@ if [ "$SKIP_BUILD" != 1 ]; then
         echo "== building Bindery (release, scratch path .build-bench)"
         swift build -c release --scratch-path "$SCRATCH" --product bindery 2>&1 | tail -n 3
     fi
-    echo "== compiling Benchmarks/bare_mhd_value.c"
+    echo "== compiling Benchmarks/bare_mhd.c"
     mkdir -p "$SCRATCH"
     # shellcheck disable=SC2046  # pkg-config output is meant to be split into words
-    cc -O2 -o "$SCRATCH/bare_mhd_value" Benchmarks/bare_mhd_value.c $(pkg-config --cflags --libs libmicrohttpd) \
+    cc -O2 -o "$SCRATCH/bare_mhd" Benchmarks/bare_mhd.c $(pkg-config --cflags --libs libmicrohttpd) \
         -lpthread
 fi
 BINDERY=${BINDERY_BINARY:-$SCRATCH/release/bindery}
-BARE="$SCRATCH/bare_mhd_value"
+BARE="$SCRATCH/bare_mhd"
 for binary in "$BINDERY" "$BARE"; do
     [ -x "$binary" ] || { echo "missing $binary (run without SKIP_BUILD=1)" >&2; exit 2; }
 done
@@ -64,11 +64,11 @@ read -r status body < <(http_get "$BINDERY_PORT" "$KEY_PATH")
 [ "$status" = 200 ] || { echo "bindery answered $status to GET $KEY_PATH: $body" >&2; exit 1; }
 BARE_ARGS=(0 "$KEY_PATH" "$body")
 [ "$BARE_HEADERS" = 1 ] && BARE_ARGS+=(--headers)
-start bare_mhd_value "$WORK/bare.log" "$BARE" "${BARE_ARGS[@]}"
+start bare_mhd "$WORK/bare.log" "$BARE" "${BARE_ARGS[@]}"
 BARE_PORT=$PORT
 read -r bare_status bare_body < <(http_get "$BARE_PORT" "$KEY_PATH")
 if [ "$bare_status $bare_body" != "200 $body" ]; then
-    echo "bare_mhd_value answered $bare_status $bare_body, not 200 $body" >&2
+    echo "bare_mhd answered $bare_status $bare_body, not 200 $body" >&2
     exit 1
 fi
 
