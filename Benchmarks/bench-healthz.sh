@@ -80,37 +80,4 @@ check "$BARE_PORT"
 echo "== bindery on :$BINDERY_PORT, bare_mhd on :$BARE_PORT$([ "$BARE_HEADERS" = 1 ] && echo ' (with Bindery headers)')"
 echo "== $(nproc) cores; wrk -t$WRK_THREADS -c$CONNECTIONS -d${DURATION}s, $ROUNDS rounds A B (A = bindery, B = bare)"
 
-if [ "$WARMUP" -gt 0 ]; then
-    echo "== warm-up ${WARMUP}s each"
-    run_wrk "$BINDERY_URL" "$WARMUP" >/dev/null
-    run_wrk "$BARE_URL" "$WARMUP" >/dev/null
-fi
-
-bindery_results=()
-bare_results=()
-bindery_cpu=()
-bare_cpu=()
-for round in $(seq "$ROUNDS"); do
-    read -r a a_cpu < <(run_wrk "$BINDERY_URL" "$DURATION" "${PIDS[0]}")
-    printf 'round %d  A bindery   %10.0f req/s   server CPU %6.2f us/request\n' "$round" "$a" "$a_cpu"
-    read -r b b_cpu < <(run_wrk "$BARE_URL" "$DURATION" "${PIDS[1]}")
-    printf 'round %d  B bare_mhd  %10.0f req/s   server CPU %6.2f us/request\n' "$round" "$b" "$b_cpu"
-    bindery_results+=("$a")
-    bare_results+=("$b")
-    bindery_cpu+=("$a_cpu")
-    bare_cpu+=("$b_cpu")
-done
-
-bindery_median=$(median "${bindery_results[@]}")
-bare_median=$(median "${bare_results[@]}")
-bindery_cpu_median=$(median "${bindery_cpu[@]}")
-bare_cpu_median=$(median "${bare_cpu[@]}")
-ratio=$(awk -v a="$bindery_median" -v b="$bare_median" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')
-cpu_ratio=$(awk -v a="$bindery_cpu_median" -v b="$bare_cpu_median" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
-verdict=$(awk -v r="$ratio" -v t="$TARGET" 'BEGIN { print (r >= t ? "meets" : "BELOW") }')
-echo "--"
-printf 'median   bindery   %10.0f req/s   server CPU %6.2f us/request\n' "$bindery_median" "$bindery_cpu_median"
-printf 'median   bare_mhd  %10.0f req/s   server CPU %6.2f us/request\n' "$bare_median" "$bare_cpu_median"
-echo "ratio bindery/bare = $ratio ($verdict the target $TARGET); server CPU per request bindery/bare = $cpu_ratio"
-echo "load average now: $(cut -d' ' -f1-3 /proc/loadavg) (req/s is only comparable on an otherwise idle machine)"
-if [ "$STRICT" = 1 ] && [ "$verdict" = BELOW ]; then exit 1; fi
+ab_compare "$BINDERY_URL" "$BARE_URL"

@@ -79,40 +79,4 @@ echo "== GET $KEY_PATH -> 200 $body (${#body} bytes); bindery on :$BINDERY_PORT,
 echo "== $(nproc) cores; wrk -t$WRK_THREADS -c$CONNECTIONS -d${DURATION}s, $ROUNDS rounds A B (A = bindery, B = bare)"
 echo "== load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-if [ "$WARMUP" -gt 0 ]; then
-    echo "== warm-up ${WARMUP}s each"
-    run_wrk "$BINDERY_URL" "$WARMUP" >/dev/null
-    run_wrk "$BARE_URL" "$WARMUP" >/dev/null
-fi
-
-bindery_results=()
-bare_results=()
-bindery_cpu=()
-bare_cpu=()
-ratios=()
-for round in $(seq "$ROUNDS"); do
-    read -r a a_cpu < <(run_wrk "$BINDERY_URL" "$DURATION" "${PIDS[0]}")
-    printf 'round %d  A bindery   %10.0f req/s   server CPU %6.2f us/request\n' "$round" "$a" "$a_cpu"
-    read -r b b_cpu < <(run_wrk "$BARE_URL" "$DURATION" "${PIDS[1]}")
-    printf 'round %d  B bare      %10.0f req/s   server CPU %6.2f us/request\n' "$round" "$b" "$b_cpu"
-    bindery_results+=("$a")
-    bare_results+=("$b")
-    bindery_cpu+=("$a_cpu")
-    bare_cpu+=("$b_cpu")
-    ratios+=("$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')")
-done
-
-bindery_median=$(median "${bindery_results[@]}")
-bare_median=$(median "${bare_results[@]}")
-bindery_cpu_median=$(median "${bindery_cpu[@]}")
-bare_cpu_median=$(median "${bare_cpu[@]}")
-ratio=$(awk -v a="$bindery_median" -v b="$bare_median" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')
-cpu_ratio=$(awk -v a="$bindery_cpu_median" -v b="$bare_cpu_median" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
-verdict=$(awk -v r="$ratio" -v t="$TARGET" 'BEGIN { print (r >= t ? "meets" : "BELOW") }')
-echo "--"
-printf 'median   bindery   %10.0f req/s   server CPU %6.2f us/request\n' "$bindery_median" "$bindery_cpu_median"
-printf 'median   bare      %10.0f req/s   server CPU %6.2f us/request\n' "$bare_median" "$bare_cpu_median"
-echo "per-round ratios: ${ratios[*]} (median $(median "${ratios[@]}"))"
-echo "ratio of medians bindery/bare = $ratio ($verdict the target $TARGET); server CPU per request bindery/bare = $cpu_ratio"
-echo "load average now: $(cut -d' ' -f1-3 /proc/loadavg) (req/s is only comparable on an otherwise idle machine)"
-if [ "$STRICT" = 1 ] && [ "$verdict" = BELOW ]; then exit 1; fi
+ab_compare "$BINDERY_URL" "$BARE_URL"

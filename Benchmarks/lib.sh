@@ -6,6 +6,7 @@
 #   http_get PORT PATH                    # prints "STATUS BODY" of a GET over bash's /dev/tcp (no curl needed)
 #   run_wrk URL SECONDS [PID]             # prints "REQUESTS_PER_SECOND SERVER_CPU_MICROSECONDS_PER_REQUEST"
 #   median VALUE...                       # prints the median
+#   ab_compare BINDERY_URL BARE_URL       # the A/B rounds of bench-healthz.sh and bench-keypath.sh (see below)
 #
 # run_wrk reads WRK_THREADS and CONNECTIONS (defaults 2 and 64). Loopback only.
 
@@ -91,4 +92,44 @@ run_wrk() {
 
 median() {
     printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# ab_compare BINDERY_URL BARE_URL — warms both up (WARMUP seconds), runs ROUNDS pairs of DURATION-second wrk runs in
+# alternation (A = bindery = PIDS[0], B = bare = PIDS[1]), prints every run, the medians, the per-round ratios and
+# the ratio of the medians against TARGET; exits 1 below it when STRICT=1.
+ab_compare() {
+    local bindery_url=$1 bare_url=$2 round a a_cpu b b_cpu
+    if [ "$WARMUP" -gt 0 ]; then
+        echo "== warm-up ${WARMUP}s each"
+        run_wrk "$bindery_url" "$WARMUP" >/dev/null
+        run_wrk "$bare_url" "$WARMUP" >/dev/null
+    fi
+    local bindery_results=() bare_results=() bindery_cpu=() bare_cpu=() ratios=()
+    for round in $(seq "$ROUNDS"); do
+        read -r a a_cpu < <(run_wrk "$bindery_url" "$DURATION" "${PIDS[0]}")
+        printf 'round %d  A bindery   %10.0f req/s   server CPU %6.2f us/request\n' "$round" "$a" "$a_cpu"
+        read -r b b_cpu < <(run_wrk "$bare_url" "$DURATION" "${PIDS[1]}")
+        printf 'round %d  B bare      %10.0f req/s   server CPU %6.2f us/request\n' "$round" "$b" "$b_cpu"
+        bindery_results+=("$a")
+        bare_results+=("$b")
+        bindery_cpu+=("$a_cpu")
+        bare_cpu+=("$b_cpu")
+        ratios+=("$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')")
+    done
+    local bindery_median bare_median bindery_cpu_median bare_cpu_median ratio cpu_ratio verdict
+    bindery_median=$(median "${bindery_results[@]}")
+    bare_median=$(median "${bare_results[@]}")
+    bindery_cpu_median=$(median "${bindery_cpu[@]}")
+    bare_cpu_median=$(median "${bare_cpu[@]}")
+    ratio=$(awk -v a="$bindery_median" -v b="$bare_median" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')
+    cpu_ratio=$(awk -v a="$bindery_cpu_median" -v b="$bare_cpu_median" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+    verdict=$(awk -v r="$ratio" -v t="$TARGET" 'BEGIN { print (r >= t ? "meets" : "BELOW") }')
+    echo "--"
+    printf 'median   bindery   %10.0f req/s   server CPU %6.2f us/request\n' "$bindery_median" "$bindery_cpu_median"
+    printf 'median   bare      %10.0f req/s   server CPU %6.2f us/request\n' "$bare_median" "$bare_cpu_median"
+    echo "per-round ratios: ${ratios[*]} (median $(median "${ratios[@]}"))"
+    echo "ratio of medians bindery/bare = $ratio ($verdict the target $TARGET);" \
+        "server CPU per request bindery/bare = $cpu_ratio"
+    echo "load average now: $(cut -d' ' -f1-3 /proc/loadavg) (req/s is only comparable on an otherwise idle machine)"
+    if [ "$STRICT" = 1 ] && [ "$verdict" = BELOW ]; then return 1; fi
 }
