@@ -15,6 +15,8 @@
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/dockerfile-lib.sh
+. scripts/dockerfile-lib.sh
 DOCKERFILE=${DOCKERFILE:-Dockerfile}
 DOCKERIGNORE=${DOCKERIGNORE:-.dockerignore}
 SCRATCH=${SCRATCH:-.build-static}
@@ -31,36 +33,11 @@ check() { # check DESCRIPTION CONDITION-COMMAND...
 
 [ -f "$DOCKERFILE" ] || { fail "$DOCKERFILE exists"; exit 1; }
 
-# ---- parse the Dockerfile into logical instructions: "STAGE<TAB>INSTRUCTION<TAB>ARGUMENTS" ----------------------------
-# Continuation lines are joined; comment lines (also inside a continuation) and blank lines are dropped.
-PARSED=$(awk '
-    BEGIN { stage = -1; line = "" }
-    /^[[:space:]]*#/ { next }
-    {
-        text = $0
-        sub(/\r$/, "", text)
-        if (line == "" && text ~ /^[[:space:]]*$/) next
-        continued = (text ~ /\\[[:space:]]*$/)
-        if (continued) sub(/\\[[:space:]]*$/, "", text)
-        line = (line == "" ? text : line " " text)
-        if (continued) next
-        sub(/^[[:space:]]+/, "", line)
-        n = index(line, " ")
-        instruction = toupper(n ? substr(line, 1, n - 1) : line)
-        arguments = n ? substr(line, n + 1) : ""
-        sub(/^[[:space:]]+/, "", arguments)
-        gsub(/[[:space:]]+/, " ", arguments)
-        if (instruction == "FROM") stage++
-        printf "%d\t%s\t%s\n", stage, instruction, arguments
-        line = ""
-    }' "$DOCKERFILE")
+# ---- the Dockerfile as logical instructions: "STAGE<TAB>INSTRUCTION<TAB>ARGUMENTS" -------------------------------------
+PARSED=$(parse_dockerfile "$DOCKERFILE")
 
 # instructions STAGE NAME: the arguments of every NAME instruction in stage STAGE, one per line.
 instructions() { awk -F'\t' -v s="$1" -v i="$2" '$1 == s && $2 == i { print $3 }' <<<"$PARSED"; }
-# json_words TEXT: the strings of a JSON array (exec form), one per line, with \\ and \" unescaped.
-json_words() {
-    grep -o '"\([^"\\]\|\\.\)*"' <<<"$1" | sed -e 's/^"//' -e 's/"$//' -e 's/\\"/"/g' -e 's/\\\\/\\/g'
-}
 
 echo "== Dockerfile structure"
 known='^(FROM|RUN|CMD|LABEL|MAINTAINER|EXPOSE|ENV|ADD|COPY|ENTRYPOINT|VOLUME|USER|WORKDIR|ARG|ONBUILD|STOPSIGNAL|HEALTHCHECK|SHELL)$'

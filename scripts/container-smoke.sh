@@ -15,6 +15,8 @@
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/dockerfile-lib.sh
+. scripts/dockerfile-lib.sh
 ROOT_DIR=$(pwd)
 DOCKERFILE=${DOCKERFILE:-Dockerfile}
 SCRATCH=${SCRATCH:-.build-static}
@@ -40,32 +42,9 @@ MIRROR=${MIRROR%/}
 SECURITY_MIRROR=${SECURITY_MIRROR:-${MIRROR}-security}
 
 # ---- the Dockerfile's runtime stage (the last one) ------------------------------------------------------------------
-PARSED=$(awk '
-    BEGIN { stage = -1; line = "" }
-    /^[[:space:]]*#/ { next }
-    {
-        text = $0
-        sub(/\r$/, "", text)
-        if (line == "" && text ~ /^[[:space:]]*$/) next
-        continued = (text ~ /\\[[:space:]]*$/)
-        if (continued) sub(/\\[[:space:]]*$/, "", text)
-        line = (line == "" ? text : line " " text)
-        if (continued) next
-        sub(/^[[:space:]]+/, "", line)
-        n = index(line, " ")
-        instruction = toupper(n ? substr(line, 1, n - 1) : line)
-        arguments = n ? substr(line, n + 1) : ""
-        sub(/^[[:space:]]+/, "", arguments)
-        gsub(/[[:space:]]+/, " ", arguments)
-        if (instruction == "FROM") stage++
-        printf "%d\t%s\t%s\n", stage, instruction, arguments
-        line = ""
-    }' "$DOCKERFILE")
+PARSED=$(parse_dockerfile "$DOCKERFILE")
 RUNTIME=$(awk -F'\t' '$2 == "FROM" { s = $1 } END { print s }' <<<"$PARSED")
 RUNTIME_STAGE=$(awk -F'\t' -v s="$RUNTIME" '$1 == s' <<<"$PARSED")
-json_words() {
-    grep -o '"\([^"\\]\|\\.\)*"' <<<"$1" | sed -e 's/^"//' -e 's/"$//' -e 's/\\"/"/g' -e 's/\\\\/\\/g'
-}
 image=$(awk -F'\t' 'NR == 1 { split($3, w, " "); print w[1] }' <<<"$RUNTIME_STAGE")
 [ "$image" = debian:bookworm-slim ] || die "the runtime stage is FROM debian:bookworm-slim (it is $image)"
 
