@@ -29,10 +29,4 @@ public struct HTTPResponse: Sendable {
     public func header(_ name: String) -> String? {
         headers.first(where: { $0.name.lowercased() == name.lowercased() })?.value
     }
-
-    /// Sets a header, replacing any of the same name.
-    public mutating func setHeader(_ name: String, _ value: String) {
-        headers.removeAll(where: { $0.name.lowercased() == name.lowercased() })
-        headers.append((name, value))
-    }
 }

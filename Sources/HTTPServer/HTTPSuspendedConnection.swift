@@ -35,14 +35,6 @@ public final class HTTPSuspendedConnection: @unchecked Sendable {
         return first
     }
 
-    /// Whether the connection is still waiting for its answer.
-    public var isSuspended: Bool {
-        state.withLock { state in
-            if case .suspended = state { return true }
-            return false
-        }
-    }
-
     /// The response given to `resume`, taken once by the server's handler after the resume.
     func takeResponse() -> HTTPResponse? {
         state.withLock { state in

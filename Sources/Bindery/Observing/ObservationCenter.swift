@@ -219,11 +219,6 @@ public final class ObservationCenter: @unchecked Sendable {
         return try queue.sync(execute: body)
     }
 
-    /// Waiting long-polls now.
-    public var waiterCount: Int {
-        onQueue { waiters.count }
-    }
-
     /// Counts for `/metrics`: waiting long-polls, event streams, observers, and the seq last processed.
     public var statistics: (waiters: Int, streams: Int, observers: Int, processedSeq: Int64) {
         onQueue { (waiters.count, subscribers.count, observers.count, processedSeq) }
