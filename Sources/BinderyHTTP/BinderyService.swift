@@ -97,54 +97,54 @@ public final class BinderyService: HTTPResponder {
 
     public func respond(to request: HTTPRequest) -> HTTPHandlerResult {
         guard let segments = request.pathSegments else {
-            return .response(finish(.error(.badRequest("bad-path", "The path is not valid percent-encoded UTF-8."))))
+            return .response(.error(.badRequest("bad-path", "The path is not valid percent-encoded UTF-8.")))
         }
         if request.method == "OPTIONS" {
-            return .response(finish(preflight(request, segments: segments)))
+            return .response(preflight(request, segments: segments))
         }
         switch router.match(request, segments: segments) {
         case .found(let handler, let routed):
             do {
-                switch try handler(routed) {
-                case .response(let response): return .response(finish(response))
-                case .suspend(let suspension): return .suspend(suspension)
-                }
+                return try handler(routed)
             } catch let error as APIError {
-                return .response(finish(.error(error)))
+                return .response(.error(error))
             } catch let error as ObjectGraphError {
-                return .response(finish(.error(APIError(error))))
+                return .response(.error(APIError(error)))
             } catch {
-                return .response(finish(.error(.internalError("\(error)"))))
+                return .response(.error(.internalError("\(error)")))
             }
         case .methodNotAllowed(let allowed):
-            return .response(finish(.error(.methodNotAllowed(request.method, allowed: allowed))))
+            return .response(.error(.methodNotAllowed(request.method, allowed: allowed)))
         case .notFound:
             if request.method == "GET" || request.method == "HEAD",
                 let file = staticFiles?.response(for: segments, ifNoneMatch: request.header("If-None-Match"))
             {
-                return .response(finish(file))
+                return .response(file)
             }
-            return .response(finish(.error(.notFound("There is nothing at \(request.rawPath)."))))
+            return .response(.error(.notFound("There is nothing at \(request.rawPath).")))
         }
     }
 
     public func respondToOversizedBody(_ request: HTTPRequest, limit: Int) -> HTTPResponse {
-        finish(.error(.bodyTooLarge(limit: limit)))
+        .error(.bodyTooLarge(limit: limit))
     }
 
-    /// Adds the headers every response carries; a handler that knows the seq its answer reflects sets
-    /// `X-Store-Seq` itself, else the store's current seq is used.
-    public func finish(_ response: HTTPResponse) -> HTTPResponse {
-        var response = response
-        response.headers.reserveCapacity(response.headers.count + 3)
+    /// Counts the response and adds the headers every response carries: `X-Store-Seq` (a handler that knows the
+    /// seq its answer reflects sets it itself, else the store's current seq is used) and
+    /// `Access-Control-Allow-Origin`; a cross-origin request (one with `Origin`) also gets
+    /// `Access-Control-Expose-Headers`, which only such requests read.
+    public func addCommonHeaders(
+        to response: HTTPResponse, requestHeader: (String) -> String?, _ add: (_ name: String, _ value: String) -> Void
+    ) {
+        counters.count(status: response.status)
         // Handlers spell the header exactly so; a case-blind search would lower-case every name of every response.
         if !response.headers.contains(where: { $0.name == "X-Store-Seq" }) {
-            response.headers.append(("X-Store-Seq", String(document.store.seq)))
+            add("X-Store-Seq", String(document.store.seq))
         }
-        counters.count(status: response.status)
-        response.headers.append(("Access-Control-Allow-Origin", configuration.corsOrigin))
-        response.headers.append(("Access-Control-Expose-Headers", "ETag, Location, X-Store-Seq, Retry-After"))
-        return response
+        add("Access-Control-Allow-Origin", configuration.corsOrigin)
+        if requestHeader("Origin") != nil {
+            add("Access-Control-Expose-Headers", "ETag, Location, X-Store-Seq, Retry-After")
+        }
     }
 
     private func preflight(_ request: HTTPRequest, segments: [String]) -> HTTPResponse {

@@ -84,7 +84,9 @@ public struct Router: Sendable {
     /// The parameters of a pattern that `matches` the segments: each name with the segments it takes.
     private static func bind(_ pattern: [Segment]) -> [RouteRequest.Binding] {
         var bindings: [RouteRequest.Binding] = []
-        bindings.reserveCapacity(pattern.count)
+        let parameters = pattern.count(where: { if case .literal = $0 { false } else { true } })
+        guard parameters > 0 else { return bindings }  // no allocation for a route of literals only
+        bindings.reserveCapacity(parameters)
         var index = 0
         for segment in pattern {
             switch segment {

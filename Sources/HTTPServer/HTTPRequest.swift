@@ -9,13 +9,13 @@ public struct HTTPRequest: Sendable {
     public var pathSegments: [String]?
     /// Query parameters in order, percent-decoded, with `+` read as a space.
     public var query: [(name: String, value: String)]
-    /// Header fields with lower-cased names; repeated fields are joined with `, `.
-    public var headers: [String: String]
+    /// Header fields in the order sent, names lower-cased; see `header(_:)`.
+    public var headers: [(name: String, value: String)]
     public var body: [UInt8]
 
     public init(
-        method: String, rawPath: String, query: [(name: String, value: String)] = [], headers: [String: String] = [:],
-        body: [UInt8] = []
+        method: String, rawPath: String, query: [(name: String, value: String)] = [],
+        headers: [(name: String, value: String)] = [], body: [UInt8] = []
     ) {
         self.method = method
         self.rawPath = rawPath
@@ -25,9 +25,18 @@ public struct HTTPRequest: Sendable {
         self.body = body
     }
 
-    /// The header field with this name (any case).
+    /// The header field with this name (any case); the values of a repeated field are joined with `, `.
     public func header(_ name: String) -> String? {
-        headers[name.lowercased()]
+        var found: String?
+        for field in headers where Self.equalIgnoringASCIICase(field.name, name) {
+            found = found.map { $0 + ", " + field.value } ?? field.value
+        }
+        return found
+    }
+
+    /// Field names are ASCII tokens: compare them byte by byte, folding only A–Z.
+    private static func equalIgnoringASCIICase(_ lhs: String, _ rhs: String) -> Bool {
+        lhs.utf8.elementsEqual(rhs.utf8) { $0 == $1 || ($0 | 0x20 == $1 | 0x20 && ($0 | 0x20) &- 97 < 26) }
     }
 
     /// The last value of the query parameter with this name.

@@ -25,13 +25,18 @@ public protocol HTTPResponder: Sendable {
     func respond(to request: HTTPRequest) -> HTTPHandlerResult
     /// The answer to a request whose body went over the limit; the body has been read and dropped.
     func respondToOversizedBody(_ request: HTTPRequest, limit: Int) -> HTTPResponse
-    /// Last touches to a response given to `HTTPSuspendedConnection.resume(with:)` (or a shutdown response), on
-    /// the server's thread just before it is sent: the place for headers every response carries.
-    func finish(_ response: HTTPResponse) -> HTTPResponse
+    /// The headers every response carries, whatever answered it (a handler, a resumed or shut-down suspension, the
+    /// body limit): called on the server's thread for each response just before it is sent, after the response's
+    /// own headers went in, with the request's header fields (`requestHeader`, any case) and a function that adds
+    /// one more header.
+    func addCommonHeaders(
+        to response: HTTPResponse, requestHeader: (String) -> String?, _ add: (_ name: String, _ value: String) -> Void)
 }
 
 extension HTTPResponder {
-    public func finish(_ response: HTTPResponse) -> HTTPResponse { response }
+    public func addCommonHeaders(
+        to response: HTTPResponse, requestHeader: (String) -> String?, _ add: (_ name: String, _ value: String) -> Void
+    ) {}
 
     public func respondToOversizedBody(_ request: HTTPRequest, limit: Int) -> HTTPResponse {
         HTTPResponse(status: 413, contentType: "text/plain", text: "request body over \(limit) bytes\n")

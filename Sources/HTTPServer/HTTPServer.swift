@@ -125,33 +125,51 @@ public final class HTTPServer: Sendable {
 
     // MARK: - Called from the C callbacks
 
-    /// The per-request state behind libmicrohttpd's `*con_cls`.
+    /// The per-request state behind libmicrohttpd's `*con_cls`, made only when a request has a body or is suspended;
+    /// until then `*con_cls` holds `headerSeen`.
     final class RequestContext {
         var body: [UInt8] = []
         var bodyTooLarge = false
         var suspended: HTTPSuspendedConnection?
     }
 
+    /// `*con_cls` after the first call of a request that has no `RequestContext` (yet).
+    static var headerSeen: UnsafeMutableRawPointer { UnsafeMutableRawPointer(bitPattern: 1)! }
+
+    /// The context behind `*con_cls`, made (and retained until `requestCompleted`) when there is none yet.
+    fileprivate static func context(in slot: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> RequestContext {
+        if let stored = slot.pointee, stored != headerSeen {
+            return Unmanaged<RequestContext>.fromOpaque(stored).takeUnretainedValue()
+        }
+        let context = RequestContext()
+        slot.pointee = Unmanaged.passRetained(context).toOpaque()
+        return context
+    }
+
     fileprivate func handle(
-        connection: OpaquePointer, rawURL: String, method: String, context: RequestContext
+        connection: OpaquePointer, rawURL: String, method: String,
+        contextSlot: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     ) -> HTTPResponse? {
-        if let suspended = context.suspended {
-            return suspended.takeResponse().map(responder.finish)
+        let existing = contextSlot.pointee == Self.headerSeen ? nil : Self.context(in: contextSlot)
+        if let suspended = existing?.suspended {
+            return suspended.takeResponse()
         }
         var request = HTTPRequest(method: method, rawPath: rawURL)
-        request.headers = Self.values(of: connection, kind: .HEADER_KIND, lowerCaseKeys: true)
+        request.headers = Self.headers(of: connection)
         request.query = Self.query(of: connection)
-        if context.bodyTooLarge {
-            return responder.respondToOversizedBody(request, limit: configuration.maxBodySize)
+        if let existing {
+            if existing.bodyTooLarge {
+                return responder.respondToOversizedBody(request, limit: configuration.maxBodySize)
+            }
+            request.body = existing.body
+            existing.body = []
         }
-        request.body = context.body
-        context.body = []
         switch responder.respond(to: request) {
         case .response(let response):
             return response
         case .suspend(let suspension):
             let handle = HTTPSuspendedConnection(connection: connection, shutdownResponse: suspension.shutdownResponse)
-            context.suspended = handle
+            Self.context(in: contextSlot).suspended = handle
             MHD_suspend_connection(connection)
             let stopping = suspensions.withLock { suspensions in
                 suspensions.connections[ObjectIdentifier(handle)] = handle
@@ -189,41 +207,34 @@ public final class HTTPServer: Sendable {
     /// What the `MHD_get_connection_values` callbacks fill in: a value on the caller's stack, reached through the
     /// context pointer while the synchronous call runs (no object allocated per request).
     private struct ValueCollector {
-        var values: [String: String] = [:]
         var pairs: [(name: String, value: String)] = []
-        var lowerCaseKeys = false
     }
 
-    private static func values(of connection: OpaquePointer, kind: MHD_ValueKind, lowerCaseKeys: Bool) -> [String:
-        String]
-    {
-        var collector = ValueCollector(lowerCaseKeys: lowerCaseKeys)
-        collector.values.reserveCapacity(8)
+    /// The header fields with lower-cased names, in one array sized by a first counting pass.
+    private static func headers(of connection: OpaquePointer) -> [(name: String, value: String)] {
+        var collector = ValueCollector()
+        collector.pairs.reserveCapacity(Int(MHD_get_connection_values(connection, .HEADER_KIND, nil, nil)))
         // The collector lives in this frame for the duration of the synchronous call.
         withUnsafeMutablePointer(to: &collector) { context in
             _ = MHD_get_connection_values(
-                connection, kind,
+                connection, .HEADER_KIND,
                 { context, _, key, value in
                     guard let context, let key else { return .YES }
                     let collector = context.assumingMemoryBound(to: ValueCollector.self)
-                    let lowerCase = collector.pointee.lowerCaseKeys
                     // Field names are ASCII tokens: lower-case the bytes rather than going through Unicode.
                     let length = strlen(key)
                     let name = String(unsafeUninitializedCapacity: length) { buffer in
                         for index in 0..<length {
                             let byte = UInt8(bitPattern: key[index])
-                            buffer[index] = lowerCase && byte >= 65 && byte <= 90 ? byte | 0x20 : byte
+                            buffer[index] = byte >= 65 && byte <= 90 ? byte | 0x20 : byte
                         }
                         return length
                     }
-                    let text = value.map { String(cString: $0) } ?? ""
-                    if let existing = collector.pointee.values.updateValue(text, forKey: name) {
-                        collector.pointee.values[name] = existing + ", " + text
-                    }
+                    collector.pointee.pairs.append((name, value.map { String(cString: $0) } ?? ""))
                     return .YES
                 }, context)
         }
-        return collector.values
+        return collector.pairs
     }
 
     private static func query(of connection: OpaquePointer) -> [(name: String, value: String)] {
@@ -281,9 +292,17 @@ public final class HTTPServer: Sendable {
             if mhdResponse == nil { close(descriptor) }
         }
         guard let mhdResponse else { return .NO }
+        // Explicit `withCString`: a small string (most names and values) is then copied to the stack, where
+        // passing the String itself would allocate a C copy on the heap.
         for (name, value) in response.headers {
-            // Explicit `withCString`: a small string (most names and values) is then copied to the stack, where
-            // passing the String itself would allocate a C copy on the heap.
+            _ = name.withCString { name in
+                value.withCString { value in MHD_add_response_header(mhdResponse, name, value) }
+            }
+        }
+        let requestHeader = { (name: String) -> String? in
+            MHD_lookup_connection_value(connection, .HEADER_KIND, name).map { String(cString: $0) }
+        }
+        responder.addCommonHeaders(to: response, requestHeader: requestHeader) { name, value in
             _ = name.withCString { name in
                 value.withCString { value in MHD_add_response_header(mhdResponse, name, value) }
             }
@@ -329,23 +348,24 @@ public final class HTTPServer: Sendable {
 // MARK: - C callbacks (they capture nothing; the server comes back from the context pointer)
 
 private let accessHandler: MHD_AccessHandlerCallback = {
-    cls, connection, url, method, _, uploadData, uploadDataSize, requestContext in
-    guard let cls, let connection, let requestContext else { return .NO }
+    cls, connection, url, method, _, uploadData, uploadDataSize, contextSlot in
+    guard let cls, let connection, let contextSlot else { return .NO }
     let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
-    guard let stored = requestContext.pointee else {
-        // First call: only the header is in. The context is retained here and released in `requestCompleted`.
-        requestContext.pointee = Unmanaged.passRetained(HTTPServer.RequestContext()).toOpaque()
+    guard contextSlot.pointee != nil else {
+        // First call: only the header is in.
+        contextSlot.pointee = HTTPServer.headerSeen
         return .YES
     }
-    let context = Unmanaged<HTTPServer.RequestContext>.fromOpaque(stored).takeUnretainedValue()
     if let uploadDataSize, uploadDataSize.pointee != 0 {
-        if let uploadData { server.append(body: uploadData, count: uploadDataSize.pointee, to: context) }
+        if let uploadData {
+            server.append(body: uploadData, count: uploadDataSize.pointee, to: HTTPServer.context(in: contextSlot))
+        }
         uploadDataSize.pointee = 0
         return .YES
     }
     let response = server.handle(
         connection: connection, rawURL: url.map { String(cString: $0) } ?? "/",
-        method: method.map { String(cString: $0) } ?? "GET", context: context)
+        method: method.map { String(cString: $0) } ?? "GET", contextSlot: contextSlot)
     guard let response else { return .YES }  // suspended: answered after `resume`
     return server.queue(response, on: connection)
 }
@@ -361,10 +381,10 @@ private let streamReleased: MHD_ContentReaderFreeCallback = { cls in
     stream.released()
 }
 
-private let requestCompleted: MHD_RequestCompletedCallback = { cls, _, requestContext, _ in
-    guard let cls, let requestContext, let stored = requestContext.pointee else { return }
+private let requestCompleted: MHD_RequestCompletedCallback = { cls, _, contextSlot, _ in
+    guard let cls, let contextSlot, let stored = contextSlot.pointee else { return }
+    contextSlot.pointee = nil
+    guard stored != HTTPServer.headerSeen else { return }
     let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
-    let context = Unmanaged<HTTPServer.RequestContext>.fromOpaque(stored).takeRetainedValue()
-    requestContext.pointee = nil
-    server.completed(context)
+    server.completed(Unmanaged<HTTPServer.RequestContext>.fromOpaque(stored).takeRetainedValue())
 }

@@ -45,6 +45,10 @@ struct ServiceTests {
             #expect(response.header("Content-Type") == "application/json")
             #expect(response.header("X-Store-Seq") == "1")
             #expect(response.header("Access-Control-Allow-Origin") == "*")
+            // Only a cross-origin request reads Access-Control-Expose-Headers.
+            #expect(response.header("Access-Control-Expose-Headers") == nil)
+            let crossOrigin = try client.request("GET", "/healthz", headers: ["Origin": "http://example.test"])
+            #expect(crossOrigin.header("Access-Control-Expose-Headers")?.contains("X-Store-Seq") == true)
         }
     }
 

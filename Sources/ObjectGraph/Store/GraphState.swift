@@ -1,4 +1,5 @@
 import PropertyList
+import Synchronization
 
 /// The object graph: one `EntityTable` per entity, the store sequence number and the id counter.
 ///
@@ -8,7 +9,11 @@ final class GraphState: @unchecked Sendable {
     let model: ObjectModel
     var tables: [EntityTable]
     /// The seq of the last committed transaction (0: none yet).
-    var seq: Int64 = 0
+    var seq: Int64 = 0 {
+        didSet { publishedSeq.store(seq, ordering: .releasing) }
+    }
+    /// `seq`, readable without the lock (`ObjectStore.seq`, read for every HTTP response).
+    let publishedSeq = Atomic<Int64>(0)
     /// The last number used for a server-assigned id; ids are never reused.
     var lastAssignedID: Int64 = 0
     private var keyPathCache: [KeyPathCacheKey: CompiledKeyPath] = [:]

@@ -13,6 +13,8 @@ import Synchronization
 public final class ObjectStore: Sendable {
     public let model: ObjectModel
     private let state: Mutex<GraphState>
+    /// The graph behind `state`, for its lock-free `publishedSeq` only.
+    private let graph: GraphState
     private let hooks: ObjectStoreHooks
     private let delivery = Mutex(DeliveryQueue())
     private let deliveryQueue = DispatchQueue(label: "bindery.store.delivery")
@@ -24,13 +26,14 @@ public final class ObjectStore: Sendable {
 
     public init(model: ObjectModel, hooks: ObjectStoreHooks = ObjectStoreHooks()) {
         self.model = model
-        self.state = Mutex(GraphState(model: model))
+        self.graph = GraphState(model: model)
+        self.state = Mutex(graph)
         self.hooks = hooks
     }
 
-    /// The seq of the last committed transaction.
+    /// The seq of the last committed transaction (without taking the store's lock).
     public var seq: Int64 {
-        state.withLock { $0.seq }
+        graph.publishedSeq.load(ordering: .acquiring)
     }
 
     /// Runs `body` with a consistent read view of the store.
