@@ -95,17 +95,17 @@ public final class BinderyService: HTTPResponder {
         router.patterns
     }
 
-    public func respond(to request: HTTPRequest) -> HTTPHandlerResult {
+    public func respond(to request: consuming HTTPRequest) -> HTTPHandlerResult {
         guard let segments = request.pathSegments else {
             return .response(.error(.badRequest("bad-path", "The path is not valid percent-encoded UTF-8.")))
         }
         if request.method == "OPTIONS" {
             return .response(preflight(request, segments: segments))
         }
-        switch router.match(request, segments: segments) {
-        case .found(let handler, let routed):
+        switch router.route(request.method, segments: segments) {
+        case .found(let handler, let bindings):
             do {
-                return try handler(routed)
+                return try handler(RouteRequest(request: request, segments: segments, bindings: bindings))
             } catch let error as APIError {
                 return .response(.error(error))
             } catch let error as ObjectGraphError {
@@ -148,11 +148,10 @@ public final class BinderyService: HTTPResponder {
     }
 
     private func preflight(_ request: HTTPRequest, segments: [String]) -> HTTPResponse {
-        var probe = request
-        probe.method = request.header("Access-Control-Request-Method") ?? "GET"
+        let method = request.header("Access-Control-Request-Method") ?? "GET"
         var allowed: [String]
-        switch router.match(probe, segments: segments) {
-        case .found: allowed = [probe.method]
+        switch router.route(method, segments: segments) {
+        case .found: allowed = [method]
         case .methodNotAllowed(let methods): allowed = methods
         case .notFound: allowed = ["GET", "HEAD"]
         }

@@ -29,6 +29,13 @@ public struct Router: Sendable {
         case notFound
     }
 
+    /// The outcome of `route`: like `Match`, with the parameters instead of the routed request.
+    enum Outcome {
+        case found(Handler, [RouteRequest.Binding])
+        case methodNotAllowed([String])
+        case notFound
+    }
+
     private var routes: [Route] = []
 
     public init() {}
@@ -50,10 +57,19 @@ public struct Router: Sendable {
     /// Tries the routes in order; only the route that matches binds its parameters, so a request costs one
     /// comparison per literal segment of the routes before it and no allocation for them.
     public func match(_ request: HTTPRequest, segments: [String]) -> Match {
-        let method = request.method == "HEAD" ? "GET" : request.method
+        switch route(request.method, segments: segments) {
+        case .found(let handler, let bindings):
+            .found(handler, RouteRequest(request: request, segments: segments, bindings: bindings))
+        case .methodNotAllowed(let allowed): .methodNotAllowed(allowed)
+        case .notFound: .notFound
+        }
+    }
+
+    /// `match` without building the `RouteRequest`, so that the caller can move its request into it.
+    func route(_ method: String, segments: [String]) -> Outcome {
+        let method = method == "HEAD" ? "GET" : method
         for route in routes where route.method == method && Self.matches(route.pattern, segments) {
-            return .found(
-                route.handler, RouteRequest(request: request, segments: segments, bindings: Self.bind(route.pattern)))
+            return .found(route.handler, Self.bind(route.pattern))
         }
         var allowed: [String] = []
         for route in routes where Self.matches(route.pattern, segments) && !allowed.contains(route.method) {

@@ -22,7 +22,7 @@ public struct HTTPSuspension: Sendable {
 ///
 /// Both methods run on the server's worker threads, concurrently; they must not block for long.
 public protocol HTTPResponder: Sendable {
-    func respond(to request: HTTPRequest) -> HTTPHandlerResult
+    func respond(to request: consuming HTTPRequest) -> HTTPHandlerResult
     /// The answer to a request whose body went over the limit; the body has been read and dropped.
     func respondToOversizedBody(_ request: HTTPRequest, limit: Int) -> HTTPResponse
     /// The headers every response carries, whatever answered it (a handler, a resumed or shut-down suspension, the

@@ -154,17 +154,17 @@ public final class HTTPServer: Sendable {
         if let suspended = existing?.suspended {
             return suspended.takeResponse()
         }
-        var request = HTTPRequest(method: method, rawPath: rawURL)
-        request.headers = Self.headers(of: connection)
-        request.query = Self.query(of: connection)
+        var body: [UInt8] = []
         if let existing {
-            if existing.bodyTooLarge {
-                return responder.respondToOversizedBody(request, limit: configuration.maxBodySize)
-            }
-            request.body = existing.body
-            existing.body = []
+            swap(&body, &existing.body)
         }
-        switch responder.respond(to: request) {
+        let request = HTTPRequest(
+            method: method, rawPath: rawURL, query: Self.query(of: connection), headers: Self.headers(of: connection),
+            body: body)
+        if existing?.bodyTooLarge == true {
+            return responder.respondToOversizedBody(request, limit: configuration.maxBodySize)
+        }
+        switch responder.respond(to: consume request) {
         case .response(let response):
             return response
         case .suspend(let suspension):
@@ -350,24 +350,40 @@ public final class HTTPServer: Sendable {
 private let accessHandler: MHD_AccessHandlerCallback = {
     cls, connection, url, method, _, uploadData, uploadDataSize, contextSlot in
     guard let cls, let connection, let contextSlot else { return .NO }
-    let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
     guard contextSlot.pointee != nil else {
         // First call: only the header is in.
         contextSlot.pointee = HTTPServer.headerSeen
         return .YES
     }
-    if let uploadDataSize, uploadDataSize.pointee != 0 {
-        if let uploadData {
-            server.append(body: uploadData, count: uploadDataSize.pointee, to: HTTPServer.context(in: contextSlot))
+    // The daemon cannot outlive the server (see `start`): borrow it without retaining.
+    return Unmanaged<HTTPServer>.fromOpaque(cls)._withUnsafeGuaranteedRef { server in
+        if let uploadDataSize, uploadDataSize.pointee != 0 {
+            if let uploadData {
+                server.append(body: uploadData, count: uploadDataSize.pointee, to: HTTPServer.context(in: contextSlot))
+            }
+            uploadDataSize.pointee = 0
+            return .YES
         }
-        uploadDataSize.pointee = 0
-        return .YES
+        let response = server.handle(
+            connection: connection, rawURL: url.map { String(cString: $0) } ?? "/",
+            method: method.map(methodName) ?? "GET", contextSlot: contextSlot)
+        guard let response else { return .YES }  // suspended: answered after `resume`
+        return server.queue(response, on: connection)
     }
-    let response = server.handle(
-        connection: connection, rawURL: url.map { String(cString: $0) } ?? "/",
-        method: method.map { String(cString: $0) } ?? "GET", contextSlot: contextSlot)
-    guard let response else { return .YES }  // suspended: answered after `resume`
-    return server.queue(response, on: connection)
+}
+
+/// The request method as a string: the common ones as literals, which need no validation or storage.
+private func methodName(_ method: UnsafePointer<CChar>) -> String {
+    func `is`(_ literal: StaticString) -> Bool {
+        strcmp(method, UnsafeRawPointer(literal.utf8Start).assumingMemoryBound(to: CChar.self)) == 0
+    }
+    if `is`("GET") { return "GET" }
+    if `is`("PUT") { return "PUT" }
+    if `is`("POST") { return "POST" }
+    if `is`("DELETE") { return "DELETE" }
+    if `is`("HEAD") { return "HEAD" }
+    if `is`("OPTIONS") { return "OPTIONS" }
+    return String(cString: method)
 }
 
 private let streamReader: MHD_ContentReaderCallback = { cls, _, buffer, max in
