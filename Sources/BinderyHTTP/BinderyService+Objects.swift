@@ -180,14 +180,16 @@ extension BinderyService {
 
     // MARK: Helpers
 
+    /// The answer to a request still waiting for durability when the server stops.
+    private static let notDurable = HTTPResponse.error(
+        APIError(status: 503, code: "not-durable", message: "The change could not be made durable."))
+
     /// Sends `response` once the transaction's change is durable, without holding a thread meanwhile: the
     /// connection is suspended and the journal's flusher resumes it (so one fsync serves many requests).
     static func acknowledge<T>(
         _ result: TransactionResult<T>, _ response: HTTPResponse, document: Document
     ) -> HTTPHandlerResult {
         guard result.record != nil else { return .response(response) }
-        let notDurable = HTTPResponse.error(
-            APIError(status: 503, code: "not-durable", message: "The change could not be made durable."))
         return .suspend(
             HTTPSuspension(shutdownResponse: notDurable) { connection in
                 document.whenDurable(result.seq) { error in

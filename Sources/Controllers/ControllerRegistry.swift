@@ -27,6 +27,10 @@ public final class ControllerRegistry: Sendable {
     private let state = Mutex(RegistryState())
     /// Committed records not yet applied to the controllers, in seq order.
     private let inbox = Mutex<[ChangeRecord]>([])
+    /// Whether the registry holds any controller (kept by every session, read by `storeDidCommit`).
+    private let hasControllers = Atomic<Bool>(false)
+    /// Records queued without a background pass while there is no controller, at most.
+    private static let idleInboxLimit = 1024
     /// Applies queued records and delivers reports, in order, off the request threads.
     private let queue = DispatchQueue(label: "bindery.controllers")
     private let hooks = Mutex(Hooks())
@@ -87,17 +91,32 @@ public final class ControllerRegistry: Sendable {
     /// The commit observer: queues a committed record for the controllers (cheap; see the type's comment).
     public func storeDidCommit(_ record: ChangeRecord) {
         // One background pass per batch: a pass is scheduled when the inbox stops being empty, and it (or any
-        // session before it) takes everything queued by then.
-        let firstInBatch = inbox.withLock { inbox in
+        // session before it) takes everything queued by then. Without controllers there is nothing to bring up to
+        // date, so no pass is scheduled until `idleInboxLimit` records wait (a stream of commits then wakes nobody);
+        // the session that adds the first controller schedules one for what is left.
+        let schedules = inbox.withLock { inbox in
             inbox.append(record)
-            return inbox.count == 1
+            return hasControllers.load(ordering: .relaxed) ? inbox.count == 1 : inbox.count == Self.idleInboxLimit
         }
-        if appliesRecordsInBackground && firstInBatch { queue.async { self.synchronize() } }
+        if appliesRecordsInBackground && schedules { queue.async { self.synchronize() } }
     }
 
     /// Applies the queued committed records to the controllers now.
     public func synchronize() {
-        _ = try? session { _, _ in }
+        let done = state.withLock { registry in
+            // No controller: nothing to re-read, so the store's lock is left alone.
+            guard registry.controllers.isEmpty else { return false }
+            if let last = takeInbox().last { registry.lastProcessedSeq = max(registry.lastProcessedSeq, last.seq) }
+            return true
+        }
+        if !done { _ = try? session { _, _ in } }
+    }
+
+    private func takeInbox() -> [ChangeRecord] {
+        inbox.withLock { inbox in
+            defer { inbox = [] }
+            return inbox
+        }
     }
 
     // MARK: Sessions
@@ -106,16 +125,22 @@ public final class ControllerRegistry: Sendable {
     func session<T: Sendable>(
         seq: Int64? = nil, _ body: (inout RegistryState, ControllerContext) throws -> T
     ) throws -> T {
-        let result = try state.withLock { (registry: inout RegistryState) throws -> T in
-            try store.read { view throws -> T in
+        var needsPass = false
+        defer {
+            if needsPass && appliesRecordsInBackground { queue.async { self.synchronize() } }
+        }
+        return try state.withLock { (registry: inout RegistryState) throws -> T in
+            defer {
+                // The first controller: records queued while there was none get a pass (see `storeDidCommit`).
+                let has = !registry.controllers.isEmpty
+                if has != hasControllers.exchange(has, ordering: .relaxed), has {
+                    needsPass = inbox.withLock { !$0.isEmpty }
+                }
+            }
+            return try store.read { view throws -> T in
                 let context = ControllerContext(view: view, controllers: registry.controllers, seq: seq)
                 defer { enqueue(context) }
-                let records = inbox.withLock { inbox in
-                    let records = inbox
-                    inbox = []
-                    return records
-                }
-                for record in records {
+                for record in takeInbox() {
                     context.seq = record.seq
                     Self.process(record, registry: &registry, context: context)
                 }
@@ -123,7 +148,6 @@ public final class ControllerRegistry: Sendable {
                 return try body(&registry, context)
             }
         }
-        return result
     }
 
     /// Runs one transaction through the document, without the registry's lock; answers the created object.

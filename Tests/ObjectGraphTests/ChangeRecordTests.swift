@@ -64,6 +64,18 @@ struct ChangeRecordTests {
         let text = record.json.jsonString()
         let decoded = try ChangeRecord(json: try PropertyListValue(jsonString: text))
         #expect(decoded == record)
+        // The journal's direct encoder writes exactly the property list's JSON.
+        #expect(record.jsonBytes() == record.json.jsonBytes())
+        let odd = ChangeRecord(
+            seq: 9,
+            changes: [
+                Change(kind: .reset, target: nil),
+                Change(
+                    kind: .setting, target: id("Employee/dee"), key: "note",
+                    old: .null, new: "tab\t \"quoted\" \\ \u{1} é"),
+            ],
+            lastAssignedID: 4)
+        #expect(odd.jsonBytes() == odd.json.jsonBytes())
         expectError("bad-change-record", status: 400) { _ = try ChangeRecord(json: ["seq": 1]) }
     }
 

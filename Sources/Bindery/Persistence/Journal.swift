@@ -9,12 +9,14 @@ import Synchronization
 
 /// The append side of the journal: one frame per committed change record, in seq order, in the current segment.
 ///
-/// `append` runs in the store's `willCommit`, under the store's lock (the one place where Bindery does I/O under a
-/// lock, by design: a change is acknowledged only once journaled, and the lock keeps records in seq order). With
-/// `always` it also flushes there; with `batch` the committing request calls `waitUntilDurable` after the store's
-/// lock is released, and a flusher thread runs one `fdatasync` for every commit written meanwhile (group commit).
-/// A failed write is cut back off the file and fails the transaction; a failed flush puts the journal in the
-/// `failed` state, in which every later commit is refused (the disk can no longer be trusted).
+/// `append` runs in the store's `willCommit`, under the store's lock, which keeps records in seq order. With `always`
+/// and `never` it writes the frame there (and `always` flushes it), so a failed write fails the transaction. With
+/// `batch` it only queues the record: a flusher thread writes everything queued meanwhile in one `write`, runs one
+/// `fdatasync` for it (group commit) and then answers the requests waiting in `whenDurable` / `waitUntilDurable`;
+/// encoding and I/O stay off the store's lock and off the request threads. A change is acknowledged only once
+/// durable. A failed write is cut back off the file; with `batch` (the change is already committed in memory), and
+/// for any failed flush, the journal goes to the `failed` state, in which the waiting requests get 503 and every later
+/// commit is refused (the disk can no longer be trusted).
 final class Journal: Sendable {
     let policy: FsyncPolicy
     let directory: DataDirectory
@@ -22,6 +24,9 @@ final class Journal: Sendable {
     let snapshotRecords: Int
     let snapshotBytes: Int
     private let state: Mutex<State>
+    /// Held while queued records are written to the current segment (and while the segment changes or closes), so
+    /// that batches reach the file in seq order. Lock order: the store's lock, then `io`, then `state`.
+    private let io = Mutex(())
     private let flusherWake = DispatchSemaphore(value: 0)
 
     private enum Lifecycle {
@@ -40,6 +45,10 @@ final class Journal: Sendable {
         var lifecycle: Lifecycle
         /// Bytes in the current segment.
         var size: Int
+        /// Committed records not written yet, in seq order.
+        var queued: [ChangeRecord] = []
+        /// Whether the flusher has been woken and has not taken the queue since.
+        var flusherWoken = false
         var writtenSeq: Int64
         var durableSeq: Int64
         var recordsSinceSnapshot = 0
@@ -79,34 +88,69 @@ final class Journal: Sendable {
 
     // MARK: Appending (under the store's lock)
 
-    /// Writes `record`'s frame (and flushes it with `always`); on error nothing of it stays in the file.
+    /// Queues `record` (`batch`) or writes its frame now (and flushes it with `always`); throws when the journal
+    /// failed or closed, or when the write fails (nothing of it then stays in the file).
     func append(_ record: ChangeRecord) throws(ObjectGraphError) {
-        let frame = JournalFrame.frame(record.json.jsonBytes())
-        try state.withLock { (state: inout State) throws(ObjectGraphError) in
-            let file: OwnedFileDescriptor
-            switch state.lifecycle {
-            case .open(let current, _): file = current
-            case .failed(let error): throw Self.refusal(error)
-            case .closed: throw Self.closedError()
-            }
-            var failure = frame.withUnsafeBytes { FileIO.writeAll(file.fd, $0) }.map {
-                FileIO.error("write", file.path, errno: $0)
-            }
-            if failure == nil, policy == .always, let code = FileIO.sync(file.fd) {
-                failure = FileIO.error("fdatasync", file.path, errno: code)
-                state.lifecycle = .failed(failure!)
-            }
-            if let failure {
-                if ftruncate(file.fd, off_t(state.size)) != 0 {
-                    state.lifecycle = .failed(FileIO.error("ftruncate", file.path))
+        let wakesFlusher = try state.withLock { (state: inout State) throws(ObjectGraphError) -> Bool in
+            _ = try Self.openFile(state)
+            state.queued.append(record)
+            state.recordsSinceSnapshot += 1
+            guard policy == .batch, !state.flusherWoken else { return false }
+            state.flusherWoken = true
+            return true
+        }
+        if policy != .batch {
+            try io.withLock { _ throws(ObjectGraphError) in try writeQueued(sync: policy == .always) }
+        } else if wakesFlusher {
+            flusherWake.signal()
+        }
+    }
+
+    /// Under `io`: writes the queued records' frames to the current segment in one `write`, then (`sync`) flushes
+    /// the segment if anything in it is not durable yet. A failed write is cut back off the file and thrown; a failed
+    /// cut or flush also puts the journal in the `failed` state.
+    private func writeQueued(sync: Bool) throws(ObjectGraphError) {
+        let (records, file, size) = try state.withLock {
+            (state: inout State) throws(ObjectGraphError) -> ([ChangeRecord], OwnedFileDescriptor, Int) in
+            state.flusherWoken = false
+            let file = try Self.openFile(state)
+            defer { state.queued = [] }
+            return (state.queued, file, state.size)
+        }
+        var frames: [UInt8] = []
+        if !records.isEmpty {
+            frames.reserveCapacity(records.count * 256)
+            for record in records { JournalFrame.append(record.jsonBytes(), to: &frames) }
+            if let code = frames.withUnsafeBytes({ FileIO.writeAll(file.fd, $0) }) {
+                let failure = FileIO.error("write", file.path, errno: code)
+                if ftruncate(file.fd, off_t(size)) != 0 {
+                    state.withLock { $0.lifecycle = .failed(FileIO.error("ftruncate", file.path)) }
                 }
                 throw failure
             }
-            state.size += frame.count
-            state.writtenSeq = record.seq
-            if policy != .batch { state.durableSeq = record.seq }
-            state.recordsSinceSnapshot += 1
-            state.bytesSinceSnapshot += frame.count
+        }
+        let lastSeq = records.last?.seq
+        let needsSync = sync && (lastSeq != nil || state.withLock { $0.durableSeq < $0.writtenSeq })
+        let failure = needsSync ? FileIO.sync(file.fd).map { FileIO.error("fdatasync", file.path, errno: $0) } : nil
+        state.withLock { state in
+            state.size += frames.count
+            state.bytesSinceSnapshot += frames.count
+            if let lastSeq { state.writtenSeq = lastSeq }
+            if let failure {
+                state.lifecycle = .failed(failure)
+            } else if sync || policy == .never {
+                state.durableSeq = state.writtenSeq
+            }
+        }
+        if let failure { throw failure }
+    }
+
+    /// The current segment, or the error that refuses changes.
+    private static func openFile(_ state: State) throws(ObjectGraphError) -> OwnedFileDescriptor {
+        switch state.lifecycle {
+        case .open(let file, _): return file
+        case .failed(let error): throw refusal(error)
+        case .closed: throw closedError()
         }
     }
 
@@ -115,31 +159,32 @@ final class Journal: Sendable {
         state.withLock { $0.recordsSinceSnapshot >= snapshotRecords || $0.bytesSinceSnapshot >= snapshotBytes }
     }
 
-    /// Starts a new segment whose first record will be `nextSeq`, after flushing the current one; called under the
-    /// store's lock by the snapshot writer (so no record is appended meanwhile). Nothing happens when the current
-    /// segment already starts at `nextSeq`.
+    /// Starts a new segment whose first record will be `nextSeq`, after writing what is queued to the current one and
+    /// flushing it; called under the store's lock by the snapshot writer (so no record is appended meanwhile).
+    /// Nothing happens when the current segment already starts at `nextSeq`.
     func rotate(nextSeq: Int64) throws(ObjectGraphError) {
-        let current = try state.withLock { (state: inout State) throws(ObjectGraphError) -> OwnedFileDescriptor? in
-            switch state.lifecycle {
-            case .open(let file, let firstSeq): return firstSeq == nextSeq ? nil : file
-            case .failed(let error): throw Self.refusal(error)
-            case .closed: throw Self.closedError()
+        let woken = try io.withLock { _ throws(ObjectGraphError) -> [ReadyWaiter] in
+            let rotates = try state.withLock { (state: inout State) throws(ObjectGraphError) -> Bool in
+                _ = try Self.openFile(state)
+                if case .open(_, let firstSeq) = state.lifecycle { return firstSeq != nextSeq }
+                return false
             }
-        }
-        guard let current else { return }
-        if policy != .never, let code = FileIO.sync(current.fd) {
-            let error = FileIO.error("fdatasync", current.path, errno: code)
-            fail(error)
-            throw error
-        }
-        let file = try Self.openSegment(directory, firstSeq: nextSeq)
-        let woken = state.withLock { state in
-            state.lifecycle = .open(file, firstSeq: nextSeq)
-            state.size = 0
-            state.durableSeq = state.writtenSeq
-            state.recordsSinceSnapshot = 0
-            state.bytesSinceSnapshot = 0
-            return Self.takeReadyWaiters(&state)
+            guard rotates else { return [] }
+            do throws(ObjectGraphError) {
+                try writeQueued(sync: policy != .never)
+            } catch {
+                fail(error)
+                throw error
+            }
+            let file = try Self.openSegment(directory, firstSeq: nextSeq)
+            return state.withLock { state in
+                state.lifecycle = .open(file, firstSeq: nextSeq)
+                state.size = 0
+                state.durableSeq = state.writtenSeq
+                state.recordsSinceSnapshot = 0
+                state.bytesSinceSnapshot = 0
+                return Self.takeReadyWaiters(&state)
+            }
         }
         for (done, error) in woken { done(error) }
     }
@@ -176,55 +221,40 @@ final class Journal: Sendable {
             return nil
         }
         if let immediate { return done(immediate) }
-        flusherWake.signal()
     }
 
+    /// The flusher thread (`batch`): woken by the first record queued after it last took the queue, it writes and
+    /// flushes everything queued by then, then answers the waiters that flush covers.
     private func runFlusher() {
         while true {
             flusherWake.wait()
-            enum Job {
-                case sync(OwnedFileDescriptor, Int64)
-                case idle
-                case stop
+            let closed = state.withLock { state in
+                if case .closed = state.lifecycle { return true }
+                return false
             }
-            let job: Job = state.withLock { state in
-                switch state.lifecycle {
-                case .open(let file, _): state.durableSeq < state.writtenSeq ? .sync(file, state.writtenSeq) : .idle
-                case .failed: .idle
-                case .closed: .stop
-                }
+            if closed { return }
+            do throws(ObjectGraphError) {
+                try io.withLock { _ throws(ObjectGraphError) in try writeQueued(sync: true) }
+            } catch {
+                fail(error)
             }
-            var failure: ObjectGraphError?
-            switch job {
-            case .stop: return
-            case .idle: break
-            case .sync(let file, _):
-                if let code = FileIO.sync(file.fd) { failure = FileIO.error("fdatasync", file.path, errno: code) }
-            }
-            let woken = state.withLock { state in
-                if let failure {
-                    state.lifecycle = .failed(failure)
-                } else if case .sync(_, let target) = job {
-                    state.durableSeq = max(state.durableSeq, target)
-                }
-                return Self.takeReadyWaiters(&state)
-            }
+            let woken = state.withLock { Self.takeReadyWaiters(&$0) }
             for (done, error) in woken { done(error) }
         }
     }
 
+    private typealias ReadyWaiter = (@Sendable (ObjectGraphError?) -> Void, ObjectGraphError?)
+
     /// Removes and returns the waiters a flush has served, with their outcome (all of them once the journal failed
     /// or closed).
-    private static func takeReadyWaiters(
-        _ state: inout State
-    ) -> [(@Sendable (ObjectGraphError?) -> Void, ObjectGraphError?)] {
+    private static func takeReadyWaiters(_ state: inout State) -> [ReadyWaiter] {
         let failure: ObjectGraphError?
         switch state.lifecycle {
         case .open: failure = nil
         case .failed(let error): failure = refusal(error)
         case .closed: failure = closedError()
         }
-        var ready: [(@Sendable (ObjectGraphError?) -> Void, ObjectGraphError?)] = []
+        var ready: [ReadyWaiter] = []
         state.waiters.removeAll { waiter in
             if waiter.seq <= state.durableSeq {
                 ready.append((waiter.done, nil))
@@ -237,9 +267,10 @@ final class Journal: Sendable {
         return ready
     }
 
+    /// Puts an open journal in the `failed` state and answers every waiter with the refusal.
     private func fail(_ error: ObjectGraphError) {
         let woken = state.withLock { state in
-            state.lifecycle = .failed(error)
+            if case .open = state.lifecycle { state.lifecycle = .failed(error) }
             return Self.takeReadyWaiters(&state)
         }
         for (done, error) in woken { done(error) }
@@ -247,19 +278,20 @@ final class Journal: Sendable {
 
     // MARK: Closing
 
-    /// Flushes and closes the journal; later commits are refused. Waiting requests are answered first.
+    /// Writes what is queued, flushes and closes the journal; later commits are refused. Waiting requests are
+    /// answered first.
     func close() {
-        let current: OwnedFileDescriptor? = state.withLock { state in
-            if case .open(let file, _) = state.lifecycle { return file }
-            return nil
-        }
-        if let current, policy != .never, let code = FileIO.sync(current.fd) {
-            fail(FileIO.error("fdatasync", current.path, errno: code))
-        }
-        let woken = state.withLock { state in
-            if case .open = state.lifecycle { state.durableSeq = state.writtenSeq }
-            state.lifecycle = .closed
-            return Self.takeReadyWaiters(&state)
+        let woken = io.withLock { _ in
+            do throws(ObjectGraphError) {
+                try writeQueued(sync: policy != .never)
+            } catch {
+                fail(error)
+            }
+            return state.withLock { state in
+                if case .open = state.lifecycle { state.durableSeq = state.writtenSeq }
+                state.lifecycle = .closed
+                return Self.takeReadyWaiters(&state)
+            }
         }
         for (done, error) in woken { done(error) }
         flusherWake.signal()

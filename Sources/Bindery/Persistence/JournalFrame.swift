@@ -17,14 +17,11 @@ enum JournalFrame {
         case damaged(offset: Int, reason: String)
     }
 
-    /// The frame of `payload`.
-    static func frame(_ payload: [UInt8]) -> [UInt8] {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(headerSize + payload.count)
+    /// Appends the frame of `payload` to `bytes`.
+    static func append(_ payload: [UInt8], to bytes: inout [UInt8]) {
         withUnsafeBytes(of: UInt32(payload.count).littleEndian) { bytes.append(contentsOf: $0) }
         withUnsafeBytes(of: CRC32.checksum(payload).littleEndian) { bytes.append(contentsOf: $0) }
         bytes.append(contentsOf: payload)
-        return bytes
     }
 
     /// The payload ranges of the whole, intact frames at the start of `bytes`, and how the scan ended.

@@ -13,6 +13,38 @@ extension ChangeRecord {
         ]
     }
 
+    /// `json.jsonBytes()` written directly, without building the property list (the journal encodes every record):
+    /// the same bytes, keys in sorted order.
+    public func jsonBytes() -> [UInt8] {
+        var writer = JSONWriter(capacity: 96 + 112 * changes.count)
+        writer.append("{\"changes\":[")
+        for (index, change) in changes.enumerated() {
+            if index > 0 { writer.append(",") }
+            change.write(to: &writer)
+        }
+        writer.append("],\"deleted\":")
+        Self.write(deleted, to: &writer)
+        writer.append(",\"inserted\":")
+        Self.write(inserted, to: &writer)
+        writer.append(",\"lastAssignedID\":")
+        writer.append(String(lastAssignedID))
+        writer.append(",\"seq\":")
+        writer.append(String(seq))
+        writer.append(",\"updated\":")
+        Self.write(updated, to: &writer)
+        writer.append("}")
+        return writer.bytes
+    }
+
+    private static func write(_ ids: [ObjectID], to writer: inout JSONWriter) {
+        writer.append("[")
+        for (index, id) in ids.enumerated() {
+            if index > 0 { writer.append(",") }
+            writer.writeString(id.description)
+        }
+        writer.append("]")
+    }
+
     /// Reads a record written by `json`; 400 `bad-change-record` when it is not one.
     public init(json: PropertyListValue) throws(ObjectGraphError) {
         guard case .integer(let seq) = json["seq"], case .array(let changes) = json["changes"] else {
@@ -57,6 +89,39 @@ extension Change {
         dictionary["new"] = new
         dictionary["indexes"] = indexes.map { .array($0.map { .integer(Int64($0)) }) }
         return .dictionary(dictionary)
+    }
+
+    /// `json` written directly, keys in sorted order (see `ChangeRecord.jsonBytes()`).
+    func write(to writer: inout JSONWriter) {
+        writer.append("{")
+        if let indexes {
+            writer.append("\"indexes\":[")
+            for (position, index) in indexes.enumerated() {
+                if position > 0 { writer.append(",") }
+                writer.append(String(index))
+            }
+            writer.append("],")
+        }
+        if let key {
+            writer.append("\"key\":")
+            writer.writeString(key)
+            writer.append(",")
+        }
+        writer.append("\"kind\":")
+        writer.writeString(kind.rawValue)
+        if let new {
+            writer.append(",\"new\":")
+            writer.write(new)
+        }
+        if let old {
+            writer.append(",\"old\":")
+            writer.write(old)
+        }
+        if let target {
+            writer.append(",\"target\":")
+            writer.writeString(target.description)
+        }
+        writer.append("}")
     }
 
     public init(json: PropertyListValue) throws(ObjectGraphError) {
