@@ -79,6 +79,9 @@ public struct HTTPRequest: Sendable {
 
     /// Percent-decodes bytes into a string; nil on a bad escape or invalid UTF-8.
     static func percentDecode(_ bytes: some Collection<UInt8>, plusIsSpace: Bool) -> String? {
+        if !bytes.contains(where: { $0 == UInt8(ascii: "%") || (plusIsSpace && $0 == UInt8(ascii: "+")) }) {
+            return String(validating: bytes, as: UTF8.self)  // nothing to decode
+        }
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count)
         var iterator = bytes.makeIterator()

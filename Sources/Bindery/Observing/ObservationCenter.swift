@@ -66,6 +66,9 @@ public final class ObservationCenter: @unchecked Sendable {
     private var observers: [String: KeyValueObserver] = [:]
     private var nextObserverID = 0
     private var waiters: [Int: Waiter] = [:]
+    /// Answers (nil: nothing yet) by source and `since`, built and encoded once for every poll and waiter that asks
+    /// the same until the next change: emptied by `wakeWaiters`, which follows every change of what answers hold.
+    private var answerCache: [String: PollAnswer?] = [:]
     private var nextWaiterID = 0
     private var subscribers: [Int: Subscriber] = [:]
     private let notificationCenter: NotificationCenter
@@ -116,7 +119,8 @@ public final class ObservationCenter: @unchecked Sendable {
     public func poll(_ request: PollRequest, deliver: @escaping @Sendable (PollAnswer) -> Void) {
         queue.async { [self] in
             let since = request.since ?? currentSeq(of: request.source)
-            if let answer = answer(request.source, since: since, force: request.timeout <= 0) {
+            let force = request.timeout <= 0
+            if let answer = force ? answer(request.source, since: since, force: true) : sharedAnswer(request, since) {
                 deliver(answer)
                 return
             }
@@ -282,19 +286,25 @@ public final class ObservationCenter: @unchecked Sendable {
     /// Answers the waiters that now have something: one pass per turn of the queue, and one answer (built and
     /// encoded once) shared by every waiter of the same source and `since`.
     private func wakeWaiters() {
-        var answers: [String: PollAnswer?] = [:]
+        answerCache.removeAll(keepingCapacity: true)
         for (id, waiter) in waiters {
-            let key = Self.key(waiter.request.source, since: waiter.since)
-            let answer: PollAnswer?
-            if let shared = answers[key] {
-                answer = shared
-            } else {
-                answer = self.answer(waiter.request.source, since: waiter.since, force: false)
-                answers[key] = answer
-            }
-            if let answer { deliver(answer, to: id, waiter) }
+            if let answer = sharedAnswer(waiter.request, waiter.since) { deliver(answer, to: id, waiter) }
         }
         for id in subscribers.keys.sorted() { push(to: id) }
+    }
+
+    /// `answer(source, since, force: false)`, from `answerCache` when it holds it.
+    private func sharedAnswer(_ request: PollRequest, _ since: Int64) -> PollAnswer? {
+        let key = Self.key(request.source, since: since)
+        if let cached = answerCache[key] {
+            // What `answer` would have done besides answering: the observer is in use.
+            if case .observer(let id) = request.source { observers[id]?.lastActivity = Self.now() }
+            return cached
+        }
+        let answer = answer(request.source, since: since, force: false)
+        if answerCache.count >= 4096 { answerCache.removeAll(keepingCapacity: true) }  // many distinct `since`s
+        answerCache[key] = answer
+        return answer
     }
 
     private static func key(_ source: PollRequest.Source, since: Int64) -> String {
@@ -354,6 +364,7 @@ public final class ObservationCenter: @unchecked Sendable {
 
     private func forget(observer id: String) {
         observers[id] = nil
+        answerCache.removeAll(keepingCapacity: true)
         watched.withLock { $0.removeAll { $0.observerID == id } }
     }
 
