@@ -10,7 +10,7 @@
 #   WARMUP [3]         seconds of warm-up per server before the first round
 #   WRK_THREADS [2]    wrk -t
 #   CONNECTIONS [64]   wrk -c
-#   BARE_HEADERS [0]   1: the bare server also sends Bindery's three extra headers (X-Store-Seq, CORS)
+#   BARE_HEADERS [0]   1: the bare server also sends Bindery's two extra headers (X-Store-Seq, CORS)
 #   TARGET [0.9]       the ratio Bindery/bare the issue asks for; the script exits 1 below it when STRICT=1
 #   STRICT [0]
 #   SKIP_BUILD [0]     1: use the binaries already in .build-release/
