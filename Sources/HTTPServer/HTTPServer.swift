@@ -292,21 +292,18 @@ public final class HTTPServer: Sendable {
             if mhdResponse == nil { close(descriptor) }
         }
         guard let mhdResponse else { return .NO }
-        // Explicit `withCString`: a small string (most names and values) is then copied to the stack, where
-        // passing the String itself would allocate a C copy on the heap.
-        for (name, value) in response.headers {
+        func add(_ name: String, _ value: String) {
+            // Explicit `withCString`: a small string (most names and values) is then copied to the stack, where
+            // passing the String itself would allocate a C copy on the heap.
             _ = name.withCString { name in
                 value.withCString { value in MHD_add_response_header(mhdResponse, name, value) }
             }
         }
+        for (name, value) in response.headers { add(name, value) }
         let requestHeader = { (name: String) -> String? in
             MHD_lookup_connection_value(connection, .HEADER_KIND, name).map { String(cString: $0) }
         }
-        responder.addCommonHeaders(to: response, requestHeader: requestHeader) { name, value in
-            _ = name.withCString { name in
-                value.withCString { value in MHD_add_response_header(mhdResponse, name, value) }
-            }
-        }
+        responder.addCommonHeaders(to: response, requestHeader: requestHeader, add)
         let result = MHD_queue_response(connection, UInt32(response.status), mhdResponse)
         MHD_destroy_response(mhdResponse)
         return result
