@@ -9,28 +9,30 @@ extension HTTPResponse {
 
     /// A JSON response that states the store seq its content reflects.
     public static func json(_ value: PropertyListValue, status: Int = 200, seq: Int64) -> HTTPResponse {
-        var response = HTTPResponse.json(value, status: status)
-        response.headers.append(("X-Store-Seq", String(seq)))
-        return response
+        HTTPResponse(
+            status: status, headers: [("Content-Type", "application/json"), ("X-Store-Seq", String(seq))],
+            body: .bytes(value.jsonBytes()))
     }
 
     /// The JSON rendering of an API error (API.md §2).
     public static func error(_ error: APIError) -> HTTPResponse {
-        var response = HTTPResponse.json(error.body, status: error.status)
-        response.headers.append(contentsOf: error.headers)
-        return response
+        HTTPResponse(
+            status: error.status, headers: [("Content-Type", "application/json")] + error.headers,
+            body: .bytes(error.body.jsonBytes()))
     }
 }
 
 extension RouteRequest {
+    /// Declared body types read as JSON.
+    private static let jsonMediaTypes = ["application/json", "text/plain", "application/x-www-form-urlencoded"]
+
     /// The body as a JSON value: 415 when it is declared as something other than JSON, 400 when it does not parse.
     ///
     /// `application/x-www-form-urlencoded` (what `curl -d` sends unless told otherwise) and `text/plain` are read as
     /// JSON too; other declared types are refused.
     public func jsonBody() throws(APIError) -> PropertyListValue {
-        let accepted = ["application/json", "text/plain", "application/x-www-form-urlencoded"]
         if let type = request.header("Content-Type")?.lowercased(), !type.isEmpty,
-            !(accepted.contains(where: { type.hasPrefix($0) }) || type.contains("+json"))
+            !(Self.jsonMediaTypes.contains(where: { type.hasPrefix($0) }) || type.contains("+json"))
         {
             throw APIError(
                 status: 415, code: "unsupported-media-type", message: "The body must be JSON, not \(type).")

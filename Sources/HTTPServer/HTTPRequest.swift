@@ -36,7 +36,8 @@ public struct HTTPRequest: Sendable {
 
     /// Field names are ASCII tokens: compare them byte by byte, folding only A–Z.
     private static func equalIgnoringASCIICase(_ lhs: String, _ rhs: String) -> Bool {
-        lhs.utf8.elementsEqual(rhs.utf8) { $0 == $1 || ($0 | 0x20 == $1 | 0x20 && ($0 | 0x20) &- 97 < 26) }
+        lhs.utf8.count == rhs.utf8.count
+            && lhs.utf8.elementsEqual(rhs.utf8) { $0 == $1 || ($0 | 0x20 == $1 | 0x20 && ($0 | 0x20) &- 97 < 26) }
     }
 
     /// The last value of the query parameter with this name.
