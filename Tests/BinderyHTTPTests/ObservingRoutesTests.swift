@@ -44,6 +44,34 @@ struct ObservingRoutesTests {
         }
     }
 
+    @Test func sharedAnswersNeverOutliveAChange() throws {
+        try withService { client in
+            // The same `since` asked before and after changes: each answer holds every change made by then.
+            let first = try client.request("GET", "/changes?since=1&timeout=0.2")
+            #expect(changes(first).isEmpty)
+            _ = try client.request("PUT", "/objects/Employee/4/salary", json: "5")
+            #expect(changes(try client.request("GET", "/changes?since=1&timeout=5")).count == 1)
+            #expect(changes(try client.request("GET", "/changes?since=1&timeout=5")).count == 1)
+            _ = try client.request("PUT", "/objects/Employee/4/salary", json: "6")
+            let after = try client.request("GET", "/changes?since=1&timeout=5")
+            #expect(changes(after).map { $0["new"] } == [5, 6])
+            #expect(after.json?["last"] == 3)
+            let observer = try client.request(
+                "POST", "/observers", json: #"{"target": "Employee/4", "keyPath": "salary", "options": ["new"]}"#)
+            let id = try #require(observer.json?["id"]?.stringValue)
+            let since = try #require(observer.json?["since"]?.integerValue)
+            let waiting = background { try client.request("GET", "/observers/\(id)/changes?since=\(since)&timeout=20") }
+            usleep(200_000)
+            _ = try client.request("PUT", "/objects/Employee/4/salary", json: "7")
+            #expect(changes(try waiting()).map { $0["new"] } == [7])
+            #expect(
+                changes(try client.request("GET", "/observers/\(id)/changes?since=\(since)&timeout=5")).map {
+                    $0["new"]
+                }
+                    == [7])
+        }
+    }
+
     @Test func timeoutAnswersEmptyWithTheCurrentSeq() throws {
         try withService { client in
             let started = Date()
@@ -204,7 +232,7 @@ struct ObservingRoutesTests {
                 )
                 .status == 400)
             let created = try client.request(
-                "POST", "/observers", json: #"{"target": "Employee/4", "keyPath": "salary"}"#)
+                "POST", "/observers", json: #"{"target": "Employee/4", "keyPath": "salary", "options": ["new"]}"#)
             let id = try #require(created.json?["id"]?.stringValue)
             let waiting = background { try client.request("GET", "/observers/\(id)/changes?since=1&timeout=20") }
             usleep(200_000)
@@ -218,7 +246,7 @@ struct ObservingRoutesTests {
     @Test func unpolledObserversExpire() throws {
         try withService(observation: .init(observerTTL: 0.3)) { client in
             let created = try client.request(
-                "POST", "/observers", json: #"{"target": "Employee/4", "keyPath": "salary"}"#)
+                "POST", "/observers", json: #"{"target": "Employee/4", "keyPath": "salary", "options": ["new"]}"#)
             let id = try #require(created.json?["id"]?.stringValue)
             usleep(700_000)
             #expect(try client.request("GET", "/observers/\(id)/changes?timeout=0").status == 404)

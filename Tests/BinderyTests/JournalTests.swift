@@ -1,0 +1,44 @@
+import Foundation
+import ObjectGraph
+import Testing
+
+@testable import Bindery
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The journal's failure paths, on a device where every write fails (`/dev/full`: ENOSPC).
+struct JournalTests {
+    private func journal(_ policy: FsyncPolicy) throws -> Journal {
+        Journal(
+            directory: DataDirectory(path: NSTemporaryDirectory()), policy: policy,
+            file: try FileIO.open("/dev/full", O_WRONLY), firstSeq: 1, size: 0, seq: 0, recordsSinceSnapshot: 0,
+            snapshotRecords: 1_000, snapshotBytes: 1 << 20)
+    }
+
+    private func record(_ seq: Int64) -> ChangeRecord {
+        ChangeRecord(
+            seq: seq,
+            changes: [Change(kind: .setting, target: ObjectID(entity: "E", id: "1"), key: "x", old: 1, new: 2)])
+    }
+
+    @Test func batchWriteFailureAnswersTheWaitersAndRefusesLaterCommits() throws {
+        let journal = try journal(.batch)
+        defer { journal.close() }
+        // Queued under the store's lock: the commit itself goes through; the flusher's write fails.
+        try journal.append(record(1))
+        #expect(throws: ObjectGraphError.self) { try journal.waitUntilDurable(1) }
+        let refused = #expect(throws: ObjectGraphError.self) { try journal.append(record(2)) }
+        #expect(refused?.code == "journal-failed")
+        #expect(refused?.status == 503)
+    }
+
+    @Test(arguments: [FsyncPolicy.always, .never])
+    func inlineWriteFailureFailsTheTransaction(_ policy: FsyncPolicy) throws {
+        let journal = try journal(policy)
+        defer { journal.close() }
+        let failed = #expect(throws: ObjectGraphError.self) { try journal.append(record(1)) }
+        #expect(failed?.message.contains("write") == true)
+    }
+}
