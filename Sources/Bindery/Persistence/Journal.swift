@@ -94,7 +94,6 @@ final class Journal: Sendable {
         let wakesFlusher = try state.withLock { (state: inout State) throws(ObjectGraphError) -> Bool in
             _ = try Self.openFile(state)
             state.queued.append(record)
-            state.recordsSinceSnapshot += 1
             guard policy == .batch, !state.flusherWoken else { return false }
             state.flusherWoken = true
             return true
@@ -134,6 +133,7 @@ final class Journal: Sendable {
         let failure = needsSync ? FileIO.sync(file.fd).map { FileIO.error("fdatasync", file.path, errno: $0) } : nil
         state.withLock { state in
             state.size += frames.count
+            state.recordsSinceSnapshot += records.count
             state.bytesSinceSnapshot += frames.count
             if let lastSeq { state.writtenSeq = lastSeq }
             if let failure {
