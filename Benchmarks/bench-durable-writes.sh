@@ -37,29 +37,13 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 SCRATCH="$ROOT/.build-release"
 
-if [ "$SKIP_BUILD" != 1 ]; then
-    bash scripts/install-deps.sh wrk etcd-server
-    if [ -z "${BINDERY_BINARY:-}" ]; then
-        echo "== building Bindery (release, scratch path .build-release)"
-        swift build -c release --product bindery --scratch-path "$SCRATCH" 2>&1 | tail -n 3
-    fi
-fi
-BINDERY=${BINDERY_BINARY:-$SCRATCH/release/bindery}
-[ -x "$BINDERY" ] || { echo "missing $BINDERY (run without SKIP_BUILD=1)" >&2; exit 2; }
+# shellcheck source=Benchmarks/lib.sh
+. Benchmarks/lib.sh
+prepare_bindery wrk etcd-server
 command -v wrk >/dev/null || { echo "wrk is not installed" >&2; exit 2; }
 command -v etcd >/dev/null || { echo "etcd is not installed (etcd-server)" >&2; exit 2; }
 
-WORK=$(mktemp -d "${DATA_ROOT:-${TMPDIR:-/tmp}}/bench-durable.XXXXXX")
-PIDS=()
-cleanup() {
-    local pid
-    for pid in "${PIDS[@]}"; do
-        kill -TERM "$pid" 2>/dev/null || true
-    done
-    wait 2>/dev/null || true
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
+bench_init bench-durable
 
 FIXTURE=Fixtures/employees
 if [ "$WITH_CONTROLLERS" != 1 ]; then
@@ -102,11 +86,6 @@ start_etcd() {
     exit 2
 }
 
-stop() {
-    kill -TERM "$1" 2>/dev/null || true
-    wait "$1" 2>/dev/null || true
-}
-
 # measure TARGET URL: one wrk run; prints and returns requests/s in RPS.
 measure() {
     local output
@@ -133,13 +112,13 @@ for round in $(seq "$ROUNDS"); do
             records=$((seq_now - first + 1))
             [ "$records" -gt 0 ] && JOURNAL="journal: $bytes bytes for $records records = $((bytes / records)) bytes per change"
         fi
-        stop "$PID"
+        stop_server "$PID"
     done
     rm -rf "$WORK/etcd"
     start_etcd
     measure etcd "http://127.0.0.1:23790" "etcd v2"
     RESULTS[etcd]+="$RPS "
-    stop "$PID"
+    stop_server "$PID"
 done
 
 median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{ a[NR] = $1 } END { print (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2) }'; }

@@ -33,26 +33,14 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 SCRATCH="$ROOT/.build-release"
 
-if [ "$SKIP_BUILD" != 1 ]; then
-    bash scripts/install-deps.sh wrk
-    if [ -z "${BINDERY_BINARY:-}" ]; then
-        echo "== building Bindery (release, scratch path .build-release)"
-        swift build -c release --scratch-path "$SCRATCH" 2>&1 | tail -n 3
-    fi
-    echo "== compiling Benchmarks/bare_mhd.c"
-    mkdir -p "$SCRATCH"
-    # shellcheck disable=SC2046  # pkg-config output is meant to be split into words
-    cc -O2 -o "$SCRATCH/bare_mhd" Benchmarks/bare_mhd.c $(pkg-config --cflags --libs libmicrohttpd) -lpthread
-fi
-BINDERY=${BINDERY_BINARY:-$SCRATCH/release/bindery}
-BARE="$SCRATCH/bare_mhd"
-for binary in "$BINDERY" "$BARE"; do
-    [ -x "$binary" ] || { echo "missing $binary (run without SKIP_BUILD=1)" >&2; exit 2; }
-done
-command -v wrk >/dev/null || { echo "wrk is not installed" >&2; exit 2; }
-
 # shellcheck source=Benchmarks/lib.sh
 . Benchmarks/lib.sh
+prepare_bindery wrk
+# shellcheck disable=SC2046  # pkg-config output is meant to be split into words
+build_c bare_mhd $(pkg-config --cflags --libs libmicrohttpd) -lpthread
+BARE="$SCRATCH/bare_mhd"
+command -v wrk >/dev/null || { echo "wrk is not installed" >&2; exit 2; }
+
 bench_init bench-healthz
 
 start bindery "$WORK/bindery.log" \

@@ -38,25 +38,14 @@ if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt $((WAITERS + 500)) ];
     exit 2
 fi
 
-if [ "$SKIP_BUILD" != 1 ]; then
-    bash scripts/install-deps.sh etcd-server
-    if [ -z "${BINDERY_BINARY:-}" ]; then
-        echo "== building Bindery (release, scratch path .build-release)"
-        swift build -c release --scratch-path "$SCRATCH" 2>&1 | tail -n 3
-    fi
-fi
-BINDERY=${BINDERY_BINARY:-$SCRATCH/release/bindery}
-[ -x "$BINDERY" ] || { echo "missing $BINDERY (run without SKIP_BUILD=1)" >&2; exit 2; }
+prepare_bindery etcd-server
 if [ "$SKIP_ETCD" != 1 ]; then command -v etcd >/dev/null || { echo "etcd is not installed" >&2; exit 2; }; fi
 
 # The fan-out waiters run in C (Benchmarks/fanout_client.c) unless FANOUT_CLIENT=python: the Python loop costs about
 # 20 us per answer, on the same 2 cores as the server, and its backlog ends up in every answer's timestamp.
 CLIENT_ARGS=()
 if [ "${FANOUT_CLIENT:-c}" != python ]; then
-    mkdir -p "$SCRATCH"
-    if [ ! -x "$SCRATCH/fanout_client" ] || [ Benchmarks/fanout_client.c -nt "$SCRATCH/fanout_client" ]; then
-        cc -O2 -o "$SCRATCH/fanout_client" Benchmarks/fanout_client.c
-    fi
+    build_c fanout_client
     CLIENT_ARGS=(--client "$SCRATCH/fanout_client")
 fi
 
@@ -65,16 +54,9 @@ PY="python3 $ROOT/Benchmarks/longpoll_bench.py"
 STATUS=0
 RESULTS="$WORK/results"
 
-# stop_last: stops the most recently started server (SIGTERM, then SIGKILL after 5 s) and forgets it.
+# stop_last: stops the most recently started server and forgets it.
 stop_last() {
-    local pid=${PIDS[-1]}
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 50); do
-        case "$(ps -o stat= -p "$pid" 2>/dev/null)" in "" | Z*) break ;; esac
-        sleep 0.1
-    done
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
+    stop_server "${PIDS[-1]}"
     unset 'PIDS[-1]'
 }
 

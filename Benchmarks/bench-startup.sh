@@ -24,15 +24,9 @@ SKIP_BUILD=${SKIP_BUILD:-0}
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 SCRATCH="$ROOT/.build-release"
-if [ "$SKIP_BUILD" != 1 ]; then
-    bash scripts/install-deps.sh wrk
-    if [ -z "${BINDERY_BINARY:-}" ]; then
-        echo "== building Bindery (release, scratch path .build-release)"
-        swift build -c release --product bindery --scratch-path "$SCRATCH" 2>&1 | tail -n 3
-    fi
-fi
-BINDERY=${BINDERY_BINARY:-$SCRATCH/release/bindery}
-[ -x "$BINDERY" ] || { echo "missing $BINDERY (run without SKIP_BUILD=1)" >&2; exit 2; }
+# shellcheck source=Benchmarks/lib.sh
+. Benchmarks/lib.sh
+prepare_bindery wrk
 
 WORK=$(mktemp -d "${DATA_ROOT:-${TMPDIR:-/tmp}}/bench-startup.XXXXXX")
 PID=""

@@ -1,7 +1,13 @@
-# Helpers shared by the wrk A/B benchmark scripts (source it; it sets `set -euo pipefail` expectations on the caller).
+# Helpers shared by the benchmark scripts (source it; it sets `set -euo pipefail` expectations on the caller).
 #
 #   . "$(dirname "$0")/lib.sh"
-#   bench_init NAME                       # temporary directory in $WORK, servers stopped on exit/Ctrl-C
+#   prepare_bindery APT_PACKAGE...        # unless SKIP_BUILD=1: installs the packages and builds bindery (release,
+#                                         # in $SCRATCH) unless BINDERY_BINARY names one; sets and checks BINDERY
+#   build_c NAME [CC_ARGS...]             # compiles Benchmarks/NAME.c into $SCRATCH/NAME (with SKIP_BUILD=1 only when
+#                                         # missing or older than the source)
+#   stop_server PID                       # SIGTERM, then SIGKILL after 5 s
+#   bench_init NAME                       # temporary directory in $WORK (under DATA_ROOT, else TMPDIR or /tmp);
+#                                         # servers in PIDS stopped on exit/Ctrl-C
 #   start NAME LOGFILE COMMAND...         # starts a server printing "listening on http://HOST:PORT"; sets PORT
 #   http_get PORT PATH                    # prints "STATUS BODY" of a GET over bash's /dev/tcp (no curl needed)
 #   run_wrk URL SECONDS [PID]             # prints "REQUESTS_PER_SECOND SERVER_CPU_MICROSECONDS_PER_REQUEST"
@@ -15,25 +21,53 @@ CONNECTIONS=${CONNECTIONS:-64}
 PIDS=()
 WORK=""
 
+prepare_bindery() {
+    if [ "${SKIP_BUILD:-0}" != 1 ]; then
+        bash scripts/install-deps.sh "$@"
+        if [ -z "${BINDERY_BINARY:-}" ]; then
+            echo "== building Bindery (release, scratch path ${SCRATCH#"$ROOT"/})"
+            swift build -c release --product bindery --scratch-path "$SCRATCH" 2>&1 | tail -n 3
+        fi
+    fi
+    BINDERY=${BINDERY_BINARY:-$SCRATCH/release/bindery}
+    [ -x "$BINDERY" ] || { echo "missing $BINDERY (run without SKIP_BUILD=1)" >&2; exit 2; }
+}
+
+build_c() {
+    local name=$1
+    shift
+    if [ "${SKIP_BUILD:-0}" != 1 ] || [ ! -x "$SCRATCH/$name" ] || [ "Benchmarks/$name.c" -nt "$SCRATCH/$name" ]; then
+        echo "== compiling Benchmarks/$name.c"
+        mkdir -p "$SCRATCH"
+        cc -O2 -o "$SCRATCH/$name" "Benchmarks/$name.c" "$@"
+    fi
+}
+
+stop_server() {
+    local pid=$1
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do
+        case "$(ps -o stat= -p "$pid" 2>/dev/null)" in "" | Z*) break ;; esac
+        sleep 0.1
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+}
+
 bench_cleanup() {
     local pid
+    # TERM them all first, so that they stop in parallel; stop_server then waits for each (KILL after 5 s).
     for pid in "${PIDS[@]}"; do
         kill -TERM "$pid" 2>/dev/null || true
     done
     for pid in "${PIDS[@]}"; do
-        # Give each server 5 s to stop cleanly, then kill it.
-        for _ in $(seq 50); do
-            case "$(ps -o stat= -p "$pid" 2>/dev/null)" in "" | Z*) break ;; esac
-            sleep 0.1
-        done
-        kill -KILL "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
+        stop_server "$pid"
     done
     [ -n "$WORK" ] && rm -rf "$WORK"
 }
 
 bench_init() {
-    WORK=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX")
+    WORK=$(mktemp -d "${DATA_ROOT:-${TMPDIR:-/tmp}}/$1.XXXXXX")
     trap bench_cleanup EXIT
     trap 'exit 130' INT TERM
 }
