@@ -204,64 +204,63 @@ public final class HTTPServer: Sendable {
 
     // MARK: - Helpers
 
-    /// What the `MHD_get_connection_values` callbacks fill in: a value on the caller's stack, reached through the
+    /// What the `MHD_get_connection_values` callback fills in: a value on the caller's stack, reached through the
     /// context pointer while the synchronous call runs (no object allocated per request).
     private struct ValueCollector {
+        /// Makes one pair from a key and its value (a function without captures, so nothing is allocated).
+        let pair: (UnsafePointer<CChar>, UnsafePointer<CChar>?) -> (name: String, value: String)
         var pairs: [(name: String, value: String)] = []
     }
 
-    /// The header fields with lower-cased names, in one array sized by a first counting pass.
-    private static func headers(of connection: OpaquePointer) -> [(name: String, value: String)] {
-        var collector = ValueCollector()
-        collector.pairs.reserveCapacity(Int(MHD_get_connection_values(connection, .HEADER_KIND, nil, nil)))
+    /// The connection's values of one kind, in order, in one array sized by a first counting pass.
+    private static func values(
+        of connection: OpaquePointer, _ kind: MHD_ValueKind,
+        _ pair: @escaping (UnsafePointer<CChar>, UnsafePointer<CChar>?) -> (name: String, value: String)
+    ) -> [(name: String, value: String)] {
+        var collector = ValueCollector(pair: pair)
+        collector.pairs.reserveCapacity(Int(MHD_get_connection_values(connection, kind, nil, nil)))
         // The collector lives in this frame for the duration of the synchronous call.
         withUnsafeMutablePointer(to: &collector) { context in
             _ = MHD_get_connection_values(
-                connection, .HEADER_KIND,
+                connection, kind,
                 { context, _, key, value in
                     guard let context, let key else { return .YES }
                     let collector = context.assumingMemoryBound(to: ValueCollector.self)
-                    // Field names are ASCII tokens: lower-case the bytes rather than going through Unicode.
-                    let length = strlen(key)
-                    let name = String(unsafeUninitializedCapacity: length) { buffer in
-                        for index in 0..<length {
-                            let byte = UInt8(bitPattern: key[index])
-                            buffer[index] = byte >= 65 && byte <= 90 ? byte | 0x20 : byte
-                        }
-                        return length
-                    }
-                    collector.pointee.pairs.append((name, value.map { String(cString: $0) } ?? ""))
+                    collector.pointee.pairs.append(collector.pointee.pair(key, value))
                     return .YES
                 }, context)
         }
         return collector.pairs
     }
 
-    private static func query(of connection: OpaquePointer) -> [(name: String, value: String)] {
-        var collector = ValueCollector()
-        // The collector lives in this frame for the duration of the synchronous call.
-        withUnsafeMutablePointer(to: &collector) { context in
-            _ = MHD_get_connection_values(
-                connection, .GET_ARGUMENT_KIND,
-                { context, _, key, value in
-                    guard let context, let key else { return .YES }
-                    let collector = context.assumingMemoryBound(to: ValueCollector.self)
-                    let name = HTTPRequest.percentDecode(
-                        UnsafeBufferPointer(
-                            start: UnsafeRawPointer(key).assumingMemoryBound(to: UInt8.self), count: strlen(key)),
-                        plusIsSpace: true)
-                    let text = value.flatMap {
-                        HTTPRequest.percentDecode(
-                            UnsafeBufferPointer(
-                                start: UnsafeRawPointer($0).assumingMemoryBound(to: UInt8.self), count: strlen($0)),
-                            plusIsSpace: true)
-                    }
-                    // Undecodable parameters are kept with a replacement so that the application can refuse them.
-                    collector.pointee.pairs.append((name ?? "\u{FFFD}", text ?? (value == nil ? "" : "\u{FFFD}")))
-                    return .YES
-                }, context)
+    /// The header fields with lower-cased names.
+    private static func headers(of connection: OpaquePointer) -> [(name: String, value: String)] {
+        values(of: connection, .HEADER_KIND) { key, value in
+            // Field names are ASCII tokens: lower-case the bytes rather than going through Unicode.
+            let length = strlen(key)
+            let name = String(unsafeUninitializedCapacity: length) { buffer in
+                for index in 0..<length {
+                    let byte = UInt8(bitPattern: key[index])
+                    buffer[index] = byte >= 65 && byte <= 90 ? byte | 0x20 : byte
+                }
+                return length
+            }
+            return (name, value.map { String(cString: $0) } ?? "")
         }
-        return collector.pairs
+    }
+
+    /// The query parameters, percent-decoded with `+` as a space; undecodable ones are kept with a replacement
+    /// character so that the application can refuse them.
+    private static func query(of connection: OpaquePointer) -> [(name: String, value: String)] {
+        values(of: connection, .GET_ARGUMENT_KIND) { key, value in
+            func decoded(_ text: UnsafePointer<CChar>) -> String? {
+                HTTPRequest.percentDecode(
+                    UnsafeBufferPointer(
+                        start: UnsafeRawPointer(text).assumingMemoryBound(to: UInt8.self), count: strlen(text)),
+                    plusIsSpace: true)
+            }
+            return (decoded(key) ?? "\u{FFFD}", value.map { decoded($0) ?? "\u{FFFD}" } ?? "")
+        }
     }
 
     fileprivate func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MHD_Result {
