@@ -39,11 +39,14 @@ let package = Package(
             ]
         ),
         .target(name: "HTTPTestSupport", path: "Tests/HTTPTestSupport"),
+        .target(
+            name: "GraphTestSupport", dependencies: ["ObjectGraph", "PropertyList"], path: "Tests/GraphTestSupport"),
         .testTarget(name: "PropertyListTests", dependencies: ["PropertyList"]),
-        .testTarget(name: "ObjectGraphTests", dependencies: ["ObjectGraph", "PropertyList"]),
+        .testTarget(name: "ObjectGraphTests", dependencies: ["ObjectGraph", "PropertyList", "GraphTestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPTestSupport"]),
         .testTarget(name: "BinderyTests", dependencies: ["Bindery", "ObjectGraph", "PropertyList"]),
-        .testTarget(name: "ControllersTests", dependencies: ["Controllers", "ObjectGraph", "PropertyList"]),
+        .testTarget(
+            name: "ControllersTests", dependencies: ["Controllers", "ObjectGraph", "PropertyList", "GraphTestSupport"]),
         .testTarget(
             name: "BinderyHTTPTests",
             dependencies: [

@@ -1,5 +1,6 @@
 import Controllers
 import Foundation
+import GraphTestSupport
 import ObjectGraph
 import PropertyList
 import Synchronization
@@ -7,14 +8,6 @@ import Testing
 
 let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     .deletingLastPathComponent()
-
-func ref(_ reference: String) -> PropertyListValue {
-    ["$ref": .string(reference)]
-}
-
-func id(_ reference: String) -> ObjectID {
-    ObjectID(reference: reference)!
-}
 
 /// Sales (Ann, Bob, Cy, Eve), Research (Dee), Legal (nobody); Ann manages Bob and Cy, Bob manages Eve.
 let standardObjects: PropertyListValue = [
@@ -140,24 +133,6 @@ final class Harness: Sendable {
 
 func marker(_ name: String) -> PropertyListValue {
     ["$marker": .string(name)]
-}
-
-/// Expects `body` to throw an `ObjectGraphError` with `code` (and `status` when given); returns it.
-@discardableResult
-func expectError(
-    _ code: String, status: Int? = nil, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void
-) -> ObjectGraphError? {
-    do {
-        try body()
-        Issue.record("expected \(code), nothing was thrown", sourceLocation: sourceLocation)
-    } catch let error as ObjectGraphError {
-        #expect(error.code == code, "\(error.message)", sourceLocation: sourceLocation)
-        if let status { #expect(error.status == status, sourceLocation: sourceLocation) }
-        return error
-    } catch {
-        Issue.record("expected \(code), got \(error)", sourceLocation: sourceLocation)
-    }
-    return nil
 }
 
 /// A list that several threads append to.

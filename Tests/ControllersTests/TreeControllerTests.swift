@@ -1,4 +1,5 @@
 import Controllers
+import GraphTestSupport
 import ObjectGraph
 import PropertyList
 import Testing

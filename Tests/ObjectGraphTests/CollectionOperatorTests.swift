@@ -1,3 +1,4 @@
+import GraphTestSupport
 import ObjectGraph
 import PropertyList
 import Testing

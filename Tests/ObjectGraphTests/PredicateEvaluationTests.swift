@@ -1,4 +1,5 @@
 import Foundation
+import GraphTestSupport
 import ObjectGraph
 import PropertyList
 import Testing

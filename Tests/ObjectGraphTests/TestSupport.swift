@@ -1,4 +1,5 @@
 import Foundation
+import GraphTestSupport
 import ObjectGraph
 import PropertyList
 import Testing
@@ -15,14 +16,6 @@ func employeesModel() throws -> ObjectModel {
 /// A model from JSON text.
 func model(_ json: String) throws -> ObjectModel {
     try ObjectModel(jsonBytes: Array(json.utf8))
-}
-
-func ref(_ reference: String) -> PropertyListValue {
-    ["$ref": .string(reference)]
-}
-
-func id(_ reference: String) -> ObjectID {
-    ObjectID(reference: reference)!
 }
 
 /// Two departments (Sales with Ann, Bob, Cy; Research with Dee) and an empty one (Legal); Ann manages Bob and Cy.
@@ -49,24 +42,6 @@ func employeesStore(hooks: ObjectStoreHooks = ObjectStoreHooks()) throws -> Obje
         ])
     }
     return store
-}
-
-/// Expects `body` to throw an `ObjectGraphError` with `code` (and `status` when given); returns it.
-@discardableResult
-func expectError(
-    _ code: String, status: Int? = nil, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void
-) -> ObjectGraphError? {
-    do {
-        try body()
-        Issue.record("expected \(code), nothing was thrown", sourceLocation: sourceLocation)
-    } catch let error as ObjectGraphError {
-        #expect(error.code == code, "\(error.message)", sourceLocation: sourceLocation)
-        if let status { #expect(error.status == status, sourceLocation: sourceLocation) }
-        return error
-    } catch {
-        Issue.record("expected \(code), got \(error)", sourceLocation: sourceLocation)
-    }
-    return nil
 }
 
 extension ObjectStore {
