@@ -5,6 +5,8 @@
 //   swift build -c release --scratch-path .build-bench --product ObjectGraphBenchmarks
 //   .build-bench/release/ObjectGraphBenchmarks [--inserts N] [--objects N] [--runs N] [--skip-inserts]
 //                                               [--listing-only] [--verify]
+//
+// Exit status 1 when the insert overhead is 400 B per object or more, or when --verify finds a difference.
 import Foundation
 import ObjectGraph
 import PropertyList
@@ -113,6 +115,10 @@ func benchmarkInserts(count: Int) throws {
         "insert \(count) objects: \(format(seconds(elapsed), 2)) s (\(format(Double(count) / seconds(elapsed), 0))/s); "
             + "RSS +\(format(Double(after - before) / 1_048_576)) MiB = \(format(perObject)) B/object, "
             + "of which values \(values) B, overhead \(format(perObject - Double(values))) B (target < 400)")
+    if perObject - Double(values) >= 400 {
+        print("overhead per object over the 400 B target")
+        exit(1)
+    }
 }
 
 /// CPU time of the calling thread in ms: unlike wall time, not inflated by other processes on a shared machine.
