@@ -45,17 +45,11 @@ enum ValueComparison {
             return ObjectID(reference: l) == r
         default:
             guard isCollection(lhs), isCollection(rhs) else { return false }
-            let l = elements(lhs)
-            let r = elements(rhs)
-            guard l.count == r.count else { return false }
-            for index in l.indices
-            where !equal(
-                l[index], r[index], caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive,
-                rightFolded: rightFolded)
-            {
-                return false
+            return elements(lhs).elementsEqual(elements(rhs)) {
+                equal(
+                    $0, $1, caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive,
+                    rightFolded: rightFolded)
             }
-            return true
         }
     }
 
@@ -77,15 +71,11 @@ enum ValueComparison {
         case (.null, .null): return true
         case (.null, _), (_, .null): return false
         case (.array(let l), .array(let r)):
-            guard l.count == r.count else { return false }
-            for index in l.indices
-            where !equal(
-                l[index], r[index], caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive,
-                rightFolded: rightFolded)
-            {
-                return false
+            return l.elementsEqual(r) {
+                equal(
+                    $0, $1, caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive,
+                    rightFolded: rightFolded)
             }
-            return true
         case (.dictionary(let l), .dictionary(let r)):
             return l == r
         case (.data(let l), .data(let r)):
