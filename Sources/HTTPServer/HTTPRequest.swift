@@ -28,16 +28,10 @@ public struct HTTPRequest: Sendable {
     /// The header field with this name (any case); the values of a repeated field are joined with `, `.
     public func header(_ name: String) -> String? {
         var found: String?
-        for field in headers where Self.equalIgnoringASCIICase(field.name, name) {
+        for field in headers where equalIgnoringASCIICase(field.name, name) {
             found = found.map { $0 + ", " + field.value } ?? field.value
         }
         return found
-    }
-
-    /// Field names are ASCII tokens: compare them byte by byte, folding only A–Z.
-    private static func equalIgnoringASCIICase(_ lhs: String, _ rhs: String) -> Bool {
-        lhs.utf8.count == rhs.utf8.count
-            && lhs.utf8.elementsEqual(rhs.utf8) { $0 == $1 || ($0 | 0x20 == $1 | 0x20 && ($0 | 0x20) &- 97 < 26) }
     }
 
     /// The last value of the query parameter with this name.
@@ -109,4 +103,10 @@ public struct HTTPRequest: Sendable {
         }
         return String(validating: out, as: UTF8.self)
     }
+}
+
+/// Whether two header field names are equal: they are ASCII tokens, so compare them byte by byte, folding only A–Z.
+func equalIgnoringASCIICase(_ lhs: String, _ rhs: String) -> Bool {
+    lhs.utf8.count == rhs.utf8.count
+        && lhs.utf8.elementsEqual(rhs.utf8) { $0 == $1 || ($0 | 0x20 == $1 | 0x20 && ($0 | 0x20) &- 97 < 26) }
 }

@@ -27,6 +27,6 @@ public struct HTTPResponse: Sendable {
 
     /// The value of the first header with this name (any case).
     public func header(_ name: String) -> String? {
-        headers.first(where: { $0.name.lowercased() == name.lowercased() })?.value
+        headers.first(where: { equalIgnoringASCIICase($0.name, name) })?.value
     }
 }
