@@ -90,7 +90,9 @@ public final class Document: Sendable {
             hooks: ObjectStoreHooks(
                 willCommit: { record in try hooks.willCommit(record) },
                 didCommit: { record in hooks.didCommit(record) },
-                capture: { record, view in hooks.capture(record, view) }))
+                capture: { record, view in hooks.capture(record, view) },
+                // With group commit, the journal's flusher delivers each group before answering its requests.
+                defersDelivery: options.fsync == .batch))
         self.store = store
         let dataPath = fixtureDirectory + "/data.json"
         do {

@@ -14,7 +14,7 @@ struct JournalTests {
         Journal(
             directory: DataDirectory(path: NSTemporaryDirectory()), policy: policy,
             file: try FileIO.open("/dev/full", O_WRONLY), firstSeq: 1, size: 0, seq: 0, recordsSinceSnapshot: 0,
-            snapshotRecords: 1_000, snapshotBytes: 1 << 20)
+            snapshotRecords: 1_000, snapshotBytes: 1 << 20, deliver: {})
     }
 
     private func record(_ seq: Int64) -> ChangeRecord {

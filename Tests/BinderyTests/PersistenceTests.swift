@@ -2,6 +2,7 @@ import Bindery
 import Foundation
 import ObjectGraph
 import PropertyList
+import Synchronization
 import Testing
 
 /// The data directory: restart, crash recovery, torn tails, snapshots, the lock (API.md §9).
@@ -174,6 +175,37 @@ struct PersistenceTests {
             let copy = try crashCopy(of: path)
             defer { try? FileManager.default.removeItem(atPath: copy) }
             #expect(try openDocument(copy).graphWithVersions == expected)
+        }
+    }
+
+    /// With group commit the flusher delivers each group to the commit observers, before its requests are answered;
+    /// snapshots (which rotate the journal and flush under the store's lock) answer nobody early.
+    @Test func batchAnswersEachCommitAfterItsObserversSawIt() throws {
+        try withTemporaryDirectory { path in
+            let document = try openDocument(path, fsync: .batch, snapshotRecords: 7)
+            let delivered = Mutex<[Int64]>([])
+            document.addCommitObserver { record in delivered.withLock { $0.append(record.seq) } }
+            let early = Mutex(0)
+            DispatchQueue.concurrentPerform(iterations: 4) { worker in
+                for n in 0..<25 {
+                    guard
+                        let result = try? document.transactionBeforeDurable({ transaction in
+                            try transaction.setValue(
+                                .integer(Int64(worker * 1000 + n)), forKeyPath: "salary",
+                                of: ObjectID(entity: "Employee", id: "\(worker + 1)"))
+                        })
+                    else { continue }
+                    let answered = DispatchSemaphore(value: 0)
+                    document.whenDurable(result.seq) { _ in
+                        if !delivered.withLock({ $0.contains(result.seq) }) { early.withLock { $0 += 1 } }
+                        answered.signal()
+                    }
+                    answered.wait()
+                }
+            }
+            #expect(early.withLock { $0 } == 0)
+            // The fixture's seed (seq 1) was delivered to nobody; every change after it, once and in order.
+            #expect(delivered.withLock { $0 } == Array(2...101))
         }
     }
 }

@@ -150,6 +150,23 @@ struct TransactionTests {
         #expect(delivered.withLock { $0 } == Array(1...201))
     }
 
+    @Test func deferredDeliveryWaitsForDeliverCommitted() throws {
+        let delivered = Mutex<[Int64]>([])
+        let hooks = ObjectStoreHooks(
+            didCommit: { record in delivered.withLock { $0.append(record.seq) } }, defersDelivery: true)
+        let store = try employeesStore(hooks: hooks)
+        for salary: Int64 in [1, 2] {
+            try store.transaction { tx in
+                try tx.setValue(.integer(salary), forKeyPath: "salary", of: id("Employee/ann"))
+            }
+        }
+        #expect(delivered.withLock { $0 }.isEmpty)
+        store.deliverCommitted()
+        #expect(delivered.withLock { $0 } == [1, 2, 3])
+        store.deliverCommitted()
+        #expect(delivered.withLock { $0 } == [1, 2, 3])
+    }
+
     @Test func readsInsideATransactionSeeItsChanges() throws {
         let store = try employeesStore()
         let headcount = try store.transaction { tx in

@@ -48,6 +48,8 @@ final class DocumentStorage: Sendable {
         path: String, options: Options, store: ObjectStore, seed: () throws -> Void,
         report: (String) -> Void
     ) throws {
+        // The seed's record is delivered now, to nobody: observers come later and must not see it as a change.
+        defer { store.deliverCommitted() }
         do {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         } catch {
@@ -94,7 +96,7 @@ final class DocumentStorage: Sendable {
         journal = Journal(
             directory: directory, policy: options.fsync, file: file, firstSeq: firstSeq, size: size, seq: store.seq,
             recordsSinceSnapshot: replayed, snapshotRecords: options.snapshotRecords,
-            snapshotBytes: options.snapshotBytes)
+            snapshotBytes: options.snapshotBytes, deliver: { store.deliverCommitted() })
         progress = Mutex(Progress(snapshotSeq: snapshotSeq, savedSeq: savedSeq))
     }
 

@@ -12,9 +12,10 @@ import Synchronization
 /// `append` runs in the store's `willCommit`, under the store's lock, which keeps records in seq order. With `always`
 /// and `never` it writes the frame there (and `always` flushes it), so a failed write fails the transaction. With
 /// `batch` it only queues the record: a flusher thread writes everything queued meanwhile in one `write`, runs one
-/// `fdatasync` for it (group commit) and then answers the requests waiting in `whenDurable` / `waitUntilDurable`;
-/// encoding and I/O stay off the store's lock and off the request threads. A change is acknowledged only once
-/// durable. A failed write is cut back off the file; with `batch` (the change is already committed in memory), and
+/// `fdatasync` for it (group commit), then runs `deliver` (the store's deferred delivery of committed records to their
+/// observers, so one thread delivers the whole group) and then answers the requests waiting in `whenDurable` /
+/// `waitUntilDurable`; encoding, I/O and delivery stay off the store's lock and off the request threads. A change is
+/// acknowledged only once durable, and (with `batch`) after it was delivered. A failed write is cut back off the file; with `batch` (the change is already committed in memory), and
 /// for any failed flush, the journal goes to the `failed` state, in which the waiting requests get 503 and every later
 /// commit is refused (the disk can no longer be trusted).
 final class Journal: Sendable {
@@ -23,11 +24,15 @@ final class Journal: Sendable {
     /// Records, or bytes, since the last snapshot after which a snapshot is due.
     let snapshotRecords: Int
     let snapshotBytes: Int
+    /// Run by the flusher after each flush, before the requests it made durable are answered (`batch`).
+    private let deliver: @Sendable () -> Void
     private let state: Mutex<State>
     /// Held while queued records are written to the current segment (and while the segment changes or closes), so
     /// that batches reach the file in seq order. Lock order: the store's lock, then `io`, then `state`.
     private let io = Mutex(())
     private let flusherWake = DispatchSemaphore(value: 0)
+    /// Held by a delivery pass, so that the flusher and `close` never deliver at the same time.
+    private let delivering = Mutex(())
 
     private enum Lifecycle {
         case open(OwnedFileDescriptor, firstSeq: Int64)
@@ -37,6 +42,8 @@ final class Journal: Sendable {
 
     private struct Waiter {
         var seq: Int64
+        /// `State.passes` when it came: the passes after it deliver its change (it committed before it waited).
+        var pass: Int
         /// Called once, outside the lock: nil when durable, else why not.
         var done: @Sendable (ObjectGraphError?) -> Void
     }
@@ -51,6 +58,8 @@ final class Journal: Sendable {
         var flusherWoken = false
         var writtenSeq: Int64
         var durableSeq: Int64
+        /// Delivery passes started (`answerWaiters`).
+        var passes = 0
         var recordsSinceSnapshot = 0
         var bytesSinceSnapshot = 0
         var waiters: [Waiter] = []
@@ -59,13 +68,16 @@ final class Journal: Sendable {
     /// Continues the segment `file` (`size` bytes long, first seq `firstSeq`), whose records end at `seq`.
     init(
         directory: DataDirectory, policy: FsyncPolicy, file: OwnedFileDescriptor, firstSeq: Int64, size: Int,
-        seq: Int64, recordsSinceSnapshot: Int, snapshotRecords: Int, snapshotBytes: Int
+        seq: Int64, recordsSinceSnapshot: Int, snapshotRecords: Int, snapshotBytes: Int,
+        deliver: @escaping @Sendable () -> Void
     ) {
         self.directory = directory
         self.policy = policy
         self.snapshotRecords = snapshotRecords
         self.snapshotBytes = snapshotBytes
-        var initial = State(lifecycle: .open(file, firstSeq: firstSeq), size: size, writtenSeq: seq, durableSeq: seq)
+        self.deliver = deliver
+        var initial = State(
+            lifecycle: .open(file, firstSeq: firstSeq), size: size, writtenSeq: seq, durableSeq: seq)
         initial.recordsSinceSnapshot = recordsSinceSnapshot
         initial.bytesSinceSnapshot = size
         state = Mutex(initial)
@@ -161,15 +173,17 @@ final class Journal: Sendable {
 
     /// Starts a new segment whose first record will be `nextSeq`, after writing what is queued to the current one and
     /// flushing it; called under the store's lock by the snapshot writer (so no record is appended meanwhile).
-    /// Nothing happens when the current segment already starts at `nextSeq`.
+    /// Nothing happens when the current segment already starts at `nextSeq`. The requests this flush made durable are
+    /// answered by the flusher, which delivers their changes first (not under the store's lock).
     func rotate(nextSeq: Int64) throws(ObjectGraphError) {
-        let woken = try io.withLock { _ throws(ObjectGraphError) -> [ReadyWaiter] in
+        defer { if policy == .batch { flusherWake.signal() } }
+        try io.withLock { _ throws(ObjectGraphError) in
             let rotates = try state.withLock { (state: inout State) throws(ObjectGraphError) -> Bool in
                 _ = try Self.openFile(state)
                 if case .open(_, let firstSeq) = state.lifecycle { return firstSeq != nextSeq }
                 return false
             }
-            guard rotates else { return [] }
+            guard rotates else { return }
             do throws(ObjectGraphError) {
                 try writeQueued(sync: policy != .never)
             } catch {
@@ -177,16 +191,14 @@ final class Journal: Sendable {
                 throw error
             }
             let file = try Self.openSegment(directory, firstSeq: nextSeq)
-            return state.withLock { state in
+            state.withLock { state in
                 state.lifecycle = .open(file, firstSeq: nextSeq)
                 state.size = 0
                 state.durableSeq = state.writtenSeq
                 state.recordsSinceSnapshot = 0
                 state.bytesSinceSnapshot = 0
-                return Self.takeReadyWaiters(&state)
             }
         }
-        for (done, error) in woken { done(error) }
     }
 
     // MARK: Group commit
@@ -205,26 +217,29 @@ final class Journal: Sendable {
         if let error = outcome.withLock({ $0 }) { throw error }
     }
 
-    /// Calls `done` once a flush covering `seq` has completed (at once with the other policies), with nil, or with
-    /// the error when the flush failed or the journal closed. `done` runs on the flusher's thread or the caller's:
-    /// it must not block.
+    /// Calls `done` once a flush covering `seq` has completed and the change was delivered (at once with the other
+    /// policies), with nil, or with the error when the flush failed or the journal closed. Call it once the
+    /// transaction of `seq` has returned. `done` runs on the flusher's thread or the caller's: it must not block.
     func whenDurable(_ seq: Int64, _ done: @escaping @Sendable (ObjectGraphError?) -> Void) {
         guard policy == .batch else { return done(nil) }
-        let immediate = state.withLock { (state: inout State) -> ObjectGraphError?? in
-            if state.durableSeq >= seq { return .some(nil) }
+        let (immediate, wakesFlusher) = state.withLock { (state: inout State) -> (ObjectGraphError??, Bool) in
             switch state.lifecycle {
             case .open: break
-            case .failed(let error): return .some(Self.refusal(error))
-            case .closed: return .some(Self.closedError())
+            case .failed(let error) where state.durableSeq < seq: return (.some(Self.refusal(error)), false)
+            case .failed: break
+            case .closed: return (.some(state.durableSeq >= seq ? nil : Self.closedError()), false)
             }
-            state.waiters.append(Waiter(seq: seq, done: done))
-            return nil
+            state.waiters.append(Waiter(seq: seq, pass: state.passes, done: done))
+            // Already durable (a flush ended since the commit): a pass that starts now delivers it and answers.
+            return (nil, state.durableSeq >= seq)
         }
         if let immediate { return done(immediate) }
+        if wakesFlusher { flusherWake.signal() }
     }
 
-    /// The flusher thread (`batch`): woken by the first record queued after it last took the queue, it writes and
-    /// flushes everything queued by then, then answers the waiters that flush covers.
+    /// The flusher thread (`batch`): woken by the first record queued after it last took the queue (or by a rotation),
+    /// it writes and flushes everything queued by then, delivers the committed records, then answers the waiters that
+    /// flush covers.
     private func runFlusher() {
         while true {
             flusherWake.wait()
@@ -238,16 +253,29 @@ final class Journal: Sendable {
             } catch {
                 fail(error)
             }
-            let woken = state.withLock { Self.takeReadyWaiters(&$0) }
-            for (done, error) in woken { done(error) }
+            answerWaiters()
         }
+    }
+
+    /// One delivery pass: delivers every committed record, then answers the waiters that came before it (so their
+    /// changes are among those delivered) and whose changes are durable; once the journal failed or closed, all of
+    /// those.
+    private func answerWaiters() {
+        let woken = delivering.withLock { _ in
+            let pass = state.withLock { state in
+                state.passes += 1
+                return state.passes
+            }
+            deliver()
+            return state.withLock { Self.takeReadyWaiters(&$0, before: pass) }
+        }
+        for (done, error) in woken { done(error) }
     }
 
     private typealias ReadyWaiter = (@Sendable (ObjectGraphError?) -> Void, ObjectGraphError?)
 
-    /// Removes and returns the waiters a flush has served, with their outcome (all of them once the journal failed
-    /// or closed).
-    private static func takeReadyWaiters(_ state: inout State) -> [ReadyWaiter] {
+    /// Removes and returns the waiters that came before delivery pass `pass` and that are served, with their outcome.
+    private static func takeReadyWaiters(_ state: inout State, before pass: Int) -> [ReadyWaiter] {
         let failure: ObjectGraphError?
         switch state.lifecycle {
         case .open: failure = nil
@@ -256,6 +284,7 @@ final class Journal: Sendable {
         }
         var ready: [ReadyWaiter] = []
         state.waiters.removeAll { waiter in
+            guard waiter.pass < pass else { return false }
             if waiter.seq <= state.durableSeq {
                 ready.append((waiter.done, nil))
                 return true
@@ -267,13 +296,11 @@ final class Journal: Sendable {
         return ready
     }
 
-    /// Puts an open journal in the `failed` state and answers every waiter with the refusal.
+    /// Puts an open journal in the `failed` state (its waiters are then answered with the refusal).
     private func fail(_ error: ObjectGraphError) {
-        let woken = state.withLock { state in
+        state.withLock { state in
             if case .open = state.lifecycle { state.lifecycle = .failed(error) }
-            return Self.takeReadyWaiters(&state)
         }
-        for (done, error) in woken { done(error) }
     }
 
     // MARK: Closing
@@ -281,19 +308,18 @@ final class Journal: Sendable {
     /// Writes what is queued, flushes and closes the journal; later commits are refused. Waiting requests are
     /// answered first.
     func close() {
-        let woken = io.withLock { _ in
+        io.withLock { _ in
             do throws(ObjectGraphError) {
                 try writeQueued(sync: policy != .never)
             } catch {
                 fail(error)
             }
-            return state.withLock { state in
+            state.withLock { state in
                 if case .open = state.lifecycle { state.durableSeq = state.writtenSeq }
                 state.lifecycle = .closed
-                return Self.takeReadyWaiters(&state)
             }
         }
-        for (done, error) in woken { done(error) }
+        answerWaiters()
         flusherWake.signal()
     }
 

@@ -6,6 +6,7 @@ struct KeyPathCompiler {
 
     /// Splits `keyPath` on dots; 400 `bad-key-path` for an empty path or an empty key.
     static func keys(of keyPath: String) throws(ObjectGraphError) -> [String] {
+        if !keyPath.isEmpty && !keyPath.utf8.contains(UInt8(ascii: ".")) { return [keyPath] }
         let keys = keyPath.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         guard !keyPath.isEmpty, !keys.contains(where: \.isEmpty) else {
             throw .badKeyPath(keyPath, "keys may not be empty.")

@@ -57,7 +57,7 @@ public final class ObjectStore: Sendable {
                 throw error
             }
         }
-        deliverPending(through: result.record?.seq)
+        if !hooks.defersDelivery { deliverPending(through: result.record?.seq) }
         return result
     }
 
@@ -165,6 +165,18 @@ public final class ObjectStore: Sendable {
         } else {
             deliveryQueue.async { [self] in drain(didCommit, through: nil) }
         }
+    }
+
+    /// Delivers every record committed so far to `didCommit` on the calling thread (with `defersDelivery`, the only
+    /// way records are delivered). When another thread is delivering, it returns at once: that thread takes them.
+    public func deliverCommitted() {
+        guard let didCommit = hooks.didCommit else { return }
+        let starts = delivery.withLock { queue in
+            if queue.isDelivering || queue.pending.isEmpty { return false }
+            queue.isDelivering = true
+            return true
+        }
+        if starts { drain(didCommit, through: nil) }
     }
 
     private func drain(_ didCommit: @escaping @Sendable (ChangeRecord) -> Void, through seq: Int64?) {

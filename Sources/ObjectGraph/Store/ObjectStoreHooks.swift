@@ -6,8 +6,10 @@
 /// `didCommit` runs after the lock is released, exactly once per committed record, in seq order, never concurrently
 /// with itself; it runs on the committing thread until that transaction's own record is out, then on the store's
 /// delivery queue (so a `transaction` call can return before its own record was delivered when another thread was
-/// delivering). Neither runs for
-/// transactions that changed nothing, nor for `ObjectStore.apply(_:)` (journal replay).
+/// delivering). With `defersDelivery`, committing threads deliver nothing: records wait until someone calls
+/// `ObjectStore.deliverCommitted()` (the document's journal does, after each group commit, so that the requests that
+/// flush made durable are answered after their changes reached the observers, and one thread delivers a whole group).
+/// Neither runs for transactions that changed nothing, nor for `ObjectStore.apply(_:)` (journal replay).
 ///
 /// `capture` runs under the store's lock right after a record committed, with a read view of the state just after it
 /// (its seq is the record's): for readers that must see every committed state exactly, such as the KVO receptionist
@@ -16,14 +18,17 @@ public struct ObjectStoreHooks: Sendable {
     public var willCommit: (@Sendable (ChangeRecord) throws -> Void)?
     public var didCommit: (@Sendable (ChangeRecord) -> Void)?
     public var capture: (@Sendable (ChangeRecord, ReadView) -> Void)?
+    public var defersDelivery: Bool
 
     public init(
         willCommit: (@Sendable (ChangeRecord) throws -> Void)? = nil,
         didCommit: (@Sendable (ChangeRecord) -> Void)? = nil,
-        capture: (@Sendable (ChangeRecord, ReadView) -> Void)? = nil
+        capture: (@Sendable (ChangeRecord, ReadView) -> Void)? = nil,
+        defersDelivery: Bool = false
     ) {
         self.willCommit = willCommit
         self.didCommit = didCommit
         self.capture = capture
+        self.defersDelivery = defersDelivery
     }
 }

@@ -63,6 +63,7 @@ extension Transaction {
         _ value: PropertyListValue, forKeyPath keyPath: String, of object: ObjectID
     ) throws(ObjectGraphError) {
         let keys = try KeyPathCompiler.keys(of: keyPath)
+        if keys.count == 1 { return try setValue(value, forKey: keyPath, of: try state.handle(of: object)) }
         var targets = [try state.handle(of: object)]
         for key in keys.dropLast() {
             var next: [ObjectHandle] = []
