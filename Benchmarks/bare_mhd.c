@@ -2,7 +2,8 @@
  * bare_mhd: the baseline for Benchmarks/bench-healthz.sh and bench-keypath.sh — a bare libmicrohttpd server
  * answering `GET PATH` (default `/healthz`) with BODY (default `{"status":"ok"}`, application/json), started with the
  * same daemon flags and options as Sources/HTTPServer/HTTPServer.swift (+ Sources/CMicroHTTPD/shim.h), answering on
- * the handler's second call. Everything else gets 404.
+ * the handler's second call, and accepting connections the same way (Sources/HTTPServer/HTTPAcceptor.swift: a thread
+ * of its own accepts and hands each connection to the daemon with MHD_add_connection). Everything else gets 404.
  *
  *   cc -O2 -o bare_mhd Benchmarks/bare_mhd.c $(pkg-config --cflags --libs libmicrohttpd)
  *   bare_mhd [PORT [PATH BODY]] [--headers]
@@ -12,8 +13,11 @@
  * Access-Control-Allow-Origin), to separate the cost of the Swift layer from the cost of the bytes on the wire. SIGINT/SIGTERM stop it.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <microhttpd.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,6 +32,26 @@ static const char not_found[] = "{\"error\":{\"code\":\"not-found\",\"message\":
 static int bindery_headers = 0;
 /* A sentinel for *con_cls: the first call (headers only) sets it; the response is queued on the second call. */
 static int seen_headers;
+
+static int listen_fd = -1;
+static volatile int stopping = 0;
+
+/* The accepting thread: every connection goes to the daemon through MHD_add_connection. */
+static void *accept_loop(void *daemon) {
+    while (!stopping) {
+        struct sockaddr_storage client_address;
+        socklen_t length = sizeof client_address;
+        int client = accept(listen_fd, (struct sockaddr *)&client_address, &length);
+        if (client < 0) {
+            if (!stopping) usleep(errno == EINTR || errno == ECONNABORTED ? 0 : 10000);
+            continue;
+        }
+        fcntl(client, F_SETFD, FD_CLOEXEC);
+        fcntl(client, F_SETFL, fcntl(client, F_GETFL) | O_NONBLOCK);
+        MHD_add_connection(daemon, client, (struct sockaddr *)&client_address, length);
+    }
+    return NULL;
+}
 
 static size_t unescape_none(void *cls, struct MHD_Connection *connection, char *s) {
     (void)cls;
@@ -124,7 +148,8 @@ int main(int argc, char **argv) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     unsigned int threads = cores > 1 ? (unsigned int)cores : 1;
     /* The same flags and options as HTTPServer.start() and bindery_mhd_start(). */
-    unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | MHD_USE_TURBO;
+    unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET |
+                         MHD_USE_ERROR_LOG | MHD_USE_TURBO;
     struct MHD_OptionItem options[16];
     int n = 0;
     options[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, NULL};
@@ -134,21 +159,32 @@ int main(int argc, char **argv) {
     options[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, 16 * 1024, NULL};
     options[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096, NULL};
     if (threads > 1) options[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)threads, NULL};
-    options[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, (void *)&address};
     options[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 
-    struct MHD_Daemon *daemon = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, answer, NULL, MHD_OPTION_ARRAY,
-                                                 options, MHD_OPTION_END);
-    if (daemon == NULL) {
-        fprintf(stderr, "bare_mhd: cannot listen on 127.0.0.1:%u\n", port);
+    listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int on = 1;
+    setsockopt(listen_fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    socklen_t length = sizeof address;
+    if (listen_fd < 0 || bind(listen_fd, (struct sockaddr *)&address, sizeof address) != 0 ||
+        listen(listen_fd, 4096) != 0 || getsockname(listen_fd, (struct sockaddr *)&address, &length) != 0) {
+        fprintf(stderr, "bare_mhd: cannot listen on 127.0.0.1:%u: %s\n", port, strerror(errno));
         return 1;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
-    printf("bare_mhd listening on http://127.0.0.1:%u\n", info != NULL ? (unsigned int)info->port : port);
+    struct MHD_Daemon *daemon = MHD_start_daemon(flags, 0, NULL, NULL, answer, NULL, MHD_OPTION_ARRAY, options,
+                                                 MHD_OPTION_END);
+    pthread_t acceptor;
+    if (daemon == NULL || pthread_create(&acceptor, NULL, accept_loop, daemon) != 0) {
+        fprintf(stderr, "bare_mhd: cannot start libmicrohttpd\n");
+        return 1;
+    }
+    printf("bare_mhd listening on http://127.0.0.1:%u\n", (unsigned int)ntohs(address.sin_port));
     fflush(stdout);
 
     int received = 0;
     sigwait(&stop_signals, &received);
+    stopping = 1;
+    shutdown(listen_fd, SHUT_RDWR);
+    pthread_join(acceptor, NULL);
     MHD_stop_daemon(daemon);
     return 0;
 }

@@ -42,12 +42,6 @@ static inline struct MHD_Daemon *bindery_mhd_start(unsigned int flags, uint16_t 
     return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_cls, MHD_OPTION_ARRAY, options, MHD_OPTION_END);
 }
 
-/* The port the daemon is bound to (useful after binding port 0), or 0. */
-static inline uint16_t bindery_mhd_bound_port(struct MHD_Daemon *daemon) {
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
-    return info != NULL ? info->port : 0;
-}
-
 /* The number of connections the daemon currently holds (suspended ones included). */
 static inline unsigned int bindery_mhd_connection_count(struct MHD_Daemon *daemon) {
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);

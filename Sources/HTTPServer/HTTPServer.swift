@@ -15,7 +15,7 @@ public struct HTTPServerError: Error, Sendable, CustomStringConvertible {
 
 /// A libmicrohttpd daemon that hands requests to an `HTTPResponder` as Swift values.
 ///
-/// The daemon runs its own epoll threads (a pool of `threads`). Each request is answered on the handler's second call
+/// The daemon runs its own epoll threads (a pool of `threads`); connections come from `HTTPAcceptor`. Each request is answered on the handler's second call
 /// (answering on the first, while only the header is in, would force `Connection: close`). Bodies are collected up
 /// to `maxBodySize`; past it they are drained and the responder's 413 is sent. A responder may suspend a connection
 /// and answer it later from any thread; `stop()` answers every suspended connection before the daemon stops.
@@ -23,6 +23,7 @@ public final class HTTPServer: Sendable {
     /// `@unchecked Sendable`: the daemon pointer is used only by `stop()`, once, after the state moved to stopping.
     private struct Daemon: @unchecked Sendable {
         let pointer: OpaquePointer
+        let acceptor: HTTPAcceptor
     }
 
     private enum State {
@@ -58,36 +59,42 @@ public final class HTTPServer: Sendable {
         signal(SIGPIPE, SIG_IGN)
         Self.raiseFileLimit()
         let address = try Self.resolve(host: configuration.host, port: configuration.port)
-        var flags =
+        let acceptor: HTTPAcceptor
+        do {
+            acceptor = try HTTPAcceptor(
+                address: address.bytes, family: address.family, backlog: Int32(configuration.listenBacklog))
+        } catch {
+            throw HTTPServerError(
+                message: "cannot listen on \(configuration.host):\(configuration.port): \(error.message)")
+        }
+        let flags =
             MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
+            | MHD_USE_NO_LISTEN_SOCKET.rawValue
             | MHD_USE_ERROR_LOG.rawValue | MHD_USE_TURBO.rawValue
-        if address.family == AF_INET6 { flags |= MHD_USE_IPv6.rawValue }
         // The daemon holds an unretained pointer to self; `stop()` ends the daemon before self can go away, and the
         // owner keeps the server alive while it runs.
         let context = Unmanaged.passUnretained(self).toOpaque()
-        let daemon = address.bytes.withUnsafeBytes { raw in
-            bindery_mhd_start(
-                flags, configuration.port, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self),
-                accessHandler, context, requestCompleted, context,
-                UInt32(max(1, configuration.threads)), UInt32(configuration.connectionLimit),
-                UInt32(configuration.idleTimeout), configuration.connectionMemoryLimit,
-                UInt32(configuration.listenBacklog))
-        }
+        let daemon = bindery_mhd_start(
+            flags, 0, nil, accessHandler, context, requestCompleted, context, UInt32(max(1, configuration.threads)),
+            UInt32(configuration.connectionLimit), UInt32(configuration.idleTimeout),
+            configuration.connectionMemoryLimit, UInt32(configuration.listenBacklog))
         guard let daemon else {
-            throw HTTPServerError(
-                message:
-                    "cannot listen on \(configuration.host):\(configuration.port): \(String(cString: strerror(errno)))"
-            )
+            throw HTTPServerError(message: "cannot start libmicrohttpd: \(String(cString: strerror(errno)))")
         }
-        let port = bindery_mhd_bound_port(daemon)
         let started = state.withLock { state in
             guard case .idle = state else { return false }
-            state = .running(Daemon(pointer: daemon), port: port)
+            state = .running(Daemon(pointer: daemon, acceptor: acceptor), port: acceptor.port)
             return true
         }
-        if !started {
+        guard started else {
             MHD_stop_daemon(daemon)
             throw HTTPServerError(message: "the server was already started")
+        }
+        do {
+            try acceptor.start(daemon: daemon)
+        } catch {
+            stop()
+            throw error
         }
     }
 
@@ -114,6 +121,7 @@ public final class HTTPServer: Sendable {
         while suspendedCount + streams.withLock({ $0.open.count }) > 0, Self.now() < deadline {
             usleep(2_000)
         }
+        daemon.acceptor.stop()
         MHD_stop_daemon(daemon.pointer)
         state.withLock { $0 = .stopped }
     }

@@ -97,6 +97,21 @@ struct HTTPServerTests {
         }
     }
 
+    /// The server listens on a socket of its own (`HTTPAcceptor`): a taken port is refused with the reason, and after
+    /// `stop()` nothing listens any more.
+    @Test func listensUntilStoppedAndRefusesATakenPort() throws {
+        var port: UInt16 = 0
+        try withServer { server, _, client in
+            port = try #require(server.port)
+            #expect(try client.request("GET", "/echo/x").status == 200)
+            let second = HTTPServer(
+                configuration: HTTPServerConfiguration(host: "127.0.0.1", port: port), responder: TestResponder())
+            let refused = #expect(throws: HTTPServerError.self) { try second.start() }
+            #expect(refused?.message == "cannot listen on 127.0.0.1:\(port): Address already in use")
+        }
+        #expect(throws: (any Error).self) { try TestHTTPClient(port: port, timeout: 2).request("GET", "/echo/x") }
+    }
+
     @Test func suspendedRequestIsAnsweredWhenResumedFromAnotherThread() throws {
         try withServer { server, responder, client in
             let result = Mutex<TestResponse?>(nil)
