@@ -190,9 +190,10 @@ extension BinderyService {
         _ result: TransactionResult<T>, _ response: HTTPResponse, document: Document
     ) -> HTTPHandlerResult {
         guard result.record != nil else { return .response(response) }
+        let seq = result.seq
         return .suspend(
             HTTPSuspension(shutdownResponse: notDurable) { connection in
-                document.whenDurable(result.seq) { error in
+                document.whenDurable(seq) { error in
                     connection.resume(with: error.map { .error(APIError($0)) } ?? response)
                 }
             })

@@ -135,6 +135,9 @@ public final class Transaction {
                     if errors.count >= 100 { break }
                 }
             }
+        } else if let first = steps.first?.target, steps.allSatisfy({ $0.target == first }) {
+            // One object changed (a single PUT or PATCH): no set to build.
+            if state.isAlive(first) { validate(first, into: &errors) }
         } else {
             var seen: Set<ObjectHandle> = []
             for step in steps {
@@ -147,7 +150,9 @@ public final class Transaction {
     }
 
     private func validate(_ handle: ObjectHandle, into errors: inout [ObjectGraphError]) {
-        let entity = state.model.entities[handle.entity]
+        // The descriptions are read in place (by index): copying an entity or attribute description retains every
+        // field, on every commit. The object's id is only made for an error.
+        let attributes = state.model.entities[handle.entity].attributes
         var object: ObjectID?
         func id() -> ObjectID {
             if let object { return object }
@@ -155,30 +160,35 @@ public final class Transaction {
             object = id
             return id
         }
-        for attribute in entity.attributes {
-            let value = state.attribute(handle, attribute.slot)
-            if value.isNull && !attribute.isRequired { continue }
-            if let error = attribute.violation(of: value, in: id()) { errors.append(error) }
-        }
-        for relationship in entity.relationships {
-            if relationship.isToMany {
-                let count = state.toManyRows(handle, relationship).count
-                let minimum = relationship.effectiveMinCount
-                if count < minimum {
-                    errors.append(
-                        .cardinality(
-                            relationship.name, of: id(),
-                            "\(relationship.name) needs at least \(minimum) object\(minimum == 1 ? "" : "s"), not \(count)."
-                        ))
-                } else if let maximum = relationship.maxCount, count > maximum {
-                    errors.append(
-                        .cardinality(
-                            relationship.name, of: id(),
-                            "\(relationship.name) may hold at most \(maximum), not \(count)."))
-                }
-            } else if relationship.isRequired && state.toOne(handle, relationship) == nil {
-                errors.append(.cardinality(relationship.name, of: id(), "\(relationship.name) is required."))
+        for index in attributes.indices {
+            let value = state.attribute(handle, attributes[index].slot)
+            if value.isNull && !attributes[index].isRequired { continue }
+            if attributes[index].violation(of: value, in: nil) != nil,
+                let error = attributes[index].violation(of: value, in: id())
+            {
+                errors.append(error)
             }
+        }
+        let relationships = state.model.entities[handle.entity].relationships
+        for index in relationships.indices {
+            let message: String
+            if relationships[index].isToMany {
+                let count = state.toManyRows(handle, relationships[index]).count
+                let minimum = relationships[index].effectiveMinCount
+                if count < minimum {
+                    message = "needs at least \(minimum) object\(minimum == 1 ? "" : "s"), not \(count)."
+                } else if let maximum = relationships[index].maxCount, count > maximum {
+                    message = "may hold at most \(maximum), not \(count)."
+                } else {
+                    continue
+                }
+            } else if relationships[index].isRequired && state.toOne(handle, relationships[index]) == nil {
+                message = "is required."
+            } else {
+                continue
+            }
+            let name = relationships[index].name
+            errors.append(.cardinality(name, of: id(), "\(name) \(message)"))
         }
     }
 
