@@ -54,7 +54,7 @@ extension BinderyService {
         }
         router.add("PUT", "/controllers/:name/selection/*keyPath") { request in
             let value = try controllers.setSelectionValue(
-                try request.jsonBody(), forKeyPath: request.rest("keyPath").joined(separator: "."),
+                try request.jsonBody(), forKeyPath: request.keyPath("keyPath"),
                 controller: request.parameter("name"))
             return .response(.json(value))
         }
@@ -93,7 +93,7 @@ extension BinderyService {
         }
         router.add("PUT", "/controllers/:name/edits/*keyPath") { request in
             let edits = try controllers.setPendingEdit(
-                try request.jsonBody(), forKeyPath: request.rest("keyPath").joined(separator: "."),
+                try request.jsonBody(), forKeyPath: request.keyPath("keyPath"),
                 controller: request.parameter("name"))
             return .response(.json(edits))
         }
@@ -104,7 +104,7 @@ extension BinderyService {
             return .response(.json(state))
         }
         router.add("GET", "/controllers/:name/*keyPath") { request in
-            try read(request.rest("keyPath").joined(separator: "."), of: request.parameter("name"), controllers)
+            try read(request.keyPath("keyPath"), of: request.parameter("name"), controllers)
         }
     }
 

@@ -65,9 +65,8 @@ extension BinderyService {
             return (id, try transaction.view.json(of: id))
         }
         let (id, json) = result.value
-        var response = HTTPResponse.json(json, status: 201, seq: result.seq)
+        var response = HTTPResponse.json(json, status: 201, seq: result.seq, etag: etag(result.seq))
         response.headers.append(("Location", "/objects/\(id.entity)/\(id.id)"))
-        response.headers.append(("ETag", etag(result.seq)))
         return acknowledge(result, response, document: document)
     }
 
@@ -82,9 +81,7 @@ extension BinderyService {
             return .response(
                 HTTPResponse(status: 304, headers: [("ETag", etag(version)), ("X-Store-Seq", String(seq))]))
         }
-        var response = HTTPResponse.json(json, seq: seq)
-        response.headers.append(("ETag", etag(version)))
-        return .response(response)
+        return .response(.json(json, seq: seq, etag: etag(version)))
     }
 
     private static func patchObject(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {
@@ -115,7 +112,7 @@ extension BinderyService {
 
     private static func getValue(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {
         let id = try objectID(request)
-        let keyPath = request.rest("keyPath").joined(separator: ".")
+        let keyPath = request.keyPath("keyPath")
         let (value, seq) = try document.store.read { view throws -> (PropertyListValue, Int64) in
             (try view.value(forKeyPath: keyPath, of: id).json, view.seq)
         }
@@ -124,7 +121,7 @@ extension BinderyService {
 
     private static func putValue(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {
         let id = try objectID(request)
-        let keyPath = request.rest("keyPath").joined(separator: ".")
+        let keyPath = request.keyPath("keyPath")
         let value = try request.jsonBody()
         let result = try document.transactionBeforeDurable { transaction throws -> (PropertyListValue, Int64) in
             let version = try checkIfMatch(request, id: id, in: transaction.view) {
@@ -141,7 +138,7 @@ extension BinderyService {
     /// value.
     private static func insertElement(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {
         let id = try objectID(request)
-        let keyPath = request.rest("keyPath").joined(separator: ".")
+        let keyPath = request.keyPath("keyPath")
         let index = try nonNegativeInteger(request.request.queryValue("index"), name: "index")
         let body = try request.jsonBody()
         guard case .string(let reference)? = body["$ref"], let element = ObjectID(reference: reference) else {
@@ -248,9 +245,7 @@ extension BinderyService {
         _ result: TransactionResult<T>, id: ObjectID, body: PropertyListValue, previousVersion: Int64
     ) -> HTTPResponse {
         let touched = result.record.map { $0.updated.contains(id) || $0.inserted.contains(id) } ?? false
-        var response = HTTPResponse.json(body, seq: result.seq)
-        response.headers.append(("ETag", etag(touched ? result.seq : previousVersion)))
-        return response
+        return .json(body, seq: result.seq, etag: etag(touched ? result.seq : previousVersion))
     }
 
     private static func nonNegativeInteger(_ text: String?, name: String) throws(APIError) -> Int? {

@@ -7,10 +7,15 @@ extension HTTPResponse {
         HTTPResponse(status: status, headers: [("Content-Type", "application/json")], body: .bytes(value.jsonBytes()))
     }
 
-    /// A JSON response that states the store seq its content reflects.
-    public static func json(_ value: PropertyListValue, status: Int = 200, seq: Int64) -> HTTPResponse {
-        HTTPResponse(
-            status: status, headers: [("Content-Type", "application/json"), ("X-Store-Seq", String(seq))],
+    /// A JSON response that states the store seq its content reflects (and, given one, the ETag).
+    public static func json(_ value: PropertyListValue, status: Int = 200, seq: Int64, etag: String? = nil)
+        -> HTTPResponse
+    {
+        let type = ("Content-Type", "application/json")
+        let seq = ("X-Store-Seq", String(seq))
+        // Built at once: appending the ETag afterwards would grow the array.
+        return HTTPResponse(
+            status: status, headers: etag.map { [type, seq, ("ETag", $0)] } ?? [type, seq],
             body: .bytes(value.jsonBytes()))
     }
 

@@ -151,6 +151,12 @@ public struct RouteRequest: Sendable {
         return Array(segments[range.clamped(to: segments.indices)])
     }
 
+    /// The segments bound to `*name` joined with dots: a key path (one segment is returned as it is, uncopied).
+    public func keyPath(_ name: String) -> String {
+        guard let range = range(of: name)?.clamped(to: segments.indices) else { return "" }
+        return range.count == 1 ? segments[range.lowerBound] : segments[range].joined(separator: ".")
+    }
+
     private func range(of name: String) -> Range<Int>? {
         bindings.last(where: { $0.name == name })?.segments
     }

@@ -307,10 +307,15 @@ public final class HTTPServer: Sendable {
             }
         }
         for (name, value) in response.headers { add(name, value) }
-        let requestHeader = { (name: String) -> String? in
-            MHD_lookup_connection_value(connection, .HEADER_KIND, name).map { String(cString: $0) }
-        }
-        responder.addCommonHeaders(to: response, requestHeader: requestHeader, add)
+        // A closure literal in the call stays on the stack, and `withCString` keeps a small name from being copied
+        // to the heap for C.
+        responder.addCommonHeaders(
+            to: response,
+            requestHeader: { name in
+                name.withCString { MHD_lookup_connection_value(connection, .HEADER_KIND, $0) }.map {
+                    String(cString: $0)
+                }
+            }, add)
         let result = MHD_queue_response(connection, UInt32(response.status), mhdResponse)
         MHD_destroy_response(mhdResponse)
         return result

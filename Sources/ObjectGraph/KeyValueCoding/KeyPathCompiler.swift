@@ -5,8 +5,13 @@ struct KeyPathCompiler {
     let derivedType: (Int, Int) throws(ObjectGraphError) -> StaticType
 
     /// Splits `keyPath` on dots; 400 `bad-key-path` for an empty path or an empty key.
+    /// Whether `keyPath` is one key (not empty, no dot).
+    static func isSingleKey(_ keyPath: String) -> Bool {
+        !keyPath.isEmpty && !keyPath.utf8.contains(UInt8(ascii: "."))
+    }
+
     static func keys(of keyPath: String) throws(ObjectGraphError) -> [String] {
-        if !keyPath.isEmpty && !keyPath.utf8.contains(UInt8(ascii: ".")) { return [keyPath] }
+        if isSingleKey(keyPath) { return [keyPath] }
         let keys = keyPath.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         guard !keyPath.isEmpty, !keys.contains(where: \.isEmpty) else {
             throw .badKeyPath(keyPath, "keys may not be empty.")

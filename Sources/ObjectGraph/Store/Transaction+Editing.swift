@@ -62,8 +62,10 @@ extension Transaction {
     public func setValue(
         _ value: PropertyListValue, forKeyPath keyPath: String, of object: ObjectID
     ) throws(ObjectGraphError) {
+        if KeyPathCompiler.isSingleKey(keyPath) {
+            return try setValue(value, forKey: keyPath, of: try state.handle(of: object))
+        }
         let keys = try KeyPathCompiler.keys(of: keyPath)
-        if keys.count == 1 { return try setValue(value, forKey: keyPath, of: try state.handle(of: object)) }
         var targets = [try state.handle(of: object)]
         for key in keys.dropLast() {
             var next: [ObjectHandle] = []
