@@ -15,10 +15,11 @@ public struct HTTPServerError: Error, Sendable, CustomStringConvertible {
 
 /// A libmicrohttpd daemon that hands requests to an `HTTPResponder` as Swift values.
 ///
-/// The daemon runs its own epoll threads (a pool of `threads`); connections come from `HTTPAcceptor`. Each request is answered on the handler's second call
-/// (answering on the first, while only the header is in, would force `Connection: close`). Bodies are collected up
-/// to `maxBodySize`; past it they are drained and the responder's 413 is sent. A responder may suspend a connection
-/// and answer it later from any thread; `stop()` answers every suspended connection before the daemon stops.
+/// The daemon runs its own epoll threads (a pool of `threads`); connections come from `HTTPAcceptor`. Each request is
+/// answered on the handler's second call (answering on the first, while only the header is in, would force
+/// `Connection: close`). Bodies are collected up to `maxBodySize`; past it they are drained and the responder's 413 is
+/// sent. A responder may suspend a connection and answer it later from any thread; `stop()` answers every suspended
+/// connection before the daemon stops.
 public final class HTTPServer: Sendable {
     /// `@unchecked Sendable`: the daemon pointer is used only by `stop()`, once, after the state moved to stopping.
     private struct Daemon: @unchecked Sendable {
@@ -67,10 +68,10 @@ public final class HTTPServer: Sendable {
             throw HTTPServerError(
                 message: "cannot listen on \(configuration.host):\(configuration.port): \(error.message)")
         }
-        let flags =
+        var flags =
             MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
-            | MHD_USE_NO_LISTEN_SOCKET.rawValue
-            | MHD_USE_ERROR_LOG.rawValue | MHD_USE_TURBO.rawValue
+            | MHD_USE_NO_LISTEN_SOCKET.rawValue | MHD_USE_ERROR_LOG.rawValue | MHD_USE_TURBO.rawValue
+        if address.family == AF_INET6 { flags |= MHD_USE_IPv6.rawValue }
         // The daemon holds an unretained pointer to self; `stop()` ends the daemon before self can go away, and the
         // owner keeps the server alive while it runs.
         let context = Unmanaged.passUnretained(self).toOpaque()

@@ -15,9 +15,10 @@ import Synchronization
 /// `fdatasync` for it (group commit), then runs `deliver` (the store's deferred delivery of committed records to their
 /// observers, so one thread delivers the whole group) and then answers the requests waiting in `whenDurable` /
 /// `waitUntilDurable`; encoding, I/O and delivery stay off the store's lock and off the request threads. A change is
-/// acknowledged only once durable, and (with `batch`) after it was delivered. A failed write is cut back off the file; with `batch` (the change is already committed in memory), and
-/// for any failed flush, the journal goes to the `failed` state, in which the waiting requests get 503 and every later
-/// commit is refused (the disk can no longer be trusted).
+/// acknowledged only once durable, and (with `batch`) after it was delivered. A failed write is cut back off the
+/// file; with `batch` (the change is already committed in memory), and for any failed flush, the journal goes to the
+/// `failed` state, in which the waiting requests get 503 and every later commit is refused (the disk can no longer be
+/// trusted).
 final class Journal: Sendable {
     let policy: FsyncPolicy
     let directory: DataDirectory
@@ -76,8 +77,7 @@ final class Journal: Sendable {
         self.snapshotRecords = snapshotRecords
         self.snapshotBytes = snapshotBytes
         self.deliver = deliver
-        var initial = State(
-            lifecycle: .open(file, firstSeq: firstSeq), size: size, writtenSeq: seq, durableSeq: seq)
+        var initial = State(lifecycle: .open(file, firstSeq: firstSeq), size: size, writtenSeq: seq, durableSeq: seq)
         initial.recordsSinceSnapshot = recordsSinceSnapshot
         initial.bytesSinceSnapshot = size
         state = Mutex(initial)

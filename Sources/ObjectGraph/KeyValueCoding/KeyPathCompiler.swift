@@ -4,12 +4,12 @@ struct KeyPathCompiler {
     /// The type a derived key gives: `(entity index, derived index)`.
     let derivedType: (Int, Int) throws(ObjectGraphError) -> StaticType
 
-    /// Splits `keyPath` on dots; 400 `bad-key-path` for an empty path or an empty key.
     /// Whether `keyPath` is one key (not empty, no dot).
     static func isSingleKey(_ keyPath: String) -> Bool {
         !keyPath.isEmpty && !keyPath.utf8.contains(UInt8(ascii: "."))
     }
 
+    /// Splits `keyPath` on dots; 400 `bad-key-path` for an empty path or an empty key.
     static func keys(of keyPath: String) throws(ObjectGraphError) -> [String] {
         if isSingleKey(keyPath) { return [keyPath] }
         let keys = keyPath.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
