@@ -1,3 +1,4 @@
+import ObjectGraph
 import PropertyList
 
 /// A posted notification (API.md §8).
@@ -6,7 +7,39 @@ public struct PostedNotification: Sendable, Sequenced {
     public var name: String
     /// A reference (`Employee/42`, `controllers/NAME`) or any value naming the sender; nil for none.
     public var object: PropertyListValue
-    public var userInfo: PropertyListValue
+    private var info: Info
+
+    /// What `userInfo` is made from: a value, or the objects of an `ObjectsDidChange` (the commit's own id arrays,
+    /// not copied), rendered as references only when a client reads the notification: every commit posts one, and
+    /// most are never read.
+    enum Info: Sendable {
+        case value(PropertyListValue)
+        case objectsDidChange(inserted: [ObjectID], updated: [ObjectID], deleted: [ObjectID])
+    }
+
+    public var userInfo: PropertyListValue {
+        get {
+            switch info {
+            case .value(let value):
+                return value
+            case .objectsDidChange(let inserted, let updated, let deleted):
+                func references(_ ids: [ObjectID]) -> PropertyListValue {
+                    .array(ids.map { ["$ref": .string($0.description)] })
+                }
+                return [
+                    "inserted": references(inserted), "updated": references(updated), "deleted": references(deleted),
+                ]
+            }
+        }
+        set { info = .value(newValue) }
+    }
+
+    init(seq: Int64, name: String, object: PropertyListValue, info: Info) {
+        self.seq = seq
+        self.name = name
+        self.object = object
+        self.info = info
+    }
 
     public var json: PropertyListValue {
         ["seq": .integer(seq), "name": .string(name), "object": object, "userInfo": userInfo]
@@ -33,8 +66,13 @@ final class NotificationCenter {
     /// Posts now; returns the notification's seq.
     @discardableResult
     func post(name: String, object: PropertyListValue, userInfo: PropertyListValue) -> PostedNotification {
+        post(name: name, object: object, info: .value(userInfo))
+    }
+
+    @discardableResult
+    func post(name: String, object: PropertyListValue, info: PostedNotification.Info) -> PostedNotification {
         lastSeq += 1
-        let notification = PostedNotification(seq: lastSeq, name: name, object: object, userInfo: userInfo)
+        let notification = PostedNotification(seq: lastSeq, name: name, object: object, info: info)
         history.append(notification)
         return notification
     }

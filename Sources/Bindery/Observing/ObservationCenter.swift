@@ -342,11 +342,7 @@ public final class ObservationCenter: @unchecked Sendable {
             updateObservers(with: record)
             notificationCenter.post(
                 name: "ObjectsDidChange", object: .null,
-                userInfo: [
-                    "inserted": .array(record.inserted.map { ["$ref": .string($0.description)] }),
-                    "updated": .array(record.updated.map { ["$ref": .string($0.description)] }),
-                    "deleted": .array(record.deleted.map { ["$ref": .string($0.description)] }),
-                ])
+                info: .objectsDidChange(inserted: record.inserted, updated: record.updated, deleted: record.deleted))
         }
         wakeWaiters()
     }
@@ -371,6 +367,7 @@ public final class ObservationCenter: @unchecked Sendable {
     private func updateObservers(with record: ChangeRecord) {
         let capturedValues: [String: PropertyListValue] =
             captured.withLock { captured -> [String: PropertyListValue]? in
+                guard !captured.isEmpty else { return nil }
                 defer { captured = captured.filter { $0.key > record.seq } }
                 return captured[record.seq]
             } ?? [:]
