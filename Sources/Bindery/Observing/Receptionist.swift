@@ -27,7 +27,7 @@ final class Receptionist: Sendable {
         queue.async { [self] in
             let records = buffer.withLock { buffer in
                 defer {
-                    buffer.records = []
+                    buffer.records.removeAll(keepingCapacity: buffer.records.count <= 1024)
                     buffer.scheduled = false
                 }
                 return buffer.records

@@ -22,7 +22,9 @@ public final class DocumentUndoManager: Sendable {
     }
 
     private struct State {
-        var undoStack: [ChangeRecord] = []
+        /// A slice, so that dropping the oldest group past `levelsOfUndo` (on every commit once the stack is full)
+        /// moves its start instead of shifting every record; a later reallocation lets the dropped ones go.
+        var undoStack: ArraySlice<ChangeRecord> = []
         var redoStack: [ChangeRecord] = []
         var pending = Pending.change
     }

@@ -183,7 +183,9 @@ public final class ObjectStore: Sendable {
         while true {
             let batch = delivery.withLock { queue in
                 let batch = queue.pending
-                queue.pending = []
+                // The next batch grows into a buffer of this one's size instead of doubling its way up again (unless
+                // this one was a burst).
+                queue.pending.removeAll(keepingCapacity: batch.count <= 1024)
                 if batch.isEmpty { queue.isDelivering = false }
                 return batch
             }
