@@ -4,6 +4,8 @@ public struct HTTPResponse: Sendable {
     public enum Body: Sendable {
         case empty
         case bytes([UInt8])
+        /// Bytes that live as long as the process (`PersistentBytes`): sent without a copy.
+        case persistent(PersistentBytes)
         /// An open regular file, sent with sendfile; the server closes the descriptor once the response is done.
         case file(descriptor: Int32, size: Int64)
         /// A body written over time, chunked (server-sent events); see `HTTPStream`.
@@ -29,4 +31,23 @@ public struct HTTPResponse: Sendable {
     public func header(_ name: String) -> String? {
         headers.first(where: { equalIgnoringASCIICase($0.name, name) })?.value
     }
+}
+
+/// A response body made once and kept for the life of the process (a health check's answer), which libmicrohttpd
+/// can send without copying it for every response. Never freed: make one per constant, not per request.
+public struct PersistentBytes: Sendable {
+    /// `@unchecked`: written once here, read-only afterwards.
+    private struct Storage: @unchecked Sendable {
+        let buffer: UnsafeRawBufferPointer
+    }
+
+    private let storage: Storage
+
+    public init(_ bytes: [UInt8]) {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, bytes.count), alignment: 1)
+        buffer.copyMemory(from: UnsafeRawBufferPointer(start: bytes, count: bytes.count))
+        storage = Storage(buffer: UnsafeRawBufferPointer(rebasing: buffer[..<bytes.count]))
+    }
+
+    public var buffer: UnsafeRawBufferPointer { storage.buffer }
 }

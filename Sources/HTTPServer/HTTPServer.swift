@@ -282,6 +282,9 @@ public final class HTTPServer: Sendable {
                 MHD_create_response_from_buffer(
                     raw.count, UnsafeMutableRawPointer(mutating: raw.baseAddress), .RESPMEM_MUST_COPY)
             }
+        case .persistent(let bytes):
+            mhdResponse = MHD_create_response_from_buffer(
+                bytes.buffer.count, UnsafeMutableRawPointer(mutating: bytes.buffer.baseAddress), .RESPMEM_PERSISTENT)
         case .stream(let stream):
             stream.attach(to: connection)
             let key = ObjectIdentifier(stream)
