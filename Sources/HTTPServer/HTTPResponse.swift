@@ -45,7 +45,7 @@ public struct PersistentBytes: Sendable {
 
     public init(_ bytes: [UInt8]) {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, bytes.count), alignment: 1)
-        buffer.copyMemory(from: UnsafeRawBufferPointer(start: bytes, count: bytes.count))
+        bytes.withUnsafeBytes { buffer.copyMemory(from: $0) }
         storage = Storage(buffer: UnsafeRawBufferPointer(rebasing: buffer[..<bytes.count]))
     }
 
