@@ -112,6 +112,34 @@ struct HTTPServerTests {
         #expect(throws: (any Error).self) { try TestHTTPClient(port: port, timeout: 2).request("GET", "/echo/x") }
     }
 
+    /// At the connection limit a new connection is closed at once (libmicrohttpd refuses it from the acceptor), and
+    /// the server takes connections again once one goes.
+    @Test func connectionBeyondTheLimitIsClosedAtOnce() throws {
+        let server = HTTPServer(
+            configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 2, connectionLimit: 2),
+            responder: TestResponder())
+        try server.start()
+        defer { server.stop() }
+        let client = TestHTTPClient(port: try #require(server.port), timeout: 3)
+        let partial = Array("GET /echo/held HTTP/1.1\r\nHost: x\r\n".utf8)
+        let held = [try client.connect(), try client.connect()]
+        for socket in held { try client.send(partial, on: socket) }
+        usleep(100_000)
+        let refused = try client.connect()
+        defer { close(refused) }
+        let started = Date()
+        #expect(client.receiveAll(on: refused).isEmpty)
+        #expect(Date().timeIntervalSince(started) < 2)
+        close(held[0])
+        var status: Int?
+        for _ in 0..<50 where status != 200 {
+            status = try? client.request("GET", "/echo/after").status
+            if status != 200 { usleep(20_000) }
+        }
+        #expect(status == 200)
+        close(held[1])
+    }
+
     @Test func suspendedRequestIsAnsweredWhenResumedFromAnotherThread() throws {
         try withServer { server, responder, client in
             let result = Mutex<TestResponse?>(nil)
