@@ -40,8 +40,8 @@ SCRATCH="$ROOT/.build-release"
 # shellcheck source=Benchmarks/lib.sh
 . Benchmarks/lib.sh
 prepare_bindery wrk etcd-server
-command -v wrk >/dev/null || { echo "wrk is not installed" >&2; exit 2; }
-command -v etcd >/dev/null || { echo "etcd is not installed (etcd-server)" >&2; exit 2; }
+require_command wrk
+require_command etcd etcd-server
 
 bench_init bench-durable
 

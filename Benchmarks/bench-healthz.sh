@@ -36,16 +36,12 @@ SCRATCH="$ROOT/.build-release"
 # shellcheck source=Benchmarks/lib.sh
 . Benchmarks/lib.sh
 prepare_bindery wrk
-# shellcheck disable=SC2046  # pkg-config output is meant to be split into words
-build_c bare_mhd $(pkg-config --cflags --libs libmicrohttpd) -lpthread
-BARE="$SCRATCH/bare_mhd"
-command -v wrk >/dev/null || { echo "wrk is not installed" >&2; exit 2; }
+build_bare_mhd
+require_command wrk
 
 bench_init bench-healthz
 
-start bindery "$WORK/bindery.log" \
-    "$BINDERY" serve --fixture Fixtures/employees --data "$WORK/data" --public Public --host 127.0.0.1 --port 0
-BINDERY_PORT=$PORT
+start_fixture_bindery
 BARE_ARGS=(0)
 [ "$BARE_HEADERS" = 1 ] && BARE_ARGS+=(--headers)
 start bare_mhd "$WORK/bare.log" "$BARE" "${BARE_ARGS[@]}"

@@ -36,15 +36,11 @@ SCRATCH="$ROOT/.build-bench"
 # shellcheck source=Benchmarks/lib.sh
 . Benchmarks/lib.sh
 prepare_bindery wrk
-# shellcheck disable=SC2046  # pkg-config output is meant to be split into words
-build_c bare_mhd $(pkg-config --cflags --libs libmicrohttpd) -lpthread
-BARE="$SCRATCH/bare_mhd"
-command -v wrk >/dev/null || { echo "wrk is not installed" >&2; exit 2; }
+build_bare_mhd
+require_command wrk
 
 bench_init bench-keypath
-start bindery "$WORK/bindery.log" \
-    "$BINDERY" serve --fixture Fixtures/employees --data "$WORK/data" --public Public --host 127.0.0.1 --port 0
-BINDERY_PORT=$PORT
+start_fixture_bindery
 
 # The bare server answers with exactly the bytes Bindery answers.
 read -r status body < <(http_get "$BINDERY_PORT" "$KEY_PATH")

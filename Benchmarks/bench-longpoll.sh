@@ -39,7 +39,7 @@ if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt $((WAITERS + 500)) ];
 fi
 
 prepare_bindery etcd-server
-if [ "$SKIP_ETCD" != 1 ]; then command -v etcd >/dev/null || { echo "etcd is not installed" >&2; exit 2; }; fi
+if [ "$SKIP_ETCD" != 1 ]; then require_command etcd etcd-server; fi
 
 # The fan-out waiters run in C (Benchmarks/fanout_client.c) unless FANOUT_CLIENT=python: the Python loop costs about
 # 20 us per answer, on the same 2 cores as the server, and its backlog ends up in every answer's timestamp.

@@ -5,10 +5,14 @@
 #                                         # in $SCRATCH) unless BINDERY_BINARY names one; sets and checks BINDERY
 #   build_c NAME [CC_ARGS...]             # compiles Benchmarks/NAME.c into $SCRATCH/NAME (with SKIP_BUILD=1 only when
 #                                         # missing or older than the source)
+#   build_bare_mhd                        # build_c of bare_mhd (the bare libmicrohttpd baseline); sets BARE
+#   require_command NAME [PACKAGE]        # exits 2 naming the Debian package when NAME is not installed
 #   stop_server PID                       # SIGTERM, then SIGKILL after 5 s
 #   bench_init NAME                       # temporary directory in $WORK (under DATA_ROOT, else TMPDIR or /tmp);
 #                                         # servers in PIDS stopped on exit/Ctrl-C
 #   start NAME LOGFILE COMMAND...         # starts a server printing "listening on http://HOST:PORT"; sets PORT
+#   start_fixture_bindery                 # starts $BINDERY on Fixtures/employees (data in $WORK/data, log
+#                                         # $WORK/bindery.log) on 127.0.0.1; sets BINDERY_PORT
 #   http_get PORT PATH                    # prints "STATUS BODY" of a GET over bash's /dev/tcp (no curl needed)
 #   run_wrk URL SECONDS [PID]             # prints "REQUESTS_PER_SECOND SERVER_CPU_MICROSECONDS_PER_REQUEST"
 #   median VALUE...                       # prints the median
@@ -41,6 +45,16 @@ build_c() {
         mkdir -p "$SCRATCH"
         cc -O2 -o "$SCRATCH/$name" "Benchmarks/$name.c" "$@"
     fi
+}
+
+build_bare_mhd() {
+    # shellcheck disable=SC2046  # pkg-config output is meant to be split into words
+    build_c bare_mhd $(pkg-config --cflags --libs libmicrohttpd) -lpthread
+    BARE="$SCRATCH/bare_mhd"
+}
+
+require_command() {
+    command -v "$1" >/dev/null || { echo "$1 is not installed${2:+ ($2)}" >&2; exit 2; }
 }
 
 stop_server() {
@@ -90,6 +104,12 @@ start() {
     echo "$name did not start:" >&2
     cat "$log" "$log.err" >&2
     return 1
+}
+
+start_fixture_bindery() {
+    start bindery "$WORK/bindery.log" \
+        "$BINDERY" serve --fixture Fixtures/employees --data "$WORK/data" --public Public --host 127.0.0.1 --port 0
+    BINDERY_PORT=$PORT
 }
 
 # http_get PORT PATH — prints the status code, a space and the body of `GET PATH` (Connection: close).
