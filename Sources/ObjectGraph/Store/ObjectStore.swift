@@ -153,13 +153,7 @@ public final class ObjectStore: Sendable {
     /// observers when it returns (unless another thread was delivering); what arrived meanwhile is handed to the
     /// store's delivery queue, so that a steady stream of other commits cannot keep one request delivering forever.
     private func deliverPending(through seq: Int64?) {
-        guard let didCommit = hooks.didCommit else { return }
-        let starts = delivery.withLock { queue in
-            if queue.isDelivering { return false }
-            queue.isDelivering = true
-            return true
-        }
-        guard starts else { return }
+        guard let didCommit = hooks.didCommit, claimDelivery() else { return }
         if let seq {
             drain(didCommit, through: seq)
         } else {
@@ -170,13 +164,17 @@ public final class ObjectStore: Sendable {
     /// Delivers every record committed so far to `didCommit` on the calling thread (with `defersDelivery`, the only
     /// way records are delivered). When another thread is delivering, it returns at once: that thread takes them.
     public func deliverCommitted() {
-        guard let didCommit = hooks.didCommit else { return }
-        let starts = delivery.withLock { queue in
+        guard let didCommit = hooks.didCommit, claimDelivery() else { return }
+        drain(didCommit, through: nil)
+    }
+
+    /// Makes the caller the deliverer, unless another thread is delivering or nothing waits.
+    private func claimDelivery() -> Bool {
+        delivery.withLock { queue in
             if queue.isDelivering || queue.pending.isEmpty { return false }
             queue.isDelivering = true
             return true
         }
-        if starts { drain(didCommit, through: nil) }
     }
 
     private func drain(_ didCommit: @escaping @Sendable (ChangeRecord) -> Void, through seq: Int64?) {
