@@ -17,13 +17,13 @@ static inline size_t bindery_mhd_unescape_none(void *cls, struct MHD_Connection 
     return strlen(s);
 }
 
-/* Starts a daemon. `address` may be NULL (all interfaces on `port`); `thread_pool_size` <= 1 means one thread. */
-static inline struct MHD_Daemon *bindery_mhd_start(unsigned int flags, uint16_t port, const struct sockaddr *address,
-                                                   MHD_AccessHandlerCallback handler, void *handler_cls,
-                                                   MHD_RequestCompletedCallback completed, void *completed_cls,
-                                                   unsigned int thread_pool_size, unsigned int connection_limit,
-                                                   unsigned int connection_timeout, size_t connection_memory_limit,
-                                                   unsigned int listen_backlog) {
+/* Starts a daemon without a listening socket (the server accepts connections itself and adds them with
+   MHD_add_connection); `thread_pool_size` <= 1 means one thread. */
+static inline struct MHD_Daemon *bindery_mhd_start(unsigned int flags, MHD_AccessHandlerCallback handler,
+                                                   void *handler_cls, MHD_RequestCompletedCallback completed,
+                                                   void *completed_cls, unsigned int thread_pool_size,
+                                                   unsigned int connection_limit, unsigned int connection_timeout,
+                                                   size_t connection_memory_limit) {
     struct MHD_OptionItem options[16];
     int n = 0;
     options[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, completed_cls};
@@ -31,15 +31,11 @@ static inline struct MHD_Daemon *bindery_mhd_start(unsigned int flags, uint16_t 
     options[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, (intptr_t)connection_limit, NULL};
     options[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)connection_timeout, NULL};
     options[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)connection_memory_limit, NULL};
-    options[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_BACKLOG_SIZE, (intptr_t)listen_backlog, NULL};
     if (thread_pool_size > 1) {
         options[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)thread_pool_size, NULL};
     }
-    if (address != NULL) {
-        options[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, (void *)address};
-    }
     options[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
-    return MHD_start_daemon(flags, port, NULL, NULL, handler, handler_cls, MHD_OPTION_ARRAY, options, MHD_OPTION_END);
+    return MHD_start_daemon(flags, 0, NULL, NULL, handler, handler_cls, MHD_OPTION_ARRAY, options, MHD_OPTION_END);
 }
 
 /* The number of connections the daemon currently holds (suspended ones included). */

@@ -76,9 +76,9 @@ public final class HTTPServer: Sendable {
         // owner keeps the server alive while it runs.
         let context = Unmanaged.passUnretained(self).toOpaque()
         let daemon = bindery_mhd_start(
-            flags, 0, nil, accessHandler, context, requestCompleted, context, UInt32(max(1, configuration.threads)),
+            flags, accessHandler, context, requestCompleted, context, UInt32(max(1, configuration.threads)),
             UInt32(configuration.connectionLimit), UInt32(configuration.idleTimeout),
-            configuration.connectionMemoryLimit, UInt32(configuration.listenBacklog))
+            configuration.connectionMemoryLimit)
         guard let daemon else {
             throw HTTPServerError(message: "cannot start libmicrohttpd: \(String(cString: strerror(errno)))")
         }
