@@ -113,10 +113,7 @@ public final class ControllerRegistry: Sendable {
     }
 
     private func takeInbox() -> [ChangeRecord] {
-        inbox.withLock { inbox in
-            defer { inbox = [] }
-            return inbox
-        }
+        inbox.withLock { $0.takeAll() }
     }
 
     // MARK: Sessions

@@ -26,11 +26,8 @@ final class Receptionist: Sendable {
         guard schedule else { return }
         queue.async { [self] in
             let records = buffer.withLock { buffer in
-                defer {
-                    buffer.records.removeAll(keepingCapacity: buffer.records.count <= 1024)
-                    buffer.scheduled = false
-                }
-                return buffer.records
+                buffer.scheduled = false
+                return buffer.records.takeAll()
             }
             handler(records)
         }

@@ -125,10 +125,7 @@ final class Journal: Sendable {
             (state: inout State) throws(ObjectGraphError) -> ([ChangeRecord], OwnedFileDescriptor, Int) in
             state.flusherWoken = false
             let file = try Self.openFile(state)
-            // The next group grows into a buffer of this one's size instead of doubling its way up again (unless
-            // this one was a burst).
-            defer { state.queued.removeAll(keepingCapacity: state.queued.count <= 1024) }
-            return (state.queued, file, state.size)
+            return (state.queued.takeAll(), file, state.size)
         }
         var frames: [UInt8] = []
         if !records.isEmpty {

@@ -180,10 +180,7 @@ public final class ObjectStore: Sendable {
     private func drain(_ didCommit: @escaping @Sendable (ChangeRecord) -> Void, through seq: Int64?) {
         while true {
             let batch = delivery.withLock { queue in
-                let batch = queue.pending
-                // The next batch grows into a buffer of this one's size instead of doubling its way up again (unless
-                // this one was a burst).
-                queue.pending.removeAll(keepingCapacity: batch.count <= 1024)
+                let batch = queue.pending.takeAll()
                 if batch.isEmpty { queue.isDelivering = false }
                 return batch
             }
