@@ -59,15 +59,16 @@ final class HTTPAcceptor: Sendable {
         close(socket)
     }
 
-    /// Starts the accepting thread, which hands connections to `daemon` until `stop()`.
-    func start(daemon: OpaquePointer) throws(HTTPServerError) {
-        let context = Unmanaged.passRetained(AcceptLoop(acceptor: self, daemon: daemon)).toOpaque()
+    /// Starts the accepting thread, which hands connections to `daemon` until `stop()`; beyond `limit` connections
+    /// held, a new one is closed at once.
+    func start(daemon: OpaquePointer, limit: Int) throws(HTTPServerError) {
+        let context = Unmanaged.passRetained(AcceptLoop(acceptor: self, daemon: daemon, limit: limit)).toOpaque()
         var thread = pthread_t()
         let created = pthread_create(
             &thread, nil,
             { context in
                 let loop = Unmanaged<AcceptLoop>.fromOpaque(context!).takeRetainedValue()
-                loop.acceptor.run(daemon: loop.daemon)
+                loop.acceptor.run(daemon: loop.daemon, limit: loop.limit)
                 return nil
             }, context)
         guard created == 0 else {
@@ -85,7 +86,7 @@ final class HTTPAcceptor: Sendable {
         if let thread = thread.withLock({ $0.take() }) { pthread_join(thread, nil) }
     }
 
-    private func run(daemon: OpaquePointer) {
+    private func run(daemon: OpaquePointer, limit: Int) {
         var storage = sockaddr_storage()
         while !stopping.load(ordering: .acquiring) {
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
@@ -101,9 +102,15 @@ final class HTTPAcceptor: Sendable {
                 }
                 continue
             }
+            // The limit is enforced here, not by libmicrohttpd: a 0.9.75 worker that reached its own share of the
+            // limit could deadlock on one of its mutexes at shutdown (MHD_stop_daemon never returned). Only this
+            // thread adds connections, so the count cannot rise between the check and the add.
+            if Int(bindery_mhd_connection_count(daemon)) >= limit {
+                close(client)
+                continue
+            }
             _ = fcntl(client, F_SETFD, FD_CLOEXEC)
             _ = fcntl(client, F_SETFL, fcntl(client, F_GETFL) | O_NONBLOCK)
-            // Closes the socket itself when it cannot take the connection (at its limit).
             _ = withUnsafeMutablePointer(to: &storage) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                     MHD_add_connection(daemon, client, $0, length)
@@ -121,9 +128,11 @@ final class HTTPAcceptor: Sendable {
 private final class AcceptLoop {
     let acceptor: HTTPAcceptor
     let daemon: OpaquePointer
+    let limit: Int
 
-    init(acceptor: HTTPAcceptor, daemon: OpaquePointer) {
+    init(acceptor: HTTPAcceptor, daemon: OpaquePointer, limit: Int) {
         self.acceptor = acceptor
         self.daemon = daemon
+        self.limit = limit
     }
 }

@@ -77,7 +77,10 @@ public final class HTTPServer: Sendable {
         let context = Unmanaged.passUnretained(self).toOpaque()
         let daemon = bindery_mhd_start(
             flags, accessHandler, context, requestCompleted, context, UInt32(max(1, configuration.threads)),
-            UInt32(configuration.connectionLimit), UInt32(configuration.idleTimeout),
+            // The acceptor enforces the limit; libmicrohttpd's own (split per worker) is set so that no worker ever
+            // reaches it: version 0.9.75 can deadlock a worker that did, on shutdown.
+            UInt32(clamping: configuration.connectionLimit * max(1, configuration.threads)),
+            UInt32(configuration.idleTimeout),
             configuration.connectionMemoryLimit)
         guard let daemon else {
             throw HTTPServerError(message: "cannot start libmicrohttpd: \(String(cString: strerror(errno)))")
@@ -92,7 +95,7 @@ public final class HTTPServer: Sendable {
             throw HTTPServerError(message: "the server was already started")
         }
         do {
-            try acceptor.start(daemon: daemon)
+            try acceptor.start(daemon: daemon, limit: configuration.connectionLimit)
         } catch {
             stop()
             throw error
