@@ -89,22 +89,16 @@ struct ServeCommand: ParsableCommand {
                 host: host, port: port, threads: threads, maxBodySize: maxBody),
             responder: service)
         try server.start()
-        let shownHost = host.contains(":") ? "[\(host)]" : host
-        FileHandle.standardOutput.write(Data("bindery listening on http://\(shownHost):\(server.port ?? port)\n".utf8))
-
-        var sources: [any DispatchSourceSignal] = []
-        for signalNumber in [SIGINT, SIGTERM] {
-            signal(signalNumber, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .main)
-            source.setEventHandler { @Sendable in
+        try ShutdownSignal.install {
+            DispatchQueue.main.async {
                 observations.answerAllWaiters()
                 server.stop()
                 document.close()
                 Foundation.exit(0)
             }
-            source.resume()
-            sources.append(source)
         }
-        withExtendedLifetime(sources) { dispatchMain() }
+        let shownHost = host.contains(":") ? "[\(host)]" : host
+        FileHandle.standardOutput.write(Data("bindery listening on http://\(shownHost):\(server.port ?? port)\n".utf8))
+        dispatchMain()
     }
 }

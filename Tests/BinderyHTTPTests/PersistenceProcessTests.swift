@@ -61,9 +61,16 @@ struct ServerProcess {
         process.waitUntilExit()
     }
 
-    func terminate() -> Int32 {
-        kill(process.processIdentifier, SIGTERM)
-        process.waitUntilExit()
+    /// Sends SIGTERM and returns the exit status; -1 (after a SIGKILL) when the server is still running 10 s later,
+    /// so a lost signal fails the test instead of hanging the suite.
+    func terminate(_ signalNumber: Int32 = SIGTERM) -> Int32 {
+        kill(process.processIdentifier, signalNumber)
+        let deadline = Date().addingTimeInterval(10)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        guard !process.isRunning else {
+            kill9()
+            return -1
+        }
         return process.terminationStatus
     }
 }
@@ -101,6 +108,17 @@ struct PersistenceProcessTests {
             #expect(try again.client.request("GET", "/objects/Department/77/name").json == "Persisted")
             #expect(try again.client.request("GET", "/objects/Employee").json?["count"] == 32)
             #expect(try again.client.request("GET", "/healthz").header("X-Store-Seq") == "3")
+        }
+    }
+
+    /// A supervisor may signal as soon as the listening line appears; the handlers are in place by then.
+    @Test func aSignalRightAfterTheListeningLineStopsTheServerCleanly() throws {
+        try withTemporaryDataDirectory { data in
+            for round in 0..<10 {
+                let (started, _, _) = try ServerProcess.start(data: data, fsync: "batch")
+                let server = try #require(started)
+                #expect(server.terminate(round.isMultiple(of: 2) ? SIGTERM : SIGINT) == 0, "round \(round)")
+            }
         }
     }
 
