@@ -12,10 +12,10 @@ let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().de
 
 /// Starts the REST service on a free port with the employees fixture and the repository's Public/ folder.
 func withService(
-    maxBody: Int = 1 << 20, observation: ObservationCenter.Configuration = .init(),
+    maxBody: Int = 1 << 20, observation: ObservationCenter.Configuration = .init(), document: Document? = nil,
     _ body: (TestHTTPClient) throws -> Void
 ) throws {
-    let document = try Document(fixtureDirectory: packageRoot + "/Fixtures/employees")
+    let document = try document ?? Document(fixtureDirectory: packageRoot + "/Fixtures/employees")
     let observations = ObservationCenter(
         document: document, queue: DispatchQueue(label: "test.observation"), configuration: observation)
     let service = BinderyService(
