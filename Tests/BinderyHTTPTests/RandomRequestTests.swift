@@ -2,6 +2,7 @@ import Bindery
 import Foundation
 import HTTPTestSupport
 import PropertyList
+import Synchronization
 import Testing
 
 /// SplitMix64: a seeded generator, so a failing run can be replayed from the seed in its message.
@@ -207,6 +208,33 @@ struct RandomRequestTests {
             let seq = Int(try client.request("GET", "/healthz").header("X-Store-Seq") ?? "") ?? 0
             #expect(seq > 40, "seed \(seed): only \(seq - 1) commits")
             try expectConsistentGraph(client, seed: seed)
+        }
+    }
+
+    /// Four clients at once (each its own seed) against the two server threads: the same answers, and the graph
+    /// stays consistent when commits, controller edits and undo interleave.
+    @Test func concurrentRandomRequestsLeaveAConsistentGraph() throws {
+        try withService { client in
+            let failures = Mutex<[String]>([])
+            DispatchQueue.concurrentPerform(iterations: 4) { worker in
+                var requests = RandomRequests(random: SeededGenerator(state: 100 + UInt64(worker)))
+                for index in 0..<400 {
+                    let (method, path, headers, body) = requests.request()
+                    let context = "worker \(worker) request \(index): \(method) \(path)"
+                    guard let response = try? client.request(method, path, headers: headers, body: body) else {
+                        failures.withLock { $0.append("\(context): no answer") }
+                        continue
+                    }
+                    let isJSONError = response.json?["error"]?["code"]?.stringValue != nil
+                    if response.status >= 500 && response.status != 503
+                        || response.status >= 400 && method != "HEAD" && !isJSONError
+                    {
+                        failures.withLock { $0.append("\(context) → \(response.status) \(response.text.prefix(200))") }
+                    }
+                }
+            }
+            #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 }.prefix(10))")
+            try expectConsistentGraph(client, seed: 100)
         }
     }
 
