@@ -14,6 +14,8 @@ enum ShutdownSignal {
     static func install(_ shutdown: @escaping @Sendable () -> Void) throws {
         var ends: [Int32] = [-1, -1]
         guard pipe(&ends) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        // A full pipe (thousands of signals during shutdown) must not block the handler.
+        _ = fcntl(ends[1], F_SETFL, O_NONBLOCK)
         writeEnd = ends[1]
         let readEnd = ends[0]
 
