@@ -21,6 +21,8 @@ struct SeededGenerator: RandomNumberGenerator {
 /// Random requests drawn from the API's own routes with odd ids, key paths, bodies and headers (API.md §2: no
 /// request may crash the server, corrupt the store or leave a partial change applied).
 struct RandomRequests {
+    typealias Request = (method: String, path: String, headers: [String: String], body: [UInt8]?)
+
     var random: SeededGenerator
 
     private mutating func pick<T>(_ choices: [T]) -> T { choices.randomElement(using: &random)! }
@@ -111,7 +113,7 @@ struct RandomRequests {
 
     /// A request that often succeeds, so that the run commits changes of every kind (sets, relationship edits,
     /// inserts, deletes, undo, controller edits) for the consistency check to look at.
-    mutating func plausibleRequest() -> (method: String, path: String, headers: [String: String], body: [UInt8]?) {
+    mutating func plausibleRequest() -> Request {
         let employee = "Employee/\(Int.random(in: 1...34, using: &random))"
         let department = "Department/\(Int.random(in: 1...6, using: &random))"
         let reference = #"{"$ref": "\#(chance(0.5) ? employee : department)"}"#
@@ -159,7 +161,7 @@ struct RandomRequests {
     }
 
     /// The next request; `PUT /store` is left out because a valid empty graph (`[]`) would end the run's interest.
-    mutating func request() -> (method: String, path: String, headers: [String: String], body: [UInt8]?) {
+    mutating func request() -> Request {
         if chance(0.4) { return plausibleRequest() }
         let method = pick(["GET", "GET", "PUT", "PUT", "POST", "POST", "PATCH", "DELETE", "HEAD", "OPTIONS", "BREW"])
         var path = path()
