@@ -49,12 +49,13 @@ private final class TestResponder: HTTPResponder {
 }
 
 private func withServer(
-    maxBody: Int = 1 << 20, staticRoot: String? = nil,
+    maxBody: Int = 1 << 20, staticRoot: String? = nil, idleTimeout: Int = 60,
     _ body: (HTTPServer, TestResponder, TestHTTPClient) throws -> Void
 ) throws {
     let responder = TestResponder(staticRoot: staticRoot)
     let server = HTTPServer(
-        configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 2, maxBodySize: maxBody),
+        configuration: HTTPServerConfiguration(
+            host: "127.0.0.1", port: 0, threads: 2, maxBodySize: maxBody, idleTimeout: idleTimeout),
         responder: responder)
     try server.start()
     defer { server.stop() }
@@ -201,6 +202,51 @@ struct HTTPServerTests {
             }
             let status = try client.request("GET", "/echo").status
             #expect(status == 200)
+        }
+    }
+
+    /// Slow clients: stalled connections hold up nobody, a request sent a byte at a time is answered, and a stalled
+    /// connection is closed after the idle timeout.
+    @Test func slowClientsHoldUpNobodyAndStalledOnesAreClosed() throws {
+        try withServer(idleTimeout: 1) { _, _, client in
+            let testStarted = Date()
+            // Twenty connections stall in the middle of a request line, twenty in the middle of a body; their reads
+            // give up after 3 s, so that a server that never closes them fails the test quickly.
+            var stalling = client
+            stalling.timeout = 3
+            var stalled: [Int32] = []
+            defer { stalled.forEach { close($0) } }
+            for index in 0..<40 {
+                let socket = try stalling.connect()
+                let partial =
+                    index.isMultiple(of: 2)
+                    ? "GET /ec" : "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n12345"
+                try client.send(Array(partial.utf8), on: socket)
+                stalled.append(socket)
+            }
+            // Others are answered at once.
+            for _ in 0..<20 {
+                let started = Date()
+                #expect(try client.request("GET", "/echo").status == 200)
+                #expect(Date().timeIntervalSince(started) < 0.5)
+            }
+            // A request sent a byte at a time, 25 ms apart, takes longer than the idle timeout in all and is answered:
+            // each byte is activity.
+            let socket = try client.connect()
+            defer { close(socket) }
+            for byte in Array("GET /echo/slow HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8) {
+                try client.send([byte], on: socket)
+                usleep(25_000)
+            }
+            #expect(String(decoding: client.receiveAll(on: socket), as: UTF8.self).contains("GET echo|slow"))
+            // The stalled connections were closed by the server after the timeout: each read ends at once.
+            for socket in stalled {
+                _ = stalling.receiveAll(on: socket)
+                guard Date().timeIntervalSince(testStarted) < 5 else {
+                    Issue.record("a stalled connection was still open 5 s after the test started")
+                    break
+                }
+            }
         }
     }
 
