@@ -57,7 +57,7 @@ paths = {
     "delete": op("Remove the element at the index that ends the path (…/{toManyKeyPath}/{index})", [entity, oid, kp, ifmatch], tags=["objects"])},
   "/controllers": {
     "get": op("All controllers", tags=["controllers"]),
-    "post": op("Create a controller", body=json_body(ref("ControllerDescription")), responses=ok(ANY, "Created", "201"), tags=["controllers"])},
+    "post": op("Create a controller (at most 1,000 created at run time; one more is 503 too-many-controllers)", body=json_body(ref("ControllerDescription")), responses=ok(ANY, "Created", "201"), tags=["controllers"])},
   "/controllers/{name}": {"get": op("Controller state", [name], tags=["controllers"]), "delete": op("Remove a run-time controller", [name], responses={"204": {"description": "Removed"}}, tags=["controllers"])},
   "/controllers/{name}/arrangedObjects": {"get": op("Arranged objects (tree: nested nodes)", [name], tags=["controllers"])},
   "/controllers/{name}/selectedObjects": {"get": op("Selected objects", [name], tags=["controllers"]), "put": op("Select these objects", [name], json_body({"type": "array", "items": ref("Reference")}), tags=["controllers"])},

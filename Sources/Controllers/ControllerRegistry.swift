@@ -24,6 +24,9 @@ public final class ControllerRegistry: Sendable {
     public let store: ObjectStore
     private let transactionRunner: TransactionRunner
     private let appliesRecordsInBackground: Bool
+    /// Controllers created at run time (`POST /controllers`) that may exist at once; declared ones do not count.
+    /// Every controller follows every commit, so the limit bounds both memory and the work per commit.
+    public let runtimeControllerLimit: Int
     private let state = Mutex(RegistryState())
     /// Committed records not yet applied to the controllers, in seq order.
     private let inbox = Mutex<[ChangeRecord]>([])
@@ -59,9 +62,13 @@ public final class ControllerRegistry: Sendable {
     ///
     /// With `appliesRecordsInBackground` false, queued records are applied only by the next session or
     /// `synchronize()` (benchmarks use it to time the controllers' work alone).
-    public init(store: ObjectStore, appliesRecordsInBackground: Bool = true, transact: @escaping TransactionRunner) {
+    public init(
+        store: ObjectStore, appliesRecordsInBackground: Bool = true, runtimeControllerLimit: Int = 1_000,
+        transact: @escaping TransactionRunner
+    ) {
         self.store = store
         self.appliesRecordsInBackground = appliesRecordsInBackground
+        self.runtimeControllerLimit = runtimeControllerLimit
         self.transactionRunner = transact
         state.withLock { $0.lastProcessedSeq = store.seq }
     }
@@ -194,7 +201,8 @@ public final class ControllerRegistry: Sendable {
     ///
     /// Errors: 409 `conflict` for a name in use, 404 `no-such-entity` for entity mode over an unknown entity,
     /// 422 `bad-binding` for a binding to an unknown controller, 400 `bad-controller` for a children key path that is
-    /// not a to-many of the content, and the errors of evaluating the filter or sort keys on the content.
+    /// not a to-many of the content, the errors of evaluating the filter or sort keys on the content, and 503
+    /// `too-many-controllers` (with `limit`) when `runtimeControllerLimit` run-time controllers exist already.
     @discardableResult
     public func create(_ description: ControllerDescription, declared: Bool = false) throws -> PropertyListValue {
         try session { registry, context in
@@ -202,6 +210,13 @@ public final class ControllerRegistry: Sendable {
                 throw ObjectGraphError(
                     status: 409, code: "conflict", message: "A controller \"\(description.name)\" exists already.",
                     fields: ["controller": .string(description.name)])
+            }
+            if !declared && registry.controllers.values.count(where: { !$0.isDeclared }) >= runtimeControllerLimit {
+                throw ObjectGraphError(
+                    status: 503, code: "too-many-controllers",
+                    message: "\(runtimeControllerLimit) controllers created at run time exist already; "
+                        + "delete one (DELETE /controllers/{name}) first.",
+                    fields: ["limit": .integer(Int64(runtimeControllerLimit))])
             }
             if case .entity(let entity) = description.content, context.model.entity(named: entity) == nil {
                 throw ObjectGraphError.noSuchEntity(entity)

@@ -50,6 +50,26 @@ struct ControllerDefaultsTests {
         expectError("no-such-controller", status: 404) { try h.value("selection", of: "nobody") }
     }
 
+    @Test func create_beyondTheRuntimeLimit_isRefusedUntilOneIsRemoved() throws {
+        let h = try Harness()
+        let limit = h.registry.runtimeControllerLimit
+        #expect(limit == 1_000)
+        for index in 0..<limit {
+            try h.make(["name": .string("c\(index)"), "content": "Employee"])
+        }
+        #expect {
+            try h.make(["name": "one-too-many", "content": "Employee"])
+        } throws: { error in
+            let error = error as? ObjectGraphError
+            return error?.status == 503 && error?.code == "too-many-controllers" && error?.fields["limit"] == 1_000
+        }
+        // Declared controllers do not count against it.
+        try h.registry.create(json: ["name": "declared", "kind": "array", "content": "Department"], declared: true)
+        try h.registry.remove(named: "c0")
+        try h.make(["name": "one-too-many", "content": "Employee"])
+        #expect(h.registry.names.count == limit + 1)
+    }
+
     @Test func remove_runtimeController_succeeds_declaredOrFollowed_refused() throws {
         let h = try Harness()
         try h.registry.loadDeclarations(json: [
