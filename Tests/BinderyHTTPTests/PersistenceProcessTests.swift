@@ -61,8 +61,8 @@ struct ServerProcess {
         process.waitUntilExit()
     }
 
-    /// Sends the signal (SIGTERM unless told) and returns the exit status; -1 (after a SIGKILL) when the server is still running 10 s later,
-    /// so a lost signal fails the test instead of hanging the suite.
+    /// Sends the signal (SIGTERM unless told) and returns the exit status; -1 (after a SIGKILL) when the server is
+    /// still running 10 s later, so a lost signal fails the test instead of hanging the suite.
     func terminate(_ signalNumber: Int32 = SIGTERM) -> Int32 {
         kill(process.processIdentifier, signalNumber)
         let deadline = Date().addingTimeInterval(10)
