@@ -268,6 +268,70 @@ struct ObservingRoutesTests {
         }
     }
 
+    @Test func revertToSavedIsObservedLikeAnyChange() throws {
+        try withService { client in
+            #expect(try client.request("POST", "/actions/save").status == 200)
+            let observer = try client.request(
+                "POST", "/observers",
+                json: #"{"target": "Employee/6", "keyPath": "salary", "options": ["new", "old"]}"#)
+            let id = try #require(observer.json?["id"]?.stringValue)
+            let since = try #require(observer.json?["since"]?.integerValue)
+            _ = try client.request("PUT", "/objects/Employee/6/salary", json: "7")
+            let revert = try client.request("POST", "/actions/revertToSaved")
+            #expect(revert.status == 200)
+            let answer = try client.request("GET", "/observers/\(id)/changes?since=\(since)&timeout=5")
+            #expect(changes(answer).map { [$0["seq"], $0["old"], $0["new"]] } == [[2, 149000, 7], [3, 7, 149000]])
+            let feed = changes(try client.request("GET", "/changes?since=2&entity=Employee&timeout=0"))
+            #expect(
+                feed == [
+                    ["seq": 3, "target": "Employee/6", "keyPath": "salary", "kind": "setting", "old": 7, "new": 149000]
+                ])
+            let didChange = try client.request("GET", "/notifications?since=0&name=ObjectsDidChange&timeout=0")
+            #expect(
+                didChange.json?["notifications"]?.arrayValue?.last?["userInfo"]
+                    == ["inserted": [], "updated": [["$ref": "Employee/6"]], "deleted": []])
+        }
+    }
+
+    @Test func replacingTheStoreFeedsEveryChangedValue() throws {
+        try withService { client in
+            let original = try #require(try client.request("GET", "/store").json?["objects"]?.arrayValue)
+            var objects = original
+            let index = try #require(objects.firstIndex { $0["$id"] == "Employee/4" })
+            var employee = try #require(objects[index].dictionaryValue)
+            employee["salary"] = 1
+            objects[index] = .dictionary(employee)
+            objects.append(["$id": "Department/99", "name": "Research"])
+            let graph: PropertyListValue = ["objects": .array(objects)]
+            #expect(try client.request("PUT", "/store", body: graph.jsonBytes()).status == 200)
+            let feed = changes(try client.request("GET", "/changes?since=1&timeout=0"))
+            #expect(feed.first == ["seq": 2, "target": "store", "keyPath": "objects", "kind": "setting"])
+            #expect(
+                feed.dropFirst().map { [$0["target"], $0["keyPath"], $0["old"], $0["new"]] } == [
+                    ["Department/99", "budget", .null, 0.0], ["Department/99", "name", .null, "Research"],
+                    ["Employee/4", "salary", 154000, 1],
+                ])
+            func objectsDidChange() throws -> PropertyListValue? {
+                try client.request("GET", "/notifications?since=0&name=ObjectsDidChange&timeout=0")
+                    .json?["notifications"]?.arrayValue?.last?["userInfo"]
+            }
+            #expect(
+                try objectsDidChange()
+                    == ["inserted": [["$ref": "Department/99"]], "updated": [["$ref": "Employee/4"]], "deleted": []])
+            // Back to the original graph: the department goes, the salary comes back.
+            let back: PropertyListValue = ["objects": .array(original)]
+            #expect(try client.request("PUT", "/store", body: back.jsonBytes()).status == 200)
+            let entityFeed = changes(try client.request("GET", "/changes?since=2&entity=Department&timeout=0"))
+            #expect(
+                entityFeed.map { [$0["keyPath"], $0["old"], $0["new"]] } == [
+                    ["budget", 0.0, .null], ["name", "Research", .null],
+                ])
+            #expect(
+                try objectsDidChange()
+                    == ["inserted": [], "updated": [["$ref": "Employee/4"]], "deleted": [["$ref": "Department/99"]]])
+        }
+    }
+
     @Test func notificationsPostPollAndCoalesce() throws {
         try withService { client in
             let waiting = background { try client.request("GET", "/notifications?since=0&name=Ping&timeout=10") }

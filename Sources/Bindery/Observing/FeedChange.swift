@@ -52,8 +52,9 @@ public struct FeedChange: Sendable, Hashable {
     ///
     /// A created object contributes a `setting` of each non-null attribute (from null); a deleted one a `setting`
     /// of each non-null attribute to null (its relationships were emptied by changes of their own). Replacing the
-    /// whole graph (`PUT /store`, a fixture) is one `setting` of `objects` on the target `store`, without values:
-    /// clients re-read.
+    /// whole graph (`PUT /store`, `revertToSaved`, a fixture) is one `setting` of `objects` on the target `store`,
+    /// without values, followed by a `setting` of every stored key whose value it changed (as for created and deleted
+    /// objects, from or to null for objects it added or removed).
     static func changes(of record: ChangeRecord) -> [FeedChange] {
         var result: [FeedChange] = []
         for change in record.changes {
@@ -79,6 +80,12 @@ public struct FeedChange: Sendable, Hashable {
                 }
             case .reset:
                 result.append(FeedChange(seq: record.seq, target: "store", keyPath: "objects", kind: .setting))
+                for setting in GraphReplacement(old: change.old, new: change.new).settings {
+                    result.append(
+                        FeedChange(
+                            seq: record.seq, target: setting.target, keyPath: setting.key, kind: .setting,
+                            old: setting.old, new: setting.new))
+                }
             }
         }
         return result

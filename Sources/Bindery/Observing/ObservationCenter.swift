@@ -340,11 +340,27 @@ public final class ObservationCenter: @unchecked Sendable {
             processedSeq = record.seq
             for change in FeedChange.changes(of: record) { history.append(change) }
             updateObservers(with: record)
+            var (inserted, updated, deleted) = (record.inserted, record.updated, record.deleted)
+            for change in record.changes where change.kind == .reset {
+                // The objects a whole-graph replacement added, changed or removed (the record lists only what
+                // the transaction did after it).
+                let replacement = GraphReplacement(old: change.old, new: change.new)
+                inserted = Self.merged(replacement.inserted, inserted)
+                updated = Self.merged(replacement.updated, updated)
+                deleted = Self.merged(replacement.deleted, deleted)
+            }
             notificationCenter.post(
                 name: "ObjectsDidChange", object: .null,
-                info: .objectsDidChange(inserted: record.inserted, updated: record.updated, deleted: record.deleted))
+                info: .objectsDidChange(inserted: inserted, updated: updated, deleted: deleted))
         }
         wakeWaiters()
+    }
+
+    /// `first`, then the ids of `second` not in it.
+    private static func merged(_ first: [ObjectID], _ second: [ObjectID]) -> [ObjectID] {
+        guard !second.isEmpty else { return first }
+        var seen = Set(first)
+        return first + second.filter { seen.insert($0).inserted }
     }
 
     /// Under the store's lock, right after a commit: the values of the watched key paths in that state.
@@ -379,6 +395,7 @@ public final class ObservationCenter: @unchecked Sendable {
                 reread.append(observer)
                 continue
             }
+            var rereads = false
             for change in record.changes where change.target == id || change.kind == .reset {
                 switch change.kind {
                 case .setting, .insertion, .removal, .replacement:
@@ -388,8 +405,14 @@ public final class ObservationCenter: @unchecked Sendable {
                             seq: record.seq, target: id.description, keyPath: observer.keyPath, kind: change.kind,
                             old: change.old, new: change.new, indexes: change.indexes))
                 case .creation, .deletion, .reset:
-                    reread.append(observer)
+                    rereads = true
                 }
+            }
+            // The value a later re-read (a whole-graph replacement: revertToSaved, PUT /store) is compared with.
+            if rereads {
+                reread.append(observer)
+            } else if let value = capturedValues[observer.id] {
+                observer.lastValue = value
             }
         }
         guard !reread.isEmpty else { return }
