@@ -68,6 +68,24 @@ extension ObjectGraphError {
             fields: ["action": .string(action), "controller": .string(controller)])
     }
 
+    /// The error as an entry of an `errors` list: its fields with its code, message and status.
+    var listEntry: PropertyListValue {
+        var entry = fields
+        entry["code"] = .string(code)
+        entry["message"] = .string(message)
+        entry["status"] = .integer(Int64(status))
+        return .dictionary(entry)
+    }
+
+    /// A 422 that lists no `errors` with itself as the one entry of `errors` (`commitEditing` always lists them);
+    /// any other error as it is.
+    var listingItself: ObjectGraphError {
+        guard status == 422, fields["errors"] == nil else { return self }
+        var error = self
+        error.fields["errors"] = [listEntry]
+        return error
+    }
+
     /// 409 `not-editable`: the controller is not editable.
     static func notEditable(_ controller: String) -> ObjectGraphError {
         ObjectGraphError(
@@ -78,13 +96,7 @@ extension ObjectGraphError {
     /// 422 `validation-failed` listing several errors in `errors`; one error as it is.
     static func gathering(_ errors: [ObjectGraphError]) -> ObjectGraphError {
         if errors.count == 1 { return errors[0] }
-        let list: [PropertyListValue] = errors.map { error in
-            var entry = error.fields
-            entry["code"] = .string(error.code)
-            entry["message"] = .string(error.message)
-            entry["status"] = .integer(Int64(error.status))
-            return .dictionary(entry)
-        }
+        let list = errors.map(\.listEntry)
         var fields: [String: PropertyListValue] = ["errors": .array(list)]
         fields["keyPath"] = errors.first?.fields["keyPath"]
         return ObjectGraphError(

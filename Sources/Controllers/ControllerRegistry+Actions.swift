@@ -179,7 +179,12 @@ extension ControllerRegistry {
             return (.setValues(objects: objects, edits: controller.pendingEdits), controller.pendingEdits)
         }
         guard let (edit, edits) = plan else { return }
-        let (_, record) = try transact(edit)
+        let record: ChangeRecord?
+        do {
+            record = try transact(edit).record
+        } catch let error as ObjectGraphError {
+            throw error.listingItself
+        }
         try session(seq: record?.seq) { registry, context in
             if let record, record.seq > registry.lastProcessedSeq {
                 Self.process(record, registry: &registry, context: context)

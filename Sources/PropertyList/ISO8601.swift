@@ -5,8 +5,9 @@ import Foundation
 /// Parsing accepts `YYYY-MM-DD`, and `YYYY-MM-DDTHH:MM[:SS[.fraction]]` followed by `Z` or `±HH:MM` (a missing zone
 /// means UTC). Fractions beyond milliseconds are rounded.
 public enum ISO8601 {
-    /// Formats a date as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
-    public static func string(from date: Date) -> String {
+    /// Formats a date as `YYYY-MM-DDTHH:MM:SS.mmmZ`, or without fractional seconds as `YYYY-MM-DDTHH:MM:SSZ`
+    /// (rounded down to the second).
+    public static func string(from date: Date, fractionalSeconds: Bool = true) -> String {
         let totalMilliseconds = (date.timeIntervalSince1970 * 1000).rounded()
         var milliseconds = Int64(totalMilliseconds)
         var seconds = milliseconds / 1000
@@ -24,7 +25,8 @@ public enum ISO8601 {
             return value < 0 ? "-" + padded : padded
         }
         return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
-            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(milliseconds), 3))Z"
+            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2))"
+            + (fractionalSeconds ? ".\(pad(Int32(milliseconds), 3))Z" : "Z")
     }
 
     /// Parses an ISO 8601 timestamp, or returns nil.

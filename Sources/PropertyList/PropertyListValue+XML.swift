@@ -37,8 +37,9 @@ extension PropertyListValue {
         case .real(let r): out += "\(pad)<real>\(r.description)</real>\n"
         case .string(let s): out += "\(pad)<string>\(escape(s))</string>\n"
         case .date(let d):
-            // The DTD's date form has no fraction; milliseconds would be lost there, so they are kept in the text.
-            out += "\(pad)<date>\(ISO8601.string(from: d))</date>\n"
+            // The DTD's form, `YYYY-MM-DDTHH:MM:SSZ`, which plist readers insist on: milliseconds are dropped, as
+            // Apple's writer drops fractions of a second (JSON keeps them).
+            out += "\(pad)<date>\(ISO8601.string(from: d, fractionalSeconds: false))</date>\n"
         case .data(let d): out += "\(pad)<data>\(d.base64EncodedString())</data>\n"
         case .array(let elements):
             out += "\(pad)<array>\n"

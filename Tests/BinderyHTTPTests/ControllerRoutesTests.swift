@@ -212,6 +212,13 @@ struct ControllerRoutesTests {
             #expect(try client.request("GET", "/controllers/employee/edits").json?["salary"] == "lots")
             _ = try client.request("POST", "/controllers/employee/discardEditing")
             #expect(try client.request("GET", "/controllers/employee/edits").json == [:])
+            // One invalid edit: still a list of errors, the edit kept.
+            _ = try client.request("PUT", "/controllers/employee/edits/salary", json: "-5")
+            let one = try client.request("POST", "/controllers/employee/commitEditing")
+            #expect(one.status == 422)
+            #expect(one.json?["error"]?["code"] == "validation-failed")
+            #expect(one.json?["error"]?["errors"]?.arrayValue?.map { $0["keyPath"] } == ["salary"])
+            #expect(try client.request("GET", "/controllers/employee/edits").json == ["salary": -5])
         }
     }
 
