@@ -436,4 +436,41 @@ struct ControllerObservingTests {
                 .status == 404)
         }
     }
+
+    @Test func selectionChangesHaveSeqsOfTheirOwnAndAreAnsweredBySince() throws {
+        try withService { client in
+            let observer = try client.request(
+                "POST", "/observers",
+                json: #"{"target": "controllers/employees", "keyPath": "selectionIndexes", "options": ["new"]}"#)
+            let id = try #require(observer.json?["id"]?.stringValue)
+            let since = try #require(observer.json?["since"]?.integerValue)
+            // A poll whose client is gone must not take the changes with it.
+            let abandoned = background {
+                try client.request("GET", "/observers/\(id)/changes?since=\(since)&timeout=1")
+            }
+            usleep(200_000)
+            _ = try client.request("PUT", "/controllers/employees/selectionIndexes", json: "[2]")
+            _ = try abandoned()
+            _ = try client.request("PUT", "/controllers/employees/selectionIndexes", json: "[3]")
+            var answer = try client.request("GET", "/observers/\(id)/changes?since=\(since)&timeout=5")
+            for _ in 0..<50 where changes(answer).count < 2 {
+                usleep(20_000)
+                answer = try client.request("GET", "/observers/\(id)/changes?since=\(since)&timeout=5")
+            }
+            let found = changes(answer)
+            #expect(found.map { $0["new"] } == [[2], [3]])
+            let seqs = found.compactMap { $0["seq"]?.integerValue }
+            #expect(seqs.count == 2 && since < seqs[0] && seqs[0] < seqs[1])
+            #expect(answer.json?["last"]?.integerValue == seqs.last)
+            // The same `since` again gets the same answer; the first change's seq gets the second only.
+            #expect(changes(try client.request("GET", "/observers/\(id)/changes?since=\(since)&timeout=0")) == found)
+            #expect(
+                changes(try client.request("GET", "/observers/\(id)/changes?since=\(seqs[0])&timeout=0")) == [found[1]])
+            // A selection is neither an edit of the document nor an undoable change.
+            let actions = try client.request("GET", "/actions").json?["actions"]?.arrayValue ?? []
+            #expect(actions.first { $0["action"] == "undo" }?["enabled"] == false)
+            #expect(actions.first { $0["action"] == "revertToSaved" }?["enabled"] == false)
+            #expect(try client.request("GET", "/changes?since=\(since)&timeout=0").json?["changes"] == [])
+        }
+    }
 }

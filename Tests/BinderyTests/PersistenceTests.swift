@@ -28,6 +28,30 @@ struct PersistenceTests {
         }
     }
 
+    @Test func seqOnlyCommitsAreJournaledButEditNothing() throws {
+        try withTemporaryDirectory { path in
+            let document = try openDocument(path, fsync: .always)
+            try document.set(5, "salary", of: "Employee/3")
+            #expect(document.undoManager.undoSeq == 2)
+            #expect(try document.store.advanceSeq() == 3)
+            #expect(try document.store.advanceSeq() == 4)
+            // Not an undo group, no version, no edit of the document.
+            #expect(document.undoManager.undoSeq == 2)
+            #expect(document.store.read { $0.contentSeq } == 2)
+            #expect(try document.store.read { try $0.version(of: ObjectID(reference: "Employee/3")!) } == 2)
+            try document.save()
+            #expect(!document.hasChangesSinceSave)
+            #expect(try document.store.advanceSeq() == 5)
+            #expect(!document.hasChangesSinceSave)
+            // After a crash the seq does not go back: the next change gets a new number.
+            let copy = try crashCopy(of: path)
+            defer { try? FileManager.default.removeItem(atPath: copy) }
+            let reopened = try openDocument(copy)
+            #expect(reopened.store.seq == 5)
+            #expect(reopened.graphWithVersions == document.graphWithVersions)
+        }
+    }
+
     @Test func crashWithoutCloseReplaysTheJournal() throws {
         try withTemporaryDirectory { path in
             let document = try openDocument(path, fsync: .always)

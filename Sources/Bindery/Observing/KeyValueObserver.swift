@@ -38,10 +38,9 @@ final class KeyValueObserver {
     let storedKey: Bool
     var lastValue: PropertyListValue
     var initial: FeedChange?
+    /// Every change after `since`, by seq, for any target: a controller's or the defaults' changes have seqs of
+    /// their own (`ObjectStore.advanceSeq()`), so every poll is answered by `since` alike.
     var history: ChangeHistory
-    /// For controller and defaults targets: changes not yet delivered. Their state changes without a store commit
-    /// (a selection), so they cannot be told apart by store seq; each is delivered once, to the next poll.
-    var undelivered: [FeedChange] = []
     var lastActivity: Double
     var activeWaiters = 0
 
@@ -72,19 +71,13 @@ final class KeyValueObserver {
             prior.new = nil
             changes.insert(prior, at: 0)
         }
-        if case .object = target {
-            for change in changes { history.append(change) }
-        } else {
-            undelivered += changes
-            if undelivered.count > history.capacity { undelivered.removeFirst(undelivered.count - history.capacity) }
-        }
+        for change in changes { history.append(change) }
     }
 
     /// Whether a poll from `since` has something to answer.
     func hasChanges(after since: Int64) -> Bool {
         if let initial, since <= initial.seq { return true }
-        if case .object = target { return !history.changes(after: since).isEmpty }
-        return !undelivered.isEmpty
+        return !history.changes(after: since).isEmpty
     }
 
     /// The JSON of the changes after `since`, shaped by the options; the initial change (with `new`, never `old`)
@@ -95,14 +88,7 @@ final class KeyValueObserver {
             result.append(initial.json(includingOld: false, includingNew: true))
             self.initial = nil
         }
-        var changes: [FeedChange]
-        if case .object = target {
-            changes = history.changes(after: since)
-        } else {
-            changes = undelivered
-            undelivered = []
-        }
-        for change in changes {
+        for change in history.changes(after: since) {
             result.append(change.json(includingOld: options.contains(.old), includingNew: options.contains(.new)))
         }
         return result

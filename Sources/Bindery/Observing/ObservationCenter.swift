@@ -250,9 +250,7 @@ public final class ObservationCenter: @unchecked Sendable {
         case .observer(let id):
             guard let observer = observers[id] else { return .noSuchObserver(id) }
             observer.lastActivity = Self.now()
-            if case .object = observer.target, !observer.history.covers(since: since),
-                !(observer.initial != nil && since <= observer.since)
-            {
+            if !observer.history.covers(since: since), !(observer.initial != nil && since <= observer.since) {
                 return .compacted(oldest: observer.history.compactedThrough, current: processedSeq)
             }
             if !observer.hasChanges(after: since) && !force { return nil }
@@ -340,6 +338,11 @@ public final class ObservationCenter: @unchecked Sendable {
             processedSeq = record.seq
             for change in FeedChange.changes(of: record) { history.append(change) }
             updateObservers(with: record)
+            if let changes = pendingExternal.removeValue(forKey: record.seq) {
+                for (observerID, change) in changes { observers[observerID]?.emit(change) }
+            }
+            // A commit that only took a seq changed no object.
+            guard !record.changes.isEmpty else { continue }
             var (inserted, updated, deleted) = (record.inserted, record.updated, record.deleted)
             for change in record.changes where change.kind == .reset {
                 // The objects a whole-graph replacement added, changed or removed (the record lists only what
@@ -480,6 +483,8 @@ public final class ObservationCenter: @unchecked Sendable {
     public typealias ExternalReader = @Sendable (_ target: String, _ keyPath: String) throws -> PropertyListValue
 
     private var externalReader: ExternalReader?
+    /// Changes of controllers and the defaults waiting for the record of the seq they were given, by that seq.
+    private var pendingExternal: [Int64: [(observerID: String, change: FeedChange)]] = [:]
 
     public func setExternalReader(_ reader: @escaping ExternalReader) {
         onQueue { externalReader = reader }
@@ -487,21 +492,30 @@ public final class ObservationCenter: @unchecked Sendable {
 
     /// Tells the center that a controller's or the defaults' state may have changed: observers of that target
     /// re-read their key paths and report a `setting` when the value differs.
+    ///
+    /// Such a change (a selection) is no commit of the graph, but clients pass seqs back as `since` and must see
+    /// every change once and in order (API.md §7): the changes found together get a seq of their own, a commit of
+    /// no changes (`ObjectStore.advanceSeq()`, journaled so that seqs never go back after a restart), and reach
+    /// the observers when that record is processed here, in seq order with the graph's changes.
     public func externalTargetDidChange(_ target: String) {
         queue.async { [self] in
             guard let externalReader else { return }
-            var changed = false
+            var found: [(observer: KeyValueObserver, value: PropertyListValue)] = []
             for observer in observers.values where observer.target.description == target {
                 let value = (try? externalReader(target, observer.keyPath)) ?? .null
-                guard value != observer.lastValue else { continue }
-                observer.emit(
-                    FeedChange(
-                        seq: processedSeq, target: target, keyPath: observer.keyPath, kind: .setting,
-                        old: observer.lastValue, new: value))
-                observer.lastValue = value
-                changed = true
+                if value != observer.lastValue { found.append((observer, value)) }
             }
-            if changed { wakeWaiters() }
+            // No seq: the document is closed, and nobody polls any more.
+            guard !found.isEmpty, let seq = try? store.advanceSeq() else { return }
+            pendingExternal[seq, default: []] += found.map { observer, value in
+                defer { observer.lastValue = value }
+                return (
+                    observer.id,
+                    FeedChange(
+                        seq: seq, target: target, keyPath: observer.keyPath, kind: .setting, old: observer.lastValue,
+                        new: value)
+                )
+            }
         }
     }
 

@@ -30,7 +30,8 @@ extension Document {
     /// Whether the store changed since the saved state (what enables `revertToSaved`).
     public var hasChangesSinceSave: Bool {
         guard let saved = storage.savedSeq else { return false }
-        return store.seq != saved
+        // Commits that only took a seq (a controller's selection) do not edit the document.
+        return store.read { $0.contentSeq } > saved
     }
 
     /// Goes back to the saved state (the last `save`, else the state first seeded into the data directory) as one

@@ -86,6 +86,8 @@ public final class DocumentUndoManager: Sendable {
     /// redo.
     func didCommit(_ record: ChangeRecord) {
         state.withLock { state in
+            // A commit that only took a seq (`ObjectStore.advanceSeq()`) changed nothing to undo.
+            guard !record.changes.isEmpty else { return }
             switch state.pending {
             case .change:
                 guard levelsOfUndo > 0 else { return }

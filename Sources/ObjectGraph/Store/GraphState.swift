@@ -12,6 +12,9 @@ final class GraphState: @unchecked Sendable {
     var seq: Int64 = 0 {
         didSet { publishedSeq.store(seq, ordering: .releasing) }
     }
+    /// The seq of the last commit that changed objects; commits that only take a seq (`ObjectStore.advanceSeq()`)
+    /// leave it. After loading a snapshot it is the snapshot's seq.
+    var contentSeq: Int64 = 0
     /// `seq`, readable without the lock (`ObjectStore.seq`, read for every HTTP response).
     let publishedSeq = Atomic<Int64>(0)
     /// The last number used for a server-assigned id; ids are never reused.

@@ -84,6 +84,7 @@ extension ObjectStore {
             }.get()
             state.tables = loaded.tables
             state.seq = loaded.seq
+            state.contentSeq = loaded.seq
             state.lastAssignedID = loaded.lastAssignedID
         }
     }

@@ -61,6 +61,14 @@ public final class ObjectStore: Sendable {
         return result
     }
 
+    /// Commits a record of no changes: the next seq, for a change outside the object graph that observers see in seq
+    /// order with the graph's (a controller's selection). It goes through the hooks like any commit (journaled, so
+    /// seqs never go back after a restart) but changes no object, no version and not `contentSeq`. Returns the seq.
+    @discardableResult
+    public func advanceSeq() throws -> Int64 {
+        try transaction { $0.takesSeq = true }.seq
+    }
+
     /// Replays a change record from the journal: the state after it is the state the record was made from
     /// (objects, ids, order, versions, seq, id counter).
     ///
@@ -99,6 +107,7 @@ public final class ObjectStore: Sendable {
                 try transaction.validate()
                 transaction.discardUndoLog()
                 state.seq = seq
+                state.contentSeq = seq
                 state.lastAssignedID = lastAssignedID
             } catch {
                 transaction.rollback()
@@ -129,7 +138,7 @@ public final class ObjectStore: Sendable {
     private func commit<T: Sendable>(
         _ transaction: Transaction, in state: GraphState, value: T
     ) throws -> TransactionResult<T> {
-        guard transaction.hasChanges else {
+        guard transaction.hasChanges || transaction.takesSeq else {
             transaction.rollback()
             return TransactionResult(value: value, record: nil, seq: state.seq)
         }

@@ -17,6 +17,9 @@ public struct ReadView: KeyPathResolving {
     /// The seq of the last committed transaction this view reflects (`X-Store-Seq`).
     public var seq: Int64 { state.seq }
 
+    /// The seq of the last commit that changed objects (≤ `seq`: later commits may only have taken a seq).
+    public var contentSeq: Int64 { state.contentSeq }
+
     public func contains(_ object: ObjectID) -> Bool {
         state.existingHandle(of: object) != nil
     }

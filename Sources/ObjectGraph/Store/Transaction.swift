@@ -14,6 +14,9 @@ public final class Transaction {
     var resetIndex: Int?
     /// False while `replaceGraph` loads objects: the reset step alone describes (and undoes) them.
     var recording = true
+    /// Set by `ObjectStore.advanceSeq()`: the transaction commits (with a record of no changes) although it changes
+    /// nothing.
+    var takesSeq = false
     let startLastAssignedID: Int64
 
     init(state: GraphState) {
@@ -202,7 +205,7 @@ public final class Transaction {
 
     /// The change record of the transaction as committed with `seq` (nil when nothing changed).
     func changeRecord(seq: Int64) -> ChangeRecord? {
-        guard !steps.isEmpty else { return nil }
+        guard !steps.isEmpty || takesSeq else { return nil }
         let start = resetIndex ?? 0
         var changes: [Change] = []
         changes.reserveCapacity(steps.count - start)
@@ -237,6 +240,7 @@ public final class Transaction {
     /// Makes the transaction's changes current: the seq, and the version of every object it touched.
     func commit(seq: Int64) {
         state.seq = seq
+        if !steps.isEmpty { state.contentSeq = seq }
         if resetIndex != nil {
             for table in state.tables {
                 for row in 0..<table.rowCount where table.alive[row] { table.versions[row] = seq }
