@@ -86,10 +86,9 @@ public struct ControllerDescription: Sendable, Hashable {
         var fields: [String: PropertyListValue] = [
             "name": .string(name), "kind": .string(kind.rawValue), "content": .string(content.description),
         ]
-        if kind != .object {
-            fields["sortDescriptors"] = .array(sortDescriptors.map(\.json))
-            fields["filterPredicate"] = filterPredicate.map { .string($0.description) } ?? .null
-        }
+        // Every kind lists them (API.md §5's state); an object controller's are always empty.
+        fields["sortDescriptors"] = .array(sortDescriptors.map(\.json))
+        fields["filterPredicate"] = filterPredicate.map { .string($0.description) } ?? .null
         for option in ControllerOptions.names { fields[option] = options[option].map { .boolean($0) } }
         if kind == .tree {
             fields["childrenKeyPath"] = childrenKeyPath.map { .string($0) } ?? .null

@@ -197,6 +197,9 @@ struct ControllerRoutesTests {
 
     @Test func editing_commitAndDiscard() throws {
         try withService { client in
+            let state = try client.request("GET", "/controllers/employee").json
+            #expect(state?["kind"] == "object")
+            #expect(state?["sortDescriptors"] == [] && state?["filterPredicate"] == .null)
             let edit = try client.request("PUT", "/controllers/employee/edits/firstName", json: #""Fran""#)
             #expect(edit.json == ["firstName": "Fran"])
             #expect(try client.request("GET", "/controllers/employee/isEditing").json == true)
