@@ -54,9 +54,10 @@ public struct FeedChange: Sendable, Hashable {
     /// of each non-null attribute to null (its relationships were emptied by changes of their own). Replacing the
     /// whole graph (`PUT /store`, `revertToSaved`, a fixture) is one `setting` of `objects` on the target `store`,
     /// without values, followed by a `setting` of every stored key whose value it changed (as for created and deleted
-    /// objects, from or to null for objects it added or removed).
-    static func changes(of record: ChangeRecord) -> [FeedChange] {
+    /// objects, from or to null for objects it added or removed); those replacements are returned too.
+    static func changes(of record: ChangeRecord) -> (changes: [FeedChange], replacements: [GraphReplacement]) {
         var result: [FeedChange] = []
+        var replacements: [GraphReplacement] = []
         for change in record.changes {
             switch change.kind {
             case .setting, .insertion, .removal, .replacement:
@@ -80,7 +81,9 @@ public struct FeedChange: Sendable, Hashable {
                 }
             case .reset:
                 result.append(FeedChange(seq: record.seq, target: "store", keyPath: "objects", kind: .setting))
-                for setting in GraphReplacement(old: change.old, new: change.new).settings {
+                let replacement = GraphReplacement(old: change.old, new: change.new)
+                replacements.append(replacement)
+                for setting in replacement.settings {
                     result.append(
                         FeedChange(
                             seq: record.seq, target: setting.target, keyPath: setting.key, kind: .setting,
@@ -88,6 +91,6 @@ public struct FeedChange: Sendable, Hashable {
                 }
             }
         }
-        return result
+        return (result, replacements)
     }
 }

@@ -336,18 +336,18 @@ public final class ObservationCenter: @unchecked Sendable {
     private func receive(_ records: [ChangeRecord]) {
         for record in records where record.seq > processedSeq {
             processedSeq = record.seq
-            for change in FeedChange.changes(of: record) { history.append(change) }
+            let (changes, replacements) = FeedChange.changes(of: record)
+            for change in changes { history.append(change) }
             updateObservers(with: record)
-            if let changes = pendingExternal.removeValue(forKey: record.seq) {
-                for (observerID, change) in changes { observers[observerID]?.emit(change) }
+            if let external = pendingExternal.removeValue(forKey: record.seq) {
+                for (observerID, change) in external { observers[observerID]?.emit(change) }
             }
             // A commit that only took a seq changed no object.
             guard !record.changes.isEmpty else { continue }
             var (inserted, updated, deleted) = (record.inserted, record.updated, record.deleted)
-            for change in record.changes where change.kind == .reset {
-                // The objects a whole-graph replacement added, changed or removed (the record lists only what
-                // the transaction did after it).
-                let replacement = GraphReplacement(old: change.old, new: change.new)
+            // The objects a whole-graph replacement added, changed or removed (the record lists only what the
+            // transaction did after it).
+            for replacement in replacements {
                 inserted = Self.merged(replacement.inserted, inserted)
                 updated = Self.merged(replacement.updated, updated)
                 deleted = Self.merged(replacement.deleted, deleted)
