@@ -195,6 +195,18 @@ struct ControllerRoutesTests {
         }
     }
 
+    @Test func aDeeplyNestedPredicateIsRefusedAndTheServerLivesOn() throws {
+        try withService { client in
+            let deep = String(repeating: "(", count: 50_000) + "salary > 1" + String(repeating: ")", count: 50_000)
+            let body = PropertyListValue.string(deep).jsonBytes()
+            let answer = try client.request("PUT", "/controllers/employees/filterPredicate", body: body)
+            #expect(answer.status == 400)
+            #expect(answer.json?["error"]?["code"] == "bad-predicate")
+            #expect(try client.request("GET", "/healthz").status == 200)
+            #expect(try client.request("GET", "/controllers/employees/filterPredicate").json == .null)
+        }
+    }
+
     @Test func editing_commitAndDiscard() throws {
         try withService { client in
             let state = try client.request("GET", "/controllers/employee").json

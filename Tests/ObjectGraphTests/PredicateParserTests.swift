@@ -98,4 +98,23 @@ struct PredicateParserTests {
                 && error.fields["column"] == .integer(Int64(column))
         }
     }
+
+    @Test func nestingIsBoundedSoThatNoRequestCanExhaustTheStack() throws {
+        let limit = 100
+        for (open, close) in [("(", ")"), ("NOT ", ""), ("!", "")] {
+            let within = String(repeating: open, count: limit) + "salary > 1" + String(repeating: close, count: limit)
+            _ = try ObjectGraph.Predicate(format: within)
+            for count in [limit + 1, 50_000] {
+                let deep = String(repeating: open, count: count) + "salary > 1" + String(repeating: close, count: count)
+                #expect {
+                    _ = try ObjectGraph.Predicate(format: deep)
+                } throws: { error in
+                    (error as? ObjectGraphError)?.code == "bad-predicate"
+                        && (error as? ObjectGraphError)?.fields["column"] == .integer(Int64(limit * open.count + 1))
+                }
+            }
+        }
+        let arrays = "a IN " + String(repeating: "{", count: 50_000) + String(repeating: "}", count: 50_000)
+        #expect(throws: ObjectGraphError.self) { _ = try ObjectGraph.Predicate(format: arrays) }
+    }
 }

@@ -13,8 +13,13 @@ import PropertyList
 /// expression  := string | number | TRUE | YES | FALSE | NO | NIL | NULL | SELF | keyPath | "{" [expression ("," expression)*] "}"
 /// ```
 struct PredicateParser {
+    /// How deep parentheses, `NOT`s and `{...}` may nest: the parser, the evaluator and the tree's release all
+    /// recurse once per level, and a request must not be able to exhaust a thread's stack.
+    static let maximumDepth = 100
+
     private let tokens: [PredicateToken]
     private var position = 0
+    private var depth = 0
 
     private init(tokens: [PredicateToken]) {
         self.tokens = tokens
@@ -37,6 +42,15 @@ struct PredicateParser {
     private func unexpected(_ expectation: String) -> ObjectGraphError {
         let found = current.kind == .end ? "the end of the predicate" : "\"\(current.text)\""
         return ObjectGraphError.badPredicate("\(expectation), found \(found).", column: current.column)
+    }
+
+    /// Enters one more level of nesting (leave with `depth -= 1`); 400 `bad-predicate` past `maximumDepth`.
+    private mutating func enterNesting() throws {
+        depth += 1
+        guard depth <= Self.maximumDepth else {
+            throw ObjectGraphError.badPredicate(
+                "The predicate nests more than \(Self.maximumDepth) levels deep.", column: current.column)
+        }
     }
 
     private func isKeyword(_ keyword: PredicateToken.Keyword) -> Bool {
@@ -77,6 +91,8 @@ struct PredicateParser {
 
     private mutating func parseNot() throws -> Predicate.Node {
         if isKeyword(.not) || isSymbol("!") {
+            try enterNesting()
+            defer { depth -= 1 }
             advance()
             return .not(try parseNot())
         }
@@ -85,6 +101,8 @@ struct PredicateParser {
 
     private mutating func parsePrimary() throws -> Predicate.Node {
         if isSymbol("(") {
+            try enterNesting()
+            defer { depth -= 1 }
             advance()
             let node = try parseOr()
             guard isSymbol(")") else { throw unexpected("Expected \")\"") }
@@ -213,6 +231,8 @@ struct PredicateParser {
             advance()
             return .evaluatedObject
         case .symbol("{"):
+            try enterNesting()
+            defer { depth -= 1 }
             advance()
             var elements: [PredicateExpression] = []
             if !isSymbol("}") {
