@@ -60,7 +60,7 @@ extension ControllerRegistry {
     ) throws -> PropertyListValue {
         // The controller's own editors, then those of every controller that follows it: a master's new selection
         // gives its details new content, and their edits must not move to other objects.
-        for editing in try [name] + followers(of: name) { try commitPendingEdits(editing) }
+        for editing in try [name] + followers(of: name) { try commitPendingEdits(editing, beforeSelectionChange: true) }
         return try session { registry, context in
             let controller = try context.controller(name)
             try change(controller, context)
@@ -160,6 +160,11 @@ extension ControllerRegistry {
         try session { _, context in
             let controller = try context.controller(name)
             guard controller.options.editable else { throw ObjectGraphError.notEditable(name) }
+            // As for setting through the selection: an edit needs objects to go to, and a key path they have.
+            guard let first = controller.selectedObjects.first else {
+                throw ObjectGraphError.actionDisabled("edit", of: name, "nothing is selected.")
+            }
+            _ = try context.view.value(forKeyPath: keyPath, of: first)
             if controller.setPendingEdit(value, forKeyPath: keyPath) { context.emit(controller, .isEditing) }
             return controller.editsJSON
         }
@@ -167,14 +172,23 @@ extension ControllerRegistry {
 
     /// `commitEditing`: validates and applies every pending edit to every selected object in one transaction, then
     /// posts `ControllerDidCommitEditing`. On error (422 with `errors`) nothing changes and the edits are kept.
-    func commitPendingEdits(_ name: String) throws {
+    ///
+    /// Before a selection change, edits whose selection has gone (the content changed under them) are dropped, as
+    /// an editor bound to an empty selection has nothing to commit: they must not keep the selection from changing.
+    func commitPendingEdits(_ name: String, beforeSelectionChange: Bool = false) throws {
         let plan = try session { _, context -> (ModelEdit, [PendingEdit])? in
             let controller = try context.controller(name)
             guard controller.isEditing else { return nil }
             guard controller.options.editable else { throw ObjectGraphError.notEditable(name) }
             let objects = controller.selectedObjects
             guard !objects.isEmpty else {
-                throw ObjectGraphError.actionDisabled("commitEditing", of: name, "nothing is selected to commit to.")
+                guard beforeSelectionChange else {
+                    throw ObjectGraphError.actionDisabled(
+                        "commitEditing", of: name, "nothing is selected to commit to.")
+                }
+                controller.pendingEdits = []
+                context.emit(controller, .isEditing)
+                return nil
             }
             return (.setValues(objects: objects, edits: controller.pendingEdits), controller.pendingEdits)
         }

@@ -18,7 +18,9 @@ enum ModelEdit: Sendable {
     /// Applies the edit; answers the created object for `create`.
     ///
     /// `setValues` gathers the errors of every edit (422 `validation-failed` with `errors`) instead of stopping at
-    /// the first; constraint errors come from the store when the transaction commits.
+    /// the first, with the constraint errors of the edits that applied; when every value fits its type, constraint
+    /// errors come from the store when the transaction commits. An error other than a 422 (an undefined key) is the
+    /// request's own and is thrown as it is.
     func apply(in transaction: Transaction) throws -> ObjectID? {
         switch self {
         case .create(let entity, let values, let owner, let index):
@@ -46,13 +48,16 @@ enum ModelEdit: Sendable {
                     do {
                         try transaction.setValue(edit.value, forKeyPath: edit.keyPath, of: object)
                     } catch {
+                        // An undefined key or a malformed key path is the request's error, whatever is selected.
+                        guard error.status == 422 else { throw error }
                         var failure = error
                         if failure.fields["keyPath"] == nil { failure.fields["keyPath"] = .string(edit.keyPath) }
                         errors.append(failure)
                     }
                 }
             }
-            if !errors.isEmpty { throw ObjectGraphError.gathering(errors) }
+            // With the constraints broken by the edits that did apply, so that every invalid edit is listed at once.
+            if !errors.isEmpty { throw ObjectGraphError.gathering(errors + transaction.validationErrors()) }
             return nil
         case .sequence(let edits):
             var created: ObjectID?

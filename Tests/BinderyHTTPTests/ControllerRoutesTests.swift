@@ -207,6 +207,52 @@ struct ControllerRoutesTests {
         }
     }
 
+    @Test func editsNeedASelectionAndAKeyItHas_andEditsLeftWithoutOneDoNotBlockTheMaster() throws {
+        try withService { client in
+            // Research (index 3 by name) has no employees: nothing is selected in the detail.
+            #expect(try client.request("PUT", "/controllers/departments/selectionIndexes", json: "[3]").status == 200)
+            let none = try client.request("PUT", "/controllers/employees/edits/salary", json: "5")
+            #expect(none.status == 409)
+            #expect(none.json?["error"]?["code"] == "action-disabled")
+            // One employee moves in and is selected; an edit is recorded; it moves out again.
+            let move = #"{"$ref": "Department/5"}"#
+            #expect(try client.request("PUT", "/objects/Employee/9/department", json: move).status == 200)
+            #expect(try client.request("GET", "/controllers/employees/selectionIndexes").json == [0])
+            let unknown = try client.request("PUT", "/controllers/employees/edits/nope", json: "1")
+            #expect(unknown.status == 404)
+            #expect(unknown.json?["error"]?["code"] == "undefined-key")
+            #expect(try client.request("PUT", "/controllers/employees/edits/salary", json: "5").status == 200)
+            let back = #"{"$ref": "Department/1"}"#
+            #expect(try client.request("PUT", "/objects/Employee/9/department", json: back).status == 200)
+            #expect(try client.request("GET", "/controllers/employees/selectionIndexes").json == [])
+            // The edit has nothing to go to: the master's selection still changes, and the edit is gone.
+            #expect(try client.request("PUT", "/controllers/departments/selectionIndexes", json: "[0]").status == 200)
+            #expect(try client.request("GET", "/controllers/employees/isEditing").json == false)
+            #expect(try client.request("GET", "/objects/Employee/9/salary").json == 119000)
+        }
+    }
+
+    @Test func settingThroughTheSelectionAndCommittingListEveryError() throws {
+        try withService { client in
+            for selection in ["[0]", "[0, 1]"] {
+                _ = try client.request("PUT", "/controllers/employees/selectionIndexes", json: selection)
+                // An undefined key is the request's error (404), however many objects are selected.
+                let unknown = try client.request("PUT", "/controllers/employees/selection/nope", json: "1")
+                #expect(unknown.status == 404)
+                #expect(unknown.json?["error"]?["code"] == "undefined-key")
+                // A value of the wrong type and one that breaks a constraint are both listed.
+                _ = try client.request("PUT", "/controllers/employees/edits/hireDate", json: "3")
+                _ = try client.request("PUT", "/controllers/employees/edits/salary", json: "-1")
+                let failed = try client.request("POST", "/controllers/employees/commitEditing")
+                #expect(failed.status == 422)
+                let listed = Set(
+                    (failed.json?["error"]?["errors"]?.arrayValue ?? []).compactMap { $0["keyPath"]?.stringValue })
+                #expect(listed == ["hireDate", "salary"])
+                _ = try client.request("POST", "/controllers/employees/discardEditing")
+            }
+        }
+    }
+
     @Test func editing_commitAndDiscard() throws {
         try withService { client in
             let state = try client.request("GET", "/controllers/employee").json

@@ -130,6 +130,13 @@ public final class Transaction {
     /// Checks constraints and cardinalities of every live object the transaction touched (all objects after a
     /// reset); throws one error, or 422 `validation-failed` with `errors` for several (at most 100 are listed).
     func validate() throws(ObjectGraphError) {
+        let errors = validationErrors()
+        if !errors.isEmpty { throw .combining(errors) }
+    }
+
+    /// What `validate()` would report, one error per broken constraint (at most 100), without throwing: for a
+    /// caller that lists them together with errors of its own.
+    public func validationErrors() -> [ObjectGraphError] {
         var errors: [ObjectGraphError] = []
         if resetIndex != nil {
             for entity in state.tables.indices {
@@ -149,7 +156,7 @@ public final class Transaction {
                 if errors.count >= 100 { break }
             }
         }
-        if !errors.isEmpty { throw .combining(errors) }
+        return errors
     }
 
     private func validate(_ handle: ObjectHandle, into errors: inout [ObjectGraphError]) {
