@@ -103,9 +103,14 @@ extension Controller {
         } else if let array = self as? ArrayController {
             if plan.action == "insert", let index = plan.arrangedIndex {
                 array.place(object, at: index, in: context)
-            } else if options.selectsInsertedObjects, let index = array.arranged.firstIndex(of: object) {
-                let changed = array.selectionIndexes != [index]
-                array.setSelection([index], in: context, changed: changed)
+            } else if let index = array.arranged.firstIndex(of: object) {
+                if options.selectsInsertedObjects {
+                    array.setSelection([index], in: context, changed: array.selectionIndexes != [index])
+                }
+            } else {
+                // Filtered out (the filter was kept): NSArrayController's addObject: still adds it to the arranged
+                // objects, at the end, until the next re-arrangement.
+                array.place(object, at: array.arranged.count, in: context)
             }
         }
     }

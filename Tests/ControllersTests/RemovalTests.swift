@@ -202,13 +202,17 @@ struct InsertionTests {
         #expect(h.reported(.filterPredicate))
     }
 
-    @Test func add_withoutClearsFilterPredicateOnInsertion_keepsFilter() throws {
+    @Test func add_withoutClearsFilterPredicateOnInsertion_keepsFilter_arrangedUntilRearranged() throws {
         let h = try Harness()
         try h.employees(filter: "salary > 1000", options: ["clearsFilterPredicateOnInsertion": false])
         try h.registry.perform(
             "add", controller: "e",
             body: ["object": ["firstName": "Cat", "lastName": "Carr", "department": ref("Department/2")]])
         #expect(try h.value("filterPredicate") == "salary > 1000")
+        // addObject: puts the new object among the arranged objects, selected, until the next re-arrangement.
+        #expect(try h.names() == ["Carr"])
+        #expect(try h.selectedNames() == ["Carr"])
+        try h.registry.perform("rearrangeObjects", controller: "e")
         #expect(try h.names().isEmpty)
     }
 
