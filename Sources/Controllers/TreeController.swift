@@ -258,6 +258,16 @@ final class TreeController: Controller {
             guard let entity = contentEntity else {
                 throw ObjectGraphError.actionDisabled(action, of: name, "the content's entity is not known.")
             }
+            // NSTreeController's add: puts the new object after the selection at the same depth; insert: at the
+            // selection's index path. Without a selection, both append to the roots.
+            if action == "add", let path = selectionIndexPaths.first, path.count > 1,
+                let selected = node(at: path)?.object, let parent = node(at: Array(path.dropLast()))?.object
+            {
+                let siblings = RelationshipOwner(object: parent, keyPath: childrenKeyPath)
+                let after = position(of: selected, in: siblings).map { $0 + 1 }
+                return InsertionPlan(
+                    action: action, edit: .create(entity: entity, values: values, owner: siblings, index: after))
+            }
             if action == "insert", let path = selectionIndexPaths.first, let selected = node(at: path)?.object {
                 if path.count > 1, let parent = node(at: Array(path.dropLast()))?.object {
                     let siblings = RelationshipOwner(object: parent, keyPath: childrenKeyPath)
@@ -278,11 +288,37 @@ final class TreeController: Controller {
         }
     }
 
-    /// Selects a new node (when `selectsInsertedObjects`).
-    func didInsert(_ object: ObjectID, in context: ControllerContext) {
-        guard options.selectsInsertedObjects, let path = indexPath(of: object) else { return }
+    /// Puts a node inserted by `insert` at `indexPath` among its siblings, unsorted until the tree is next rebuilt
+    /// (as NSTreeController's `insertObject:atArrangedObjectIndexPath:`), then selects the new node (when
+    /// `selectsInsertedObjects`).
+    func didInsert(_ object: ObjectID, at indexPath: [Int]?, in context: ControllerContext) {
         let oldSelected = selectedObjects
-        setSelection([path], in: context, changed: selectionIndexPaths != [path] || oldSelected != [object])
+        let oldSelection = selectionIndexPaths
+        if let indexPath, let current = self.indexPath(of: object), current.dropLast() == indexPath.dropLast(),
+            current != indexPath
+        {
+            let parent = Array(current.dropLast())
+            func move(_ nodes: inout [Node], _ depth: Int) {
+                if depth == parent.count {
+                    let node = nodes.remove(at: current[depth])
+                    nodes.insert(node, at: min(indexPath[depth], nodes.count))
+                } else {
+                    move(&nodes[parent[depth]].children, depth + 1)
+                }
+            }
+            move(&roots, 0)
+            flattened = Self.depthFirst(roots)
+            context.emit(self, .arrangedObjects)
+        }
+        var selection = oldSelected.compactMap { self.indexPath(of: $0) }
+        if options.selectsInsertedObjects, let path = self.indexPath(of: object) { selection = [path] }
+        setSelection(
+            normalized(selection), in: context,
+            changed: normalized(selection) != oldSelection || selectedObjects != oldSelected)
+    }
+
+    static func depthFirst(_ nodes: [Node]) -> [ObjectID] {
+        nodes.flatMap { [$0.object] + depthFirst($0.children) }
     }
 
     // MARK: State

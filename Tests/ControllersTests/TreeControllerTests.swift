@@ -68,6 +68,32 @@ struct TreeControllerTests {
         #expect(try h.value("selection.lastName", of: "org") == "Aaron")
     }
 
+    @Test func tree_add_withANestedSelection_addsASiblingAtTheSameDepth() throws {
+        let h = try harness()
+        try h.registry.setSelectionIndexPaths([[0, 0]], controller: "org")  // Baker, under Archer
+        try h.registry.perform(
+            "add", controller: "org",
+            body: ["object": ["firstName": "Bea", "lastName": "Bell", "department": ref("Department/1")]])
+        #expect(try h.value("selection.manager", of: "org") == ref("Employee/ann"))
+        #expect(try h.value("selectionIndexPaths", of: "org") == [[0, 1]])  // Baker, Bell, Cole
+        #expect(try h.value("arrangedObjects", of: "org").arrayValue?.count == 2)  // no new root
+    }
+
+    @Test func tree_insert_placesAtTheSelection_unsortedUntilRearranged() throws {
+        let h = try harness()
+        try h.registry.setSelectionIndexPaths([[0, 0]], controller: "org")  // Baker, before Cole
+        try h.registry.perform(
+            "insert", controller: "org",
+            body: ["object": ["firstName": "Zed", "lastName": "Zulu", "department": ref("Department/1")]])
+        #expect(try h.value("selectionIndexPaths", of: "org") == [[0, 0]])
+        #expect(try h.value("selection.lastName", of: "org") == "Zulu")
+        #expect(try objectAt(h, [0, 1]) == ref("Employee/bob"))
+        try h.registry.perform("rearrangeObjects", controller: "org")
+        #expect(try objectAt(h, [0, 0]) == ref("Employee/bob"))
+        #expect(try h.value("selection.lastName", of: "org") == "Zulu")
+        #expect(try h.value("selectionIndexPaths", of: "org") == [[0, 2]])
+    }
+
     @Test func tree_remove_entityMode_deletes_childrenBecomeRoots() throws {
         let h = try harness()
         try h.registry.setSelectionIndexPaths([[0, 0]], controller: "org")
