@@ -119,7 +119,9 @@ public final class Document: Sendable {
         } catch {
             throw ObjectGraphError(status: 500, code: "internal-error", message: "\(dataDirectory): \(error)")
         }
-        let undoManager = DocumentUndoManager(levelsOfUndo: options.undoDepth)
+        let undoManager = DocumentUndoManager(
+            levelsOfUndo: options.undoDepth, openedAt: store.seq,
+            editedBeforeOpening: storage.savedSeq.map { store.read { $0.contentSeq } > $0 } ?? false)
         self.undoManager = undoManager
         let journal = storage.journal
         let append = CommitHook { record in

@@ -96,6 +96,33 @@ struct DocumentRoutesTests {
         }
     }
 
+    @Test func undoingBackToTheSavedStateMakesTheDocumentUnedited() throws {
+        try withService { client in
+            func edited() throws -> Bool {
+                actions(try client.request("GET", "/actions"))["revertToSaved"]?["enabled"] == true
+            }
+            _ = try client.request("PUT", "/objects/Employee/3/salary", json: "1")
+            #expect(try client.request("POST", "/actions/save").status == 200)
+            #expect(try !edited())
+            _ = try client.request("PUT", "/objects/Employee/3/salary", json: "2")
+            #expect(try edited())
+            _ = try client.request("POST", "/actions/undo")
+            #expect(try !edited())
+            _ = try client.request("POST", "/actions/redo")
+            #expect(try edited())
+            _ = try client.request("POST", "/actions/undo")
+            // Past the save point, then a new change: the saved state cannot come back by undo any more.
+            _ = try client.request("POST", "/actions/undo")
+            #expect(try edited())
+            _ = try client.request("PUT", "/objects/Employee/3/salary", json: "3")
+            _ = try client.request("POST", "/actions/undo")
+            #expect(try edited())
+            #expect(try client.request("POST", "/actions/revertToSaved").status == 200)
+            #expect(try !edited())
+            #expect(try client.request("GET", "/objects/Employee/3/salary").json == 1)
+        }
+    }
+
     @Test func exportThenImportRoundTripsToAnIdenticalGraph() throws {
         try withService { client in
             let export = try client.request("GET", "/store")

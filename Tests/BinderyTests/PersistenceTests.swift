@@ -52,6 +52,27 @@ struct PersistenceTests {
         }
     }
 
+    @Test func changesSinceTheSaveSurviveARestartAsAnEditedDocument() throws {
+        try withTemporaryDirectory { path in
+            do {
+                let document = try openDocument(path)
+                try document.save()
+                try document.set(5, "salary", of: "Employee/3")
+                #expect(document.hasChangesSinceSave)
+                document.close()
+            }
+            do {
+                let document = try openDocument(path)
+                // Nothing to undo after a restart, and the change is still unsaved.
+                #expect(document.hasChangesSinceSave)
+                try document.save()
+                #expect(!document.hasChangesSinceSave)
+                document.close()
+            }
+            #expect(try !openDocument(path).hasChangesSinceSave)
+        }
+    }
+
     @Test func crashWithoutCloseReplaysTheJournal() throws {
         try withTemporaryDirectory { path in
             let document = try openDocument(path, fsync: .always)

@@ -27,11 +27,12 @@ extension Document {
         return seq
     }
 
-    /// Whether the store changed since the saved state (what enables `revertToSaved`).
+    /// Whether the store changed since the saved state (what enables `revertToSaved`): NSDocument's
+    /// `isDocumentEdited`, so undoing back to the saved state makes it false again; commits that only took a seq (a
+    /// controller's selection) do not count.
     public var hasChangesSinceSave: Bool {
         guard let saved = storage.savedSeq else { return false }
-        // Commits that only took a seq (a controller's selection) do not edit the document.
-        return store.read { $0.contentSeq } > saved
+        return undoManager.isEdited(since: saved)
     }
 
     /// Goes back to the saved state (the last `save`, else the state first seeded into the data directory) as one

@@ -21,7 +21,16 @@ public final class DocumentUndoManager: Sendable {
         case redo(seq: Int64)
     }
 
+    /// What a commit did to NSDocument's change count: a new change, an undo, a redo.
+    private enum Edit {
+        case done, undone, redone
+    }
+
     private struct State {
+        /// Every content commit of this run by seq, for `isEdited(since:)` (the oldest dropped past `maxEdits`).
+        var edits: [(seq: Int64, edit: Edit)] = []
+        /// The newest seq dropped from `edits`.
+        var editsDroppedThrough: Int64?
         /// A slice, so that dropping the oldest group past `levelsOfUndo` (on every commit once the stack is full)
         /// moves its start instead of shifting every record; a later reallocation lets the dropped ones go.
         var undoStack: ArraySlice<ChangeRecord> = []
@@ -29,8 +38,15 @@ public final class DocumentUndoManager: Sendable {
         var pending = Pending.change
     }
 
-    public init(levelsOfUndo: Int = 100) {
+    /// The store's seq when the document was opened, and whether objects had changed since the saved state by then.
+    private let openedAt: Int64
+    private let editedBeforeOpening: Bool
+    private static let maxEdits = 100_000
+
+    public init(levelsOfUndo: Int = 100, openedAt: Int64 = 0, editedBeforeOpening: Bool = false) {
         self.levelsOfUndo = max(0, levelsOfUndo)
+        self.openedAt = openedAt
+        self.editedBeforeOpening = editedBeforeOpening
     }
 
     public var canUndo: Bool { state.withLock { !$0.undoStack.isEmpty } }
@@ -88,6 +104,17 @@ public final class DocumentUndoManager: Sendable {
         state.withLock { state in
             // A commit that only took a seq (`ObjectStore.advanceSeq()`) changed nothing to undo.
             guard !record.changes.isEmpty else { return }
+            let edit: Edit =
+                switch state.pending {
+                case .change: .done
+                case .undo: .undone
+                case .redo: .redone
+                }
+            state.edits.append((record.seq, edit))
+            if state.edits.count > Self.maxEdits {
+                state.editsDroppedThrough = state.edits[0].seq
+                state.edits.removeFirst(state.edits.count / 2)
+            }
             switch state.pending {
             case .change:
                 guard levelsOfUndo > 0 else { return }
@@ -106,6 +133,28 @@ public final class DocumentUndoManager: Sendable {
                 if state.undoStack.count > levelsOfUndo { state.undoStack.removeFirst() }
             }
             state.pending = .change
+        }
+    }
+
+    /// NSDocument's `isDocumentEdited` against the state saved at `savedSeq`: the change count since then is not
+    /// zero, or a new change was made after undoing past the save (the saved state cannot come back by undo and
+    /// redo then), or objects had changed before this run began and nothing was saved since.
+    public func isEdited(since savedSeq: Int64) -> Bool {
+        state.withLock { state in
+            state.edits.removeAll { $0.seq <= savedSeq }
+            if savedSeq < openedAt && editedBeforeOpening { return true }
+            if let dropped = state.editsDroppedThrough, savedSeq < dropped { return true }
+            var count = 0
+            for (_, edit) in state.edits {
+                switch edit {
+                case .done:
+                    if count < 0 { return true }
+                    count += 1
+                case .undone: count -= 1
+                case .redone: count += 1
+                }
+            }
+            return count != 0
         }
     }
 
