@@ -227,6 +227,7 @@ public final class ControllerRegistry: Sendable {
                     message: "The content \"\(description.content)\" follows \"\(master)\", which is not a controller.",
                     fields: ["content": .string(description.content.description)])
             }
+            try Self.checkContentKeyPath(description.content, controllers: registry.controllers, model: context.model)
             let controller: Controller
             switch description.kind {
             case .object: controller = ObjectController(description: description, isDeclared: declared)
@@ -243,6 +244,34 @@ public final class ControllerRegistry: Sendable {
             registry.order.append(description.name)
             context.emit(controller, .controller)
             return controller.state(in: scoped)
+        }
+    }
+
+    /// 404 `undefined-key` for a content key path that names a key its objects do not have (a key path bound in
+    /// Cocoa raises `valueForUndefinedKey:`); it is followed through relationships, and what comes after a key that
+    /// is not one (an attribute, a derived key, a collection operator) is left to the key path's evaluation.
+    static func checkContentKeyPath(
+        _ content: ContentBinding, controllers: [String: Controller], model: ObjectModel
+    ) throws(ObjectGraphError) {
+        var entity: String?
+        let keyPath: String
+        switch content {
+        case .object(let object, let path?):
+            (entity, keyPath) = (object.entity, path)
+        case .selection(let master, let path?):
+            (entity, keyPath) = (controllers[master]?.contentEntity, path)
+        default:
+            return
+        }
+        for key in keyPath.split(separator: ".").map(String.init) {
+            guard let name = entity, let description = model.entity(named: name), !key.hasPrefix("@") else { return }
+            if let relationship = description.relationship(named: key) {
+                entity = relationship.destination
+            } else if description.hasKey(key) {
+                return
+            } else {
+                throw ObjectGraphError.undefinedKey(key, entity: name)
+            }
         }
     }
 

@@ -114,6 +114,22 @@ struct ControllerRoutesTests {
         }
     }
 
+    @Test func contentKeyPathsMustNameKeysTheObjectsHave() throws {
+        try withService { client in
+            for (content, status) in [
+                ("Department/1.nope", 404), ("@departments.selection.nope", 404),
+                ("@departments.selection.employees.nope", 404), ("Department/1.employees", 201),
+                ("@departments.selection.employees", 201),
+            ] {
+                let name = "c\(status)\(content.count)"
+                let answer = try client.request(
+                    "POST", "/controllers", json: #"{"name": "\#(name)", "kind": "array", "content": "\#(content)"}"#)
+                #expect(answer.status == status, "\(content)")
+                if status == 404 { #expect(answer.json?["error"]?["code"] == "undefined-key") }
+            }
+        }
+    }
+
     @Test func runtimeControllers_createAndDelete_declaredRefused() throws {
         try withService { client in
             let created = try client.request(
