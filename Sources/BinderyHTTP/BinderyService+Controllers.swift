@@ -35,8 +35,8 @@ extension BinderyService {
             return .response(HTTPResponse(status: 204))
         }
         router.add("GET", "/controllers/:name/arrangedObjects") { request in
-            let offset = try nonNegative(request.request.queryValue("offset"), name: "offset") ?? 0
-            let limit = try nonNegative(request.request.queryValue("limit"), name: "limit")
+            let offset = try nonNegativeInteger(request.request.queryValue("offset"), name: "offset") ?? 0
+            let limit = try nonNegativeInteger(request.request.queryValue("limit"), name: "limit")
             let (objects, count, seq) = try controllers.arrangedObjects(
                 controller: request.parameter("name"), offset: offset, limit: limit)
             var response = HTTPResponse.json(objects, seq: seq)
@@ -144,11 +144,4 @@ extension BinderyService {
             fields: ["keyPath": .string(keyPath)])
     }
 
-    private static func nonNegative(_ text: String?, name: String) throws(APIError) -> Int? {
-        guard let text else { return nil }
-        guard let value = Int(text), value >= 0 else {
-            throw APIError.badQuery("\(name) must be a non-negative integer, not \"\(text)\".")
-        }
-        return value
-    }
 }

@@ -38,7 +38,8 @@ extension BinderyService {
             // By handle: the same filter and order as over `.object(id)` subjects, without hashing ids.
             let handles = try view.handles(of: entity, matching: filter, sortedBy: ordering)
             let start = min(offset, handles.count)
-            let end = limit.map { min(handles.count, start + $0) } ?? handles.count
+            // `limit` may be as large as Int allows: never add it to anything.
+            let end = limit.map { start + min($0, handles.count - start) } ?? handles.count
             let objects = try handles[start..<end].map { try view.json(of: $0, keys: keys) }
             return (objects, handles.count, view.seq)
         }
@@ -248,7 +249,8 @@ extension BinderyService {
         return .json(body, seq: result.seq, etag: etag(touched ? result.seq : previousVersion))
     }
 
-    private static func nonNegativeInteger(_ text: String?, name: String) throws(APIError) -> Int? {
+    /// A query parameter that must be a non-negative integer (`offset`, `limit`, `index`); 400 `bad-query` else.
+    static func nonNegativeInteger(_ text: String?, name: String) throws(APIError) -> Int? {
         guard let text else { return nil }
         guard let value = Int(text), value >= 0 else {
             throw APIError.badQuery("\(name) must be a non-negative integer, not \"\(text)\".")

@@ -384,7 +384,8 @@ public final class ControllerRegistry: Sendable {
             }
             let objects = controller.arrangedIDs
             let start = min(max(offset, 0), objects.count)
-            let end = limit.map { min(objects.count, start + max($0, 0)) } ?? objects.count
+            // `limit` may be as large as Int allows: never add it to anything.
+            let end = limit.map { start + min(max($0, 0), objects.count - start) } ?? objects.count
             let json = try objects[start..<end].map { try context.view.json(of: $0) }
             return (.array(json), objects.count, context.view.seq)
         }

@@ -48,6 +48,20 @@ struct ObjectRoutesTests {
         }
     }
 
+    @Test func theLargestLimitPagesWithoutOverflowing() throws {
+        try withService { client in
+            let listing = try client.request("GET", "/objects/Employee?offset=1&limit=9223372036854775807")
+            #expect(listing.status == 200)
+            #expect(listing.json?["objects"]?.arrayValue?.count == 31)
+            let arranged = try client.request(
+                "GET", "/controllers/departments/arrangedObjects?offset=2&limit=9223372036854775807")
+            #expect(arranged.status == 200)
+            #expect(arranged.json?.arrayValue?.count == 3)
+            #expect(try client.request("GET", "/objects/Employee?limit=9223372036854775808").status == 400)
+            #expect(try client.request("GET", "/healthz").status == 200)
+        }
+    }
+
     @Test func objectWithETagAndNotModified() throws {
         try withService { client in
             let department = try client.request("GET", "/objects/Department/1")
