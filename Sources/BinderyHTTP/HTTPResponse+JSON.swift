@@ -43,7 +43,9 @@ extension RouteRequest {
                 status: 415, code: "unsupported-media-type", message: "The body must be JSON, not \(type).")
         }
         if request.body.isEmpty {
-            throw APIError(status: 400, code: "malformed-json", message: "The request needs a JSON body.")
+            throw APIError(
+                status: 400, code: "malformed-json", message: "The request needs a JSON body.",
+                fields: ["line": 1, "column": 1])
         }
         do {
             return try PropertyListValue(jsonBytes: request.body)

@@ -85,7 +85,11 @@ public final class UserDefaultsController: Sendable {
         self.path = path
         var saved: [String: PropertyListValue] = [:]
         if let bytes = FileManager.default.contents(atPath: path) {
-            guard case .dictionary(let values)? = (try? PropertyListValue(jsonBytes: bytes))?["values"] else {
+            guard
+                case .dictionary(let values)? =
+                    (try? PropertyListValue(jsonBytes: bytes, maximumDepth: PropertyListValue.fileDepthLimit))?[
+                        "values"]
+            else {
                 throw ObjectGraphError(
                     status: 500, code: "bad-defaults-file", message: "\(path): expected {\"values\": {...}}.",
                     fields: ["file": .string(path)])

@@ -6,8 +6,17 @@ extension PropertyListValue {
     ///
     /// Parsing is jansson's, with duplicate keys rejected, any value allowed at the root, `\u0000` refused, invalid
     /// UTF-8 refused, integers beyond 64 bits and overflowing reals refused, and nothing allowed after the value.
-    /// This is the only file that touches jansson.
-    public init(jsonBytes bytes: some Collection<UInt8>) throws(JSONDecodingError) {
+    /// A NUL byte is refused wherever it is (jansson would end the text there). Arrays and objects may nest
+    /// `maximumDepth` levels deep: the default keeps what clients send well inside jansson's own limit (2048), so
+    /// that the files which wrap their values in a few levels more (the journal, saved defaults) read back; those
+    /// files are read with `PropertyListValue.fileDepthLimit`. This is the only file that touches jansson.
+    public init(
+        jsonBytes bytes: some Collection<UInt8>, maximumDepth: Int = PropertyListValue.valueDepthLimit
+    ) throws(JSONDecodingError) {
+        if let nul = bytes.firstIndex(of: 0) {
+            let (line, column) = Self.lineAndColumn(of: bytes.distance(from: bytes.startIndex, to: nul), in: bytes)
+            throw JSONDecodingError(message: "NUL byte in the JSON text", line: line, column: column)
+        }
         var error = json_error_t()
         let root: UnsafeMutablePointer<json_t>? =
             bytes.withContiguousStorageIfAvailable { buffer in
@@ -24,12 +33,87 @@ extension PropertyListValue {
             let text = withUnsafeBytes(of: error.text) { raw in
                 String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
             }.replacingOccurrences(of: " without JSON_ALLOW_NUL", with: "")
+            // jansson gives the column of the last character it read; for a byte it could not read, the error is
+            // at the next one.
+            let atNextByte = text.hasPrefix("unable to decode byte") || text.hasPrefix("control character")
             throw JSONDecodingError(
                 message: text.isEmpty ? "malformed JSON" : text,
-                line: Int(error.line), column: Int(error.column), position: Int(error.position))
+                line: Int(error.line), column: Int(error.column) + (atNextByte ? 1 : 0), position: Int(error.position))
         }
         defer { json_decref(root) }
+        guard Self.depth(of: root, within: maximumDepth) else {
+            let (line, column) = Self.positionPast(depth: maximumDepth, in: bytes)
+            throw JSONDecodingError(
+                message: "arrays and objects nested more than \(maximumDepth) levels deep", line: line, column: column)
+        }
         self = try PropertyListValue.convert(root)
+    }
+
+    /// How deep a client's value may nest (`init(jsonBytes:maximumDepth:)`).
+    public static let valueDepthLimit = 1000
+    /// How deep the service's own files may nest: jansson's limit.
+    public static let fileDepthLimit = 2048
+
+    /// Whether `json` nests at most `limit` levels of arrays and objects.
+    private static func depth(of json: UnsafeMutablePointer<json_t>, within limit: Int) -> Bool {
+        let type = json_type(rawValue: UInt32(bindery_json_type(json)))
+        guard type == JSON_ARRAY || type == JSON_OBJECT else { return true }
+        guard limit > 0 else { return false }
+        if type == JSON_ARRAY {
+            for index in 0..<json_array_size(json) where !depth(of: json_array_get(json, index), within: limit - 1) {
+                return false
+            }
+            return true
+        }
+        var iterator = json_object_iter(json)
+        while let current = iterator {
+            guard depth(of: json_object_iter_value(current), within: limit - 1) else { return false }
+            iterator = json_object_iter_next(json, current)
+        }
+        return true
+    }
+
+    /// The 1-based line and column (in characters, as jansson counts them) of the byte at `offset`.
+    private static func lineAndColumn(of offset: Int, in bytes: some Collection<UInt8>) -> (line: Int, column: Int) {
+        var line = 1
+        var column = 0
+        for byte in bytes.prefix(offset + 1) {
+            if byte == UInt8(ascii: "\n") {
+                line += 1
+                column = 0
+            } else if byte & 0xC0 != 0x80 {
+                column += 1
+            }
+        }
+        return (line, column)
+    }
+
+    /// Where the first `[` or `{` deeper than `depth` opens (outside strings).
+    private static func positionPast(depth limit: Int, in bytes: some Collection<UInt8>) -> (line: Int, column: Int) {
+        var depth = 0
+        var inString = false
+        var escaped = false
+        for (offset, byte) in bytes.enumerated() {
+            if inString {
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "\""): inString = true
+            case UInt8(ascii: "["), UInt8(ascii: "{"):
+                depth += 1
+                if depth > limit { return lineAndColumn(of: offset, in: bytes) }
+            case UInt8(ascii: "]"), UInt8(ascii: "}"): depth -= 1
+            default: break
+            }
+        }
+        return (1, 1)
     }
 
     /// Decodes a JSON text given as a string.

@@ -55,6 +55,29 @@ struct DefaultsRoutesTests {
         }
     }
 
+    @Test func theDeepestValueAcceptedIsReadBackAfterARestart() throws {
+        let data = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: data) }
+        let fixture = packageRoot + "/Fixtures/employees"
+        let limit = PropertyListValue.valueDepthLimit
+        func nested(_ depth: Int) -> [UInt8] {
+            Array((String(repeating: "[", count: depth) + String(repeating: "]", count: depth)).utf8)
+        }
+        try withServer(fixture: fixture, data: data) { client in
+            let tooDeep = try client.request("PUT", "/defaults/deep", body: nested(limit + 1))
+            #expect(tooDeep.status == 400)
+            #expect(tooDeep.errorCode == "malformed-json")
+            #expect(tooDeep.json?["error"]?["column"] == .integer(Int64(limit + 1)))
+            #expect(try client.request("PUT", "/defaults/deep", body: nested(limit)).status == 200)
+        }
+        // Saved inside {"values": {...}}: two levels more, still readable.
+        try withServer(fixture: fixture, data: data) { client in
+            let deep = try client.request("GET", "/defaults/deep")
+            #expect(deep.status == 200)
+            #expect(deep.body == nested(limit))
+        }
+    }
+
     @Test func notAppliesImmediately_pendingUntilSave_revertDrops() throws {
         let fixture = try temporaryDirectory()
         let data = try temporaryDirectory()

@@ -67,7 +67,12 @@ struct JSONCodecTests {
         BadInput(name: "real overflow", bytes: Array("1e400".utf8), line: 1, column: 5),
         BadInput(name: "trailing garbage", bytes: Array("{} x".utf8), line: 1, column: 4),
         BadInput(name: "NUL escape", bytes: Array(#""a\u0000b""#.utf8), line: 1, column: 10),
-        BadInput(name: "invalid UTF-8", bytes: [0x22, 0xC3, 0x28, 0x22], line: 1, column: 1),
+        BadInput(name: "invalid UTF-8", bytes: [0x22, 0xC3, 0x28, 0x22], line: 1, column: 2),
+        BadInput(name: "invalid UTF-8 first", bytes: [0xFF], line: 1, column: 1),
+        BadInput(name: "invalid UTF-8 on line 2", bytes: [0x0A, 0xFF], line: 2, column: 1),
+        BadInput(name: "raw NUL after a number", bytes: [0x31, 0x00], line: 1, column: 2),
+        BadInput(name: "raw NUL in an array", bytes: Array("[1".utf8) + [0] + Array(",2]".utf8), line: 1, column: 3),
+        BadInput(name: "raw NUL after é", bytes: Array("\"é".utf8) + [0] + Array("\"".utf8), line: 1, column: 3),
         BadInput(name: "empty", bytes: [], line: 1, column: 0),
     ])
     func rejectsBadInputWithPlace(input: BadInput) {
@@ -85,10 +90,25 @@ struct JSONCodecTests {
         #expect(throws: JSONDecodingError.self) { try PropertyListValue(jsonString: #"{"$date": 5}"#) }
     }
 
+    @Test func refusesValuesNestedBeyondTheLimitWithThePlace() throws {
+        let limit = PropertyListValue.valueDepthLimit
+        _ = try PropertyListValue(
+            jsonString: String(repeating: "[", count: limit) + String(repeating: "]", count: limit))
+        let deep =
+            #"{"a": "[{", "b": "# + String(repeating: "[", count: limit + 1) + String(repeating: "]", count: limit + 1)
+            + "}"
+        #expect {
+            try PropertyListValue(jsonString: deep)
+        } throws: { error in
+            // The bracket that opens level 1,001 (the object is level 1; the string's brackets do not count).
+            (error as? JSONDecodingError).map { $0.line == 1 && $0.column == 17 + limit } ?? false
+        }
+    }
+
     @Test func decodesDeepNestingWithoutCrashing() throws {
         let depth = 1500
         let text = String(repeating: "[", count: depth) + String(repeating: "]", count: depth)
-        var value = try PropertyListValue(jsonString: text)
+        var value = try PropertyListValue(jsonBytes: Array(text.utf8), maximumDepth: PropertyListValue.fileDepthLimit)
         var levels = 0
         while case .array(let elements) = value, let first = elements.first {
             value = first

@@ -146,7 +146,9 @@ final class DocumentStorage: Sendable {
             for payload in payloads {
                 let record: ChangeRecord
                 do {
-                    record = try ChangeRecord(json: try PropertyListValue(jsonBytes: bytes[payload]))
+                    record = try ChangeRecord(
+                        json: try PropertyListValue(
+                            jsonBytes: bytes[payload], maximumDepth: PropertyListValue.fileDepthLimit))
                 } catch {
                     damage = (payload.lowerBound - JournalFrame.headerSize, "a record that is not a change record")
                     break
