@@ -139,6 +139,24 @@ struct ObservingRoutesTests {
         }
     }
 
+    @Test func aSinceFromBeyondTheCurrentSeqIs410NotASilentWait() throws {
+        try withService { client in
+            // As after a restart: seqs the client saw are not this run's (notifications start again at 0).
+            for path in ["/changes?since=99&timeout=5", "/notifications?since=99&timeout=5"] {
+                let answer = try client.request("GET", path)
+                #expect(answer.status == 410, "\(path)")
+                #expect(answer.errorCode == "history-compacted")
+            }
+            let observer = try client.request(
+                "POST", "/observers", json: #"{"target": "Employee/4", "keyPath": "salary"}"#)
+            let id = try #require(observer.json?["id"]?.stringValue)
+            #expect(try client.request("GET", "/observers/\(id)/changes?since=99&timeout=5").status == 410)
+            // The current seq itself waits as before.
+            #expect(try client.request("GET", "/changes?since=1&timeout=0").status == 200)
+            #expect(try client.request("GET", "/notifications?since=0&timeout=0").status == 200)
+        }
+    }
+
     @Test func entityFilter() throws {
         try withService { client in
             _ = try client.request("PUT", "/objects/Department/2/name", json: "\"Sales EMEA\"")

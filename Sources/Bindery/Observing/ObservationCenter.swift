@@ -234,10 +234,14 @@ public final class ObservationCenter: @unchecked Sendable {
     }
 
     /// The answer for a source after `since`, or nil when there is nothing yet and `force` is false.
+    ///
+    /// A `since` beyond every seq handed out (one from before a restart: notifications start again at 0, and a
+    /// crash with `--fsync never` can lose the last changes) is 410 like one older than the history: never a
+    /// silent gap.
     private func answer(_ source: PollRequest.Source, since: Int64, force: Bool) -> PollAnswer? {
         switch source {
         case .store(let entity):
-            guard history.covers(since: since) else {
+            guard history.covers(since: since), since <= store.seq else {
                 return .compacted(oldest: history.compactedThrough, current: processedSeq)
             }
             let changes = history.changes(after: since) { change in
@@ -250,7 +254,9 @@ public final class ObservationCenter: @unchecked Sendable {
         case .observer(let id):
             guard let observer = observers[id] else { return .noSuchObserver(id) }
             observer.lastActivity = Self.now()
-            if !observer.history.covers(since: since), !(observer.initial != nil && since <= observer.since) {
+            if since > store.seq
+                || (!observer.history.covers(since: since) && !(observer.initial != nil && since <= observer.since))
+            {
                 return .compacted(oldest: observer.history.compactedThrough, current: processedSeq)
             }
             if !observer.hasChanges(after: since) && !force { return nil }
@@ -258,7 +264,7 @@ public final class ObservationCenter: @unchecked Sendable {
             return .items(PollItems(["changes": .array(changes), "last": .integer(processedSeq)]), seq: processedSeq)
         case .notifications(let name, let object):
             let center = notificationCenter
-            guard center.history.covers(since: since) else {
+            guard center.history.covers(since: since), since <= center.lastSeq else {
                 return .compacted(oldest: center.history.compactedThrough, current: center.lastSeq)
             }
             let found = center.notifications(after: since, name: name, object: object)
