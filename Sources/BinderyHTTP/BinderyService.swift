@@ -116,10 +116,12 @@ public final class BinderyService: HTTPResponder {
         case .methodNotAllowed(let allowed):
             return .response(.error(.methodNotAllowed(request.method, allowed: allowed)))
         case .notFound:
-            if request.method == "GET" || request.method == "HEAD",
-                let file = staticFiles?.response(for: segments, ifNoneMatch: request.header("If-None-Match"))
-            {
-                return .response(file)
+            if request.method == "GET" || request.method == "HEAD" {
+                if let file = staticFiles?.response(for: segments, ifNoneMatch: request.header("If-None-Match")) {
+                    return .response(file)
+                }
+            } else if staticFiles?.hasFile(at: segments) == true {
+                return .response(.error(.methodNotAllowed(request.method, allowed: ["GET", "HEAD"])))
             }
             return .response(.error(.notFound("There is nothing at \(request.rawPath).")))
         }
@@ -148,13 +150,10 @@ public final class BinderyService: HTTPResponder {
     }
 
     private func preflight(_ request: HTTPRequest, segments: [String]) -> HTTPResponse {
-        let method = request.header("Access-Control-Request-Method") ?? "GET"
-        var allowed: [String]
-        switch router.route(method, segments: segments) {
-        case .found: allowed = [method]
-        case .methodNotAllowed(let methods): allowed = methods
-        case .notFound: allowed = ["GET", "HEAD"]
-        }
+        // Every method of the path, whatever the preflight asks about (RFC 9110's Allow; a browser checks the
+        // asked method against the list); a static file, or nothing, answers GET and HEAD.
+        var allowed = router.methods(for: segments)
+        if allowed.isEmpty { allowed = ["GET", "HEAD"] }
         allowed.append("OPTIONS")
         return HTTPResponse(
             status: 204,

@@ -71,13 +71,18 @@ public struct Router: Sendable {
         for route in routes where route.method == method && Self.matches(route.pattern, segments) {
             return .found(route.handler, Self.bind(route.pattern))
         }
+        let allowed = methods(for: segments)
+        return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed)
+    }
+
+    /// Every method some route answers for this path (`HEAD` with `GET`), in the order the routes were added.
+    func methods(for segments: [String]) -> [String] {
         var allowed: [String] = []
         for route in routes where Self.matches(route.pattern, segments) && !allowed.contains(route.method) {
             allowed.append(route.method)
         }
-        if allowed.isEmpty { return .notFound }
         if allowed.contains("GET") { allowed.append("HEAD") }
-        return .methodNotAllowed(allowed)
+        return allowed
     }
 
     private static func matches(_ pattern: [Segment], _ segments: [String]) -> Bool {

@@ -21,20 +21,8 @@ public struct StaticFiles: Sendable {
 
     /// The response for a GET of these decoded path segments, or nil when there is no such file here.
     public func response(for segments: [String], ifNoneMatch: String?) -> HTTPResponse? {
-        for segment in segments {
-            if segment.hasPrefix(".") || segment.contains("/") || segment.utf8.contains(0) { return nil }
-        }
-        var path = segments.isEmpty ? root : root + "/" + segments.joined(separator: "/")
+        guard let resolved = resolvedPath(of: segments) else { return nil }
         var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        if (info.st_mode & S_IFMT) == S_IFDIR {
-            path += "/index.html"
-        }
-        guard let resolvedPointer = realpath(path, nil) else { return nil }
-        let resolved = String(cString: resolvedPointer)
-        free(resolvedPointer)
-        guard resolved.hasPrefix(root + "/") else { return nil }
-
         let descriptor = open(resolved, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
         guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
@@ -56,6 +44,30 @@ public struct StaticFiles: Sendable {
         }
         return HTTPResponse(
             status: 200, headers: headers, body: .file(descriptor: descriptor, size: Int64(info.st_size)))
+    }
+
+    /// Whether these decoded path segments name a file served here (a write to it is then 405, not 404).
+    public func hasFile(at segments: [String]) -> Bool {
+        var info = stat()
+        guard let resolved = resolvedPath(of: segments) else { return false }
+        return stat(resolved, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+    }
+
+    /// The real path of the file the segments name (a folder's `index.html`), when it is inside the folder.
+    private func resolvedPath(of segments: [String]) -> String? {
+        for segment in segments {
+            if segment.hasPrefix(".") || segment.contains("/") || segment.utf8.contains(0) { return nil }
+        }
+        var path = segments.isEmpty ? root : root + "/" + segments.joined(separator: "/")
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        if (info.st_mode & S_IFMT) == S_IFDIR {
+            path += "/index.html"
+        }
+        guard let resolvedPointer = realpath(path, nil) else { return nil }
+        let resolved = String(cString: resolvedPointer)
+        free(resolvedPointer)
+        return resolved.hasPrefix(root + "/") ? resolved : nil
     }
 
     private func matches(_ candidate: Substring, _ etag: String) -> Bool {

@@ -111,6 +111,27 @@ struct ServiceTests {
             #expect(response.status == 204)
             #expect(response.header("Access-Control-Allow-Methods")?.contains("GET") == true)
             #expect(response.header("Access-Control-Allow-Origin") == "*")
+            // Every method of the path, whatever the preflight asks about.
+            for asked in [nil, "DELETE", "PUT"] {
+                let store = try client.request(
+                    "OPTIONS", "/store", headers: asked.map { ["Access-Control-Request-Method": $0] } ?? [:])
+                #expect(store.header("Allow") == "GET, PUT, HEAD, OPTIONS", "\(asked ?? "none")")
+            }
+            let object = try client.request("OPTIONS", "/objects/Employee/1")
+            #expect(object.header("Allow")?.split(separator: ",").count ?? 0 > 3)
+            #expect(try client.request("OPTIONS", "/app.js").header("Allow") == "GET, HEAD, OPTIONS")
+        }
+    }
+
+    @Test func aWriteToAStaticFileIs405() throws {
+        try withService { client in
+            for (method, path) in [("POST", "/app.js"), ("PUT", "/index.html"), ("POST", "/"), ("DELETE", "/app.js")] {
+                let answer = try client.request(method, path, body: Array("{}".utf8))
+                #expect(answer.status == 405, "\(method) \(path)")
+                #expect(answer.header("Allow") == "GET, HEAD")
+                #expect(answer.errorCode == "method-not-allowed")
+            }
+            #expect(try client.request("POST", "/nothing-here.js").status == 404)
         }
     }
 }
