@@ -204,7 +204,14 @@ public final class UserDefaultsController: Sendable {
     }
 
     private static func apply(_ changes: [String: PropertyListValue], to saved: inout [String: PropertyListValue]) {
-        for (key, value) in changes { saved[key] = value.isNull ? nil : value }
+        for (key, value) in changes {
+            // Not `saved[key] = value.isNull ? nil : value`: `nil` would be PropertyListValue's own null literal.
+            if value.isNull {
+                saved.removeValue(forKey: key)
+            } else {
+                saved[key] = value
+            }
+        }
     }
 
     /// Runs `body` under the lock (it answers whether saved values changed), persists, then tells observers.

@@ -52,6 +52,17 @@ struct DefaultsRoutesTests {
             #expect(try client.request("GET", "/defaults/theme").json == "dark")
             let reverted = try client.request("POST", "/defaults/revertToInitialValues")
             #expect(reverted.json?["values"]?["theme"] == "light")
+            // Null (or DELETE) removes the saved value: the initial value shows again, and nothing null is saved.
+            for removal in [("PUT", Optional("null")), ("DELETE", nil)] {
+                _ = try client.request("PUT", "/defaults/theme", json: #""dark""#)
+                _ = try client.request(removal.0, "/defaults/theme", body: removal.1.map { Array($0.utf8) } ?? [])
+                #expect(try client.request("GET", "/defaults/theme").json == "light", "\(removal.0)")
+                #expect(try client.request("GET", "/defaults").json?["values"]?["theme"] == "light")
+            }
+        }
+        try withServer(fixture: fixture, data: data) { client in
+            let theme = try client.request("GET", "/defaults/theme")
+            #expect(theme.json == "light")
         }
     }
 
