@@ -379,6 +379,14 @@ struct ObservingRoutesTests {
             #expect(
                 try client.request("POST", "/notifications", json: #"{"name": "X", "postingStyle": "later"}"#).status
                     == 400)
+            // NSPostNow posts "immediately after coalescing": the queued one it coalesces with is dropped.
+            let queued = #"{"name": "B", "object": "x", "postingStyle": "whenIdle", "coalesce": ["name"]}"#
+            #expect(try client.request("POST", "/notifications", json: queued).status == 202)
+            let now = #"{"name": "B", "object": "y", "postingStyle": "now", "coalesce": ["name"]}"#
+            #expect(try client.request("POST", "/notifications", json: now).status == 201)
+            usleep(300_000)
+            let coalesced = try client.request("GET", "/notifications?since=0&name=B&timeout=0")
+            #expect(coalesced.json?["notifications"]?.arrayValue?.map { $0["object"] } == ["y"])
         }
     }
 }

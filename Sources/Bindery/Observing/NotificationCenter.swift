@@ -111,14 +111,26 @@ final class NotificationQueue {
     /// Enqueues, dropping pending notifications the new one coalesces with (Cocoa keeps the first; so do we).
     /// Returns false when coalesced away.
     func enqueue(_ notification: Pending, style: PostingStyle, coalescing: Coalescing) -> Bool {
-        func matches(_ other: Pending) -> Bool {
+        let matches = Self.matcher(notification, coalescing)
+        if asap.contains(where: matches) || idle.contains(where: matches) { return false }
+        if style == .asap { asap.append(notification) } else { idle.append(notification) }
+        return true
+    }
+
+    /// Drops the queued notifications `notification` coalesces with: NSPostNow posts "immediately after
+    /// coalescing", in place of those.
+    func coalesce(with notification: Pending, coalescing: Coalescing) {
+        let matches = Self.matcher(notification, coalescing)
+        asap.removeAll(where: matches)
+        idle.removeAll(where: matches)
+    }
+
+    private static func matcher(_ notification: Pending, _ coalescing: Coalescing) -> (Pending) -> Bool {
+        { other in
             guard !coalescing.isEmpty else { return false }
             if coalescing.contains(.name), other.name != notification.name { return false }
             if coalescing.contains(.sender), other.object != notification.object { return false }
             return true
         }
-        if asap.contains(where: matches) || idle.contains(where: matches) { return false }
-        if style == .asap { asap.append(notification) } else { idle.append(notification) }
-        return true
     }
 }

@@ -582,6 +582,9 @@ public final class ObservationCenter: @unchecked Sendable {
         }
         if postingStyle == .now {
             return onQueue {
+                notificationQueue.coalesce(
+                    with: NotificationQueue.Pending(name: name, object: object, userInfo: userInfo),
+                    coalescing: coalescing)
                 let posted = notificationCenter.post(name: name, object: object, userInfo: userInfo)
                 wakeWaiters()
                 return posted.seq
