@@ -71,12 +71,17 @@ extension BinderyService {
                 }
                 style = text
             }
-            let coalesce = try (body["coalesce"]?.arrayValue ?? []).map { value throws(APIError) -> String in
-                guard case .string(let key) = value else {
-                    throw APIError.badRequest(
-                        "bad-request", "\"coalesce\" must be an array of \"name\" and \"sender\".")
+            let badCoalesce = APIError.badRequest(
+                "bad-request", "\"coalesce\" must be an array of \"name\" and \"sender\".")
+            var coalesce: [String] = []
+            switch body["coalesce"] ?? .null {
+            case .null: break
+            case .array(let values):
+                coalesce = try values.map { value throws(APIError) -> String in
+                    guard case .string(let key) = value else { throw badCoalesce }
+                    return key
                 }
-                return key
+            default: throw badCoalesce
             }
             let seq = try center.post(
                 name: name, object: body["object"] ?? .null, userInfo: body["userInfo"] ?? .null, style: style,

@@ -379,6 +379,8 @@ struct ObservingRoutesTests {
             #expect(
                 try client.request("POST", "/notifications", json: #"{"name": "X", "postingStyle": "later"}"#).status
                     == 400)
+            #expect(
+                try client.request("POST", "/notifications", json: #"{"name": "X", "coalesce": "name"}"#).status == 400)
             // NSPostNow posts "immediately after coalescing": the queued one it coalesces with is dropped.
             let queued = #"{"name": "B", "object": "x", "postingStyle": "whenIdle", "coalesce": ["name"]}"#
             #expect(try client.request("POST", "/notifications", json: queued).status == 202)
