@@ -114,7 +114,9 @@ extension BinderyService {
         }
         if query.header("Accept")?.contains("text/event-stream") == true {
             if let lastEventID = query.header("Last-Event-ID").flatMap({ Int64($0) }) { since = lastEventID }
-            return .response(eventStream(PollRequest(source: source, since: since, timeout: 0), center: center))
+            let streamRequest = PollRequest(source: source, since: since, timeout: 0)
+            if let refusal = center.refusal(of: streamRequest) { return .response(render(refusal)) }
+            return .response(eventStream(streamRequest, center: center))
         }
         let pollRequest = PollRequest(source: source, since: since, timeout: timeout)
         let emptyKey = if case .notifications = source { "notifications" } else { "changes" }

@@ -405,6 +405,18 @@ private func read(_ socket: Int32, until marker: String, into received: inout St
 }
 
 struct ServerSentEventsTests {
+    @Test func aStreamThatCannotStartIsAnErrorStatus() throws {
+        try withService { client in
+            let sse = ["Accept": "text/event-stream"]
+            let compacted = try client.request("GET", "/changes?since=99", headers: sse)
+            #expect(compacted.status == 410)
+            #expect(compacted.errorCode == "history-compacted")
+            let resumed = try client.request("GET", "/changes", headers: sse.merging(["Last-Event-ID": "99"]) { $1 })
+            #expect(resumed.status == 410)
+            #expect(try client.request("GET", "/observers/o404/changes", headers: sse).status == 404)
+        }
+    }
+
     @Test func streamsChangesAndResumesFromLastEventID() throws {
         try withService(observation: .init(heartbeatInterval: 0.3)) { client in
             let socket = try client.connect()

@@ -239,11 +239,9 @@ public final class ObservationCenter: @unchecked Sendable {
     /// crash with `--fsync never` can lose the last changes) is 410 like one older than the history: never a
     /// silent gap.
     private func answer(_ source: PollRequest.Source, since: Int64, force: Bool) -> PollAnswer? {
+        if let refusal = refusal(source, since: since) { return refusal }
         switch source {
         case .store(let entity):
-            guard history.covers(since: since), since <= store.seq else {
-                return .compacted(oldest: history.compactedThrough, current: processedSeq)
-            }
             let changes = history.changes(after: since) { change in
                 entity == nil || change.entity?.elementsEqual(entity!) == true
             }
@@ -254,25 +252,47 @@ public final class ObservationCenter: @unchecked Sendable {
         case .observer(let id):
             guard let observer = observers[id] else { return .noSuchObserver(id) }
             observer.lastActivity = Self.now()
-            if since > store.seq
-                || (!observer.history.covers(since: since) && !(observer.initial != nil && since <= observer.since))
-            {
-                return .compacted(oldest: observer.history.compactedThrough, current: processedSeq)
-            }
             if !observer.hasChanges(after: since) && !force { return nil }
             let changes = observer.answer(after: since)
             return .items(PollItems(["changes": .array(changes), "last": .integer(processedSeq)]), seq: processedSeq)
         case .notifications(let name, let object):
             let center = notificationCenter
-            guard center.history.covers(since: since), since <= center.lastSeq else {
-                return .compacted(oldest: center.history.compactedThrough, current: center.lastSeq)
-            }
             let found = center.notifications(after: since, name: name, object: object)
             if found.isEmpty && !force { return nil }
             return .items(
                 PollItems(["notifications": .array(found.map(\.json)), "last": .integer(center.lastSeq)]),
                 seq: processedSeq)
         }
+    }
+
+    /// Why a poll or stream from `since` cannot be answered at all: the observer is gone, or `since` is outside
+    /// what is retained (older than the history, or beyond every seq handed out); nil when it can.
+    private func refusal(_ source: PollRequest.Source, since: Int64) -> PollAnswer? {
+        switch source {
+        case .store:
+            guard history.covers(since: since), since <= store.seq else {
+                return .compacted(oldest: history.compactedThrough, current: processedSeq)
+            }
+        case .observer(let id):
+            guard let observer = observers[id] else { return .noSuchObserver(id) }
+            if since > store.seq
+                || (!observer.history.covers(since: since) && !(observer.initial != nil && since <= observer.since))
+            {
+                return .compacted(oldest: observer.history.compactedThrough, current: processedSeq)
+            }
+        case .notifications:
+            let center = notificationCenter
+            guard center.history.covers(since: since), since <= center.lastSeq else {
+                return .compacted(oldest: center.history.compactedThrough, current: center.lastSeq)
+            }
+        }
+        return nil
+    }
+
+    /// `refusal` for a request about to become an event stream, so that it can be answered with a status (410,
+    /// 404) instead of a stream that ends at once: a browser's EventSource reconnects after such a stream, forever.
+    public func refusal(of request: PollRequest) -> PollAnswer? {
+        onQueue { refusal(request.source, since: request.since ?? currentSeq(of: request.source)) }
     }
 
     private func finish(waiter id: Int, force: Bool) {
