@@ -11,7 +11,7 @@ extension BinderyService {
     static let defaultPollTimeout = 30.0
     static let maxPollTimeout = 300.0
 
-    static func addObservingRoutes(to router: inout Router, center: ObservationCenter) {
+    static func addObservingRoutes(to router: inout Router, center: ObservationCenter, model: ObjectModel) {
         router.add("POST", "/observers") { request in
             guard case .dictionary(let body) = try request.jsonBody() else {
                 throw APIError(status: 422, code: "type-mismatch", message: "The body must be a JSON object.")
@@ -49,7 +49,9 @@ extension BinderyService {
             return .response(HTTPResponse(status: 204))
         }
         router.add("GET", "/changes") { request in
-            try poll(request, source: .store(entity: request.request.queryValue("entity")), center: center)
+            let entity = request.request.queryValue("entity")
+            if let entity, model.entity(named: entity) == nil { throw APIError(ObjectGraphError.noSuchEntity(entity)) }
+            return try poll(request, source: .store(entity: entity), center: center)
         }
         router.add("GET", "/notifications") { request in
             let query = request.request
@@ -107,7 +109,10 @@ extension BinderyService {
         }
         var timeout = defaultPollTimeout
         if let text = query.queryValue("timeout") {
-            guard let value = Double(text), value >= 0, value.isFinite else {
+            // Decimal digits only: Double(_:) would also read "0x10", "1e2" and "nan".
+            guard text.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }), let value = Double(text), value >= 0,
+                value.isFinite
+            else {
                 throw APIError.badQuery("timeout must be a non-negative number of seconds, not \"\(text)\".")
             }
             timeout = min(value, maxPollTimeout)

@@ -54,7 +54,7 @@ public final class BinderyService: HTTPResponder {
         Self.addObjectRoutes(to: &router, document: document)
         Self.addStoreRoutes(to: &router, document: document)
         Self.addActionRoutes(to: &router, document: document)
-        Self.addObservingRoutes(to: &router, center: observations)
+        Self.addObservingRoutes(to: &router, center: observations, model: document.store.model)
         Self.addControllerRoutes(to: &router, controllers: controllers, responders: document.responders)
         Self.addDefaultsRoutes(to: &router, defaults: defaults)
         Self.addMetricsRoutes(

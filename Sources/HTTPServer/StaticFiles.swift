@@ -85,6 +85,7 @@ public struct StaticFiles: Sendable {
         case "css": return "text/css; charset=utf-8"
         case "js", "mjs": return "text/javascript; charset=utf-8"
         case "json": return "application/json"
+        case "webmanifest": return "application/manifest+json"
         case "svg": return "image/svg+xml"
         case "png": return "image/png"
         case "jpg", "jpeg": return "image/jpeg"

@@ -405,6 +405,38 @@ private func read(_ socket: Int32, until marker: String, into received: inout St
 }
 
 struct ServerSentEventsTests {
+    @Test func deletingTheObserverEndsItsStreamsAtOnce() throws {
+        try withService { client in
+            let observer = try client.request(
+                "POST", "/observers", json: #"{"target": "Employee/4", "keyPath": "salary"}"#)
+            let id = try #require(observer.json?["id"]?.stringValue)
+            let socket = try client.connect()
+            defer { close(socket) }
+            var timeout = timeval(tv_sec: 3, tv_usec: 0)
+            setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            try client.send(
+                Array("GET /observers/\(id)/changes HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n".utf8),
+                on: socket)
+            var received = ""
+            #expect(read(socket, until: "text/event-stream", into: &received))
+            #expect(try client.request("DELETE", "/observers/\(id)").status == 204)
+            // Well before the 15 s heartbeat.
+            #expect(read(socket, until: "no-such-observer", into: &received))
+        }
+    }
+
+    @Test func queryChecksOfTheFeeds() throws {
+        try withService { client in
+            let unknown = try client.request("GET", "/changes?entity=Nope&timeout=0")
+            #expect(unknown.status == 404)
+            #expect(unknown.errorCode == "no-such-entity")
+            for timeout in ["0x10", "1e2", "nan", "-1"] {
+                #expect(try client.request("GET", "/changes?timeout=\(timeout)").status == 400, "\(timeout)")
+            }
+            #expect(try client.request("GET", "/changes?entity=Employee&timeout=0.5").status == 200)
+        }
+    }
+
     @Test func aStreamThatCannotStartIsAnErrorStatus() throws {
         try withService { client in
             let sse = ["Accept": "text/event-stream"]

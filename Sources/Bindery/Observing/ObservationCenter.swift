@@ -575,6 +575,10 @@ public final class ObservationCenter: @unchecked Sendable {
                     waiter.deliver(.noSuchObserver(id))
                 }
             }
+            // Its event streams end now (with their error event), not at the next heartbeat.
+            for (subscriberID, subscriber) in subscribers {
+                if case .observer(id) = subscriber.source { push(to: subscriberID) }
+            }
             return true
         }
     }
