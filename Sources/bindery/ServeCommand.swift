@@ -84,6 +84,11 @@ struct ServeCommand: ParsableCommand {
             document.close()
             throw ExitCode.failure
         }
+        if StaticFiles(root: publicDirectory) == nil {
+            FileHandle.standardError.write(
+                Data("bindery: warning: --public \(publicDirectory) is not a folder; no static files are served\n".utf8)
+            )
+        }
         let server = HTTPServer(
             configuration: HTTPServerConfiguration(
                 host: host, port: port, threads: threads, maxBodySize: maxBody),
