@@ -97,8 +97,11 @@ struct ServeCommand: ParsableCommand {
         try ShutdownSignal.install {
             DispatchQueue.main.async {
                 observations.answerAllWaiters()
-                server.stop()
+                // The document first: closing flushes the journal and answers the writes waiting for their flush
+                // with their real outcome; stopping the server first would answer them 503 although they are
+                // applied and made durable by the close. Writes after this are refused (503 document-closed).
                 document.close()
+                server.stop()
                 Foundation.exit(0)
             }
         }

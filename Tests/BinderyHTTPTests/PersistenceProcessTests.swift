@@ -173,6 +173,50 @@ struct PersistenceProcessTests {
         }
     }
 
+    @Test(arguments: ["batch", "always"])
+    func sigtermDuringWritesAnswersEachWriteWithItsRealOutcome(fsync: String) throws {
+        try withTemporaryDataDirectory { data in
+            let writers = 4
+            let (started, _, _) = try ServerProcess.start(data: data, fsync: fsync)
+            let server = try #require(started)
+            // Per writer: the last value answered 200, and the value in flight when the answers stopped.
+            let outcomes = Mutex([(acknowledged: Int, unanswered: Int?)](repeating: (0, nil), count: writers))
+            let refusals = Mutex([String]())
+            let threads = onThreads(writers) { writer in
+                let client = server.client
+                for value in 1...1_000_000 {
+                    guard
+                        let response = try? client.request(
+                            "PUT", "/objects/Employee/\(writer + 1)/salary", json: String(value))
+                    else {
+                        outcomes.withLock { $0[writer].unanswered = value }
+                        return
+                    }
+                    guard response.status == 200 else {
+                        refusals.withLock { $0.append("\(response.status) \(response.errorCode ?? "")") }
+                        return
+                    }
+                    outcomes.withLock { $0[writer].acknowledged = value }
+                }
+            }
+            Thread.sleep(forTimeInterval: 0.5)
+            #expect(server.terminate() == 0)
+            while threads.contains(where: { !$0.isFinished }) { Thread.sleep(forTimeInterval: 0.01) }
+            // A write refused at shutdown is refused because it was not applied (document-closed), never
+            // 'not-durable' for a write the close then made durable.
+            #expect(refusals.withLock { $0 }.allSatisfy { $0 == "503 document-closed" }, "\(refusals.withLock { $0 })")
+            let (restarted, _, _) = try ServerProcess.start(data: data, fsync: fsync)
+            let again = try #require(restarted)
+            defer { _ = again.terminate() }
+            for (writer, outcome) in outcomes.withLock({ $0 }).enumerated() {
+                #expect(outcome.acknowledged > 0)
+                let stored = try again.client.request("GET", "/objects/Employee/\(writer + 1)/salary").json
+                let value = Int(stored?.integerValue ?? -1)
+                #expect(value == outcome.acknowledged || value == outcome.unanswered, "\(fsync) writer \(writer)")
+            }
+        }
+    }
+
     @Test func killNineUnderInsertLoadLeavesRelationshipsConsistent() throws {
         try withTemporaryDataDirectory { data in
             let (started, _, _) = try ServerProcess.start(data: data, fsync: "batch")
