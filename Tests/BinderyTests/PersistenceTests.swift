@@ -135,6 +135,51 @@ struct PersistenceTests {
         }
     }
 
+    @Test func damageWithIntactRecordsAfterItRefusesToStartAndKeepsTheFile() throws {
+        try withTemporaryDirectory { path in
+            let document = try openDocument(path, fsync: .always)
+            for salary in 1...10 { try document.set(.integer(Int64(salary)), "salary", of: "Employee/4") }
+            let copy = try crashCopy(of: path)
+            defer { try? FileManager.default.removeItem(atPath: copy) }
+            let segment = copy + "/" + (try segments(in: copy)).last!
+            var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: segment)))
+            bytes[28] ^= 0x01  // inside the first record's payload; nine intact records follow
+            try Data(bytes).write(to: URL(fileURLWithPath: segment))
+            #expect {
+                try openDocument(copy)
+            } throws: { error in
+                (error as? ObjectGraphError)?.code == "journal-corrupt"
+            }
+            #expect([UInt8](try Data(contentsOf: URL(fileURLWithPath: segment))) == bytes)
+        }
+    }
+
+    @Test func aMissingSnapshotIsRefusedNotStartedOverEmpty() throws {
+        try withTemporaryDirectory { path in
+            do {
+                let document = try openDocument(path)
+                try document.set(101, "salary", of: "Employee/4")
+                document.close()
+            }
+            // A clean stop leaves the whole store in the snapshot and an empty journal that starts after it.
+            for name in try FileManager.default.contentsOfDirectory(atPath: path) where name.hasPrefix("snapshot-") {
+                try FileManager.default.removeItem(atPath: path + "/" + name)
+            }
+            #expect {
+                try openDocument(path)
+            } throws: { error in
+                (error as? ObjectGraphError)?.code == "journal-gap"
+            }
+            // Without any journal either, the saved state still shows the directory was in use.
+            for name in try segments(in: path) { try FileManager.default.removeItem(atPath: path + "/" + name) }
+            #expect {
+                try openDocument(path)
+            } throws: { error in
+                (error as? ObjectGraphError)?.code == "bad-snapshot"
+            }
+        }
+    }
+
     @Test func secondDocumentOnTheSameDirectoryIsRefused() throws {
         try withTemporaryDirectory { path in
             let document = try openDocument(path)

@@ -68,6 +68,12 @@ final class DocumentStorage: Sendable {
         var size = 0
         var replayed = 0
         if snapshots.isEmpty && segments.isEmpty {
+            // Seeding is for an empty directory: a saved state without its snapshot and journal lost them.
+            guard !FileManager.default.fileExists(atPath: directory.file(DataDirectory.savedName)) else {
+                throw ObjectGraphError(
+                    status: 500, code: "bad-snapshot",
+                    message: "\(path) holds a saved state but no snapshot or journal; refusing to start over.")
+            }
             try seed()
             let seq = store.seq
             try Self.writeSnapshot(store.read { $0.binarySnapshot() }, seq: seq, in: directory)
@@ -139,6 +145,14 @@ final class DocumentStorage: Sendable {
             let isLast = position == segments.count - 1
             if !isLast && segments[position + 1] <= store.seq + 1 { continue }
             let path = directory.file(DataDirectory.segmentName(firstSeq))
+            // A segment begins where the snapshot or the previous segment ends; a later start means records (or
+            // the snapshot that held them) are missing, even when the segment itself is empty.
+            guard firstSeq <= store.seq + 1 else {
+                throw ObjectGraphError(
+                    status: 500, code: "journal-gap",
+                    message: "\(path) starts at seq \(firstSeq), but the snapshot and the journal before it reach "
+                        + "only seq \(store.seq); records or a snapshot are missing.")
+            }
             let bytes = try FileIO.read(path)
             let (payloads, end) = JournalFrame.scan(bytes)
             var damage: (offset: Int, reason: String)?
@@ -174,6 +188,13 @@ final class DocumentStorage: Sendable {
                 throw ObjectGraphError(
                     status: 500, code: "journal-corrupt",
                     message: "\(path): \(damage.reason) at byte \(damage.offset), and later segments follow; "
+                        + "refusing to drop acknowledged changes.")
+            }
+            // A crash tears only the end: intact records after the damage mean it is in the middle.
+            guard !JournalFrame.hasIntactFrame(in: bytes, after: damage.offset) else {
+                throw ObjectGraphError(
+                    status: 500, code: "journal-corrupt",
+                    message: "\(path): \(damage.reason) at byte \(damage.offset), and intact records follow it; "
                         + "refusing to drop acknowledged changes.")
             }
             report(

@@ -24,6 +24,27 @@ enum JournalFrame {
         bytes.append(contentsOf: payload)
     }
 
+    /// Whether an intact frame of a change record (a JSON object) starts anywhere after `offset`: then the damage
+    /// at `offset` is in the middle of the journal, not a torn end, and cutting there would drop acknowledged
+    /// records.
+    static func hasIntactFrame(in bytes: [UInt8], after offset: Int) -> Bool {
+        bytes.withUnsafeBytes { raw in
+            var start = offset + 1
+            while start + headerSize < raw.count {
+                defer { start += 1 }
+                guard raw[start + headerSize] == UInt8(ascii: "{") else { continue }
+                let length = Int(UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: start, as: UInt32.self)))
+                let payload = start + headerSize
+                guard length > 0, length <= raw.count - payload else { continue }
+                let checksum = UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: start + 4, as: UInt32.self))
+                if CRC32.checksum(UnsafeRawBufferPointer(rebasing: raw[payload..<payload + length])) == checksum {
+                    return true
+                }
+            }
+            return false
+        }
+    }
+
     /// The payload ranges of the whole, intact frames at the start of `bytes`, and how the scan ended.
     static func scan(_ bytes: [UInt8]) -> (payloads: [Range<Int>], end: End) {
         bytes.withUnsafeBytes { raw in
