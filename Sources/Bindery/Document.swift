@@ -129,6 +129,8 @@ public final class Document: Sendable {
             undoManager.didCommit(record)
         }
         hooks.journal.withLock { $0 = append }
+        // The undo groups of changes rolled back after a failed flush are gone with them.
+        storage.rolledBack.handler.withLock { $0 = { undoManager.removeAllActions() } }
     }
 
     deinit {

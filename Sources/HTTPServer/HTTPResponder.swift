@@ -8,8 +8,9 @@ public enum HTTPHandlerResult: Sendable {
 public struct HTTPSuspension: Sendable {
     /// The answer given if the server stops while the connection is still suspended.
     public var shutdownResponse: HTTPResponse
-    /// Called on the handler's thread right after the connection is suspended; it publishes the handle through which
-    /// any thread later answers. It may call `resume(with:)` itself.
+    /// Called on the handler's thread right after the connection is suspended (also while the server stops: an
+    /// answer it gives at once wins over `shutdownResponse`); it publishes the handle through which any thread
+    /// later answers. It may call `resume(with:)` itself.
     public var register: @Sendable (HTTPSuspendedConnection) -> Void
 
     public init(shutdownResponse: HTTPResponse, register: @escaping @Sendable (HTTPSuspendedConnection) -> Void) {

@@ -187,11 +187,10 @@ public final class HTTPServer: Sendable {
                 suspensions.connections[ObjectIdentifier(handle)] = handle
                 return suspensions.stopping
             }
-            if stopping {
-                handle.resume(with: suspension.shutdownResponse)
-            } else {
-                suspension.register(handle)
-            }
+            // Registered even when stopping: an answer that is ready at once (a change the closed document made
+            // durable) is the true one; only a connection still unanswered then gets the shutdown response.
+            suspension.register(handle)
+            if stopping { handle.resume(with: suspension.shutdownResponse) }
             return nil
         }
     }

@@ -27,13 +27,25 @@ struct ServerProcess {
     var client: TestHTTPClient { TestHTTPClient(port: port, timeout: 5) }
 
     /// Starts the server and waits for its `listening` line; nil (with the exit status) when it exits first.
-    static func start(data: String, fsync: String = "always") throws -> (ServerProcess?, Int32, String) {
+    /// With `fileSizeLimit` (in 512-byte blocks), no file it writes can grow past that size (`ulimit -f`, with
+    /// SIGXFSZ ignored, so that a write past it fails with EFBIG as on a full disk).
+    static func start(
+        data: String, fsync: String = "always", fileSizeLimit: Int? = nil
+    ) throws -> (ServerProcess?, Int32, String) {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: binderyBinary ?? "/nonexistent")
-        process.arguments = [
+        let binary = binderyBinary ?? "/nonexistent"
+        let arguments = [
             "serve", "--fixture", packageRoot + "/Fixtures/employees", "--data", data, "--port", "0", "--fsync", fsync,
             "--public", packageRoot + "/Public", "--threads", "4",
         ]
+        if let fileSizeLimit {
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments =
+                ["-c", "trap '' XFSZ; ulimit -f \(fileSizeLimit); exec \"$0\" \"$@\"", binary] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: binary)
+            process.arguments = arguments
+        }
         let output = Pipe()
         let errors = Pipe()
         process.standardOutput = output
@@ -208,12 +220,49 @@ struct PersistenceProcessTests {
             let (restarted, _, _) = try ServerProcess.start(data: data, fsync: fsync)
             let again = try #require(restarted)
             defer { _ = again.terminate() }
-            for (writer, outcome) in outcomes.withLock({ $0 }).enumerated() {
+            let final = outcomes.withLock { $0 }
+            for writer in 0..<writers {
+                let outcome = final[writer]
                 #expect(outcome.acknowledged > 0)
                 let stored = try again.client.request("GET", "/objects/Employee/\(writer + 1)/salary").json
                 let value = Int(stored?.integerValue ?? -1)
-                #expect(value == outcome.acknowledged || value == outcome.unanswered, "\(fsync) writer \(writer)")
+                #expect(
+                    value == outcome.acknowledged || value == outcome.unanswered,
+                    "\(fsync) \(writer): stored \(value), acknowledged \(outcome.acknowledged), \(outcome.unanswered ?? -1)"
+                )
             }
+        }
+    }
+
+    @Test func aJournalThatCannotBeWrittenRefusesTheChangeAndShowsNothingOfIt() throws {
+        try withTemporaryDataDirectory { data in
+            // 64 KiB per file: the seed's snapshot fits; the journal fills up after a few hundred changes.
+            let (started, _, message) = try ServerProcess.start(data: data, fsync: "batch", fileSizeLimit: 128)
+            let server = try #require(started, "\(message)")
+            let client = server.client
+            var acknowledged = 0
+            var refusal: TestResponse?
+            for value in 1...5_000 {
+                let response = try client.request("PUT", "/objects/Employee/4/salary", json: String(value))
+                guard response.status == 200 else {
+                    refusal = response
+                    break
+                }
+                acknowledged = value
+            }
+            let refused = try #require(refusal)
+            #expect(refused.status == 503)
+            #expect(refused.errorCode == "journal-failed")
+            #expect(acknowledged > 100)
+            // All or nothing: the refused value is not what anyone reads, now or after a restart.
+            let read = try client.request("GET", "/objects/Employee/4/salary")
+            #expect(read.json == .integer(Int64(acknowledged)), "\(read.status) \(read.text) after \(acknowledged)")
+            #expect(try client.request("PUT", "/objects/Employee/5/salary", json: "1").status == 503)
+            _ = server.terminate()
+            let (restarted, _, _) = try ServerProcess.start(data: data)
+            let again = try #require(restarted)
+            defer { _ = again.terminate() }
+            #expect(try again.client.request("GET", "/objects/Employee/4/salary").json == .integer(Int64(acknowledged)))
         }
     }
 

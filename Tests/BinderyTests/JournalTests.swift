@@ -1,5 +1,6 @@
 import Foundation
 import ObjectGraph
+import Synchronization
 import Testing
 
 @testable import Bindery
@@ -10,11 +11,16 @@ import Testing
 
 /// The journal's failure paths, on a device where every write fails (`/dev/full`: ENOSPC).
 struct JournalTests {
-    private func journal(_ policy: FsyncPolicy) throws -> Journal {
+    final class RollBacks: Sendable {
+        let count = Mutex(0)
+    }
+
+    private func journal(_ policy: FsyncPolicy, rolledBack: RollBacks = RollBacks()) throws -> Journal {
         Journal(
             directory: DataDirectory(path: NSTemporaryDirectory()), policy: policy,
             file: try FileIO.open("/dev/full", O_WRONLY), firstSeq: 1, size: 0, seq: 0, recordsSinceSnapshot: 0,
-            snapshotRecords: 1_000, snapshotBytes: 1 << 20, deliver: {})
+            snapshotRecords: 1_000, snapshotBytes: 1 << 20, deliver: {},
+            rollBack: { [rolledBack] in rolledBack.count.withLock { $0 += 1 } })
     }
 
     private func record(_ seq: Int64) -> ChangeRecord {
@@ -24,11 +30,14 @@ struct JournalTests {
     }
 
     @Test func batchWriteFailureAnswersTheWaitersAndRefusesLaterCommits() throws {
-        let journal = try journal(.batch)
+        let rollBacks = RollBacks()
+        let journal = try journal(.batch, rolledBack: rollBacks)
         defer { journal.close() }
         // Queued under the store's lock: the commit itself goes through; the flusher's write fails.
         try journal.append(record(1))
         #expect(throws: ObjectGraphError.self) { try journal.waitUntilDurable(1) }
+        // The store is rolled back before the waiters hear of the failure.
+        #expect(rollBacks.count.withLock { $0 } == 1)
         let refused = #expect(throws: ObjectGraphError.self) { try journal.append(record(2)) }
         #expect(refused?.code == "journal-failed")
         #expect(refused?.status == 503)

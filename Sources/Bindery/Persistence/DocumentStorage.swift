@@ -46,7 +46,7 @@ final class DocumentStorage: Sendable {
     /// not apply.
     init(
         path: String, options: Options, store: ObjectStore, seed: () throws -> Void,
-        report: (String) -> Void
+        report: @escaping @Sendable (String) -> Void
     ) throws {
         // The seed's record is delivered now, to nobody: observers come later and must not see it as a change.
         defer { store.deliverCommitted() }
@@ -102,11 +102,41 @@ final class DocumentStorage: Sendable {
         journal = Journal(
             directory: directory, policy: options.fsync, file: file, firstSeq: firstSeq, size: size, seq: store.seq,
             recordsSinceSnapshot: replayed, snapshotRecords: options.snapshotRecords,
-            snapshotBytes: options.snapshotBytes, deliver: { store.deliverCommitted() })
+            snapshotBytes: options.snapshotBytes, deliver: { store.deliverCommitted() },
+            rollBack: { [rolledBack] in
+                Self.reload(store, from: directory, report: report)
+                rolledBack.handler.withLock { $0 }?()
+            })
         progress = Mutex(Progress(snapshotSeq: snapshotSeq, savedSeq: savedSeq))
     }
 
     // MARK: Recovery
+
+    /// Called after the store went back to what the files hold (the document forgets its undo groups).
+    final class RollBackHook: Sendable {
+        let handler = Mutex<(@Sendable () -> Void)?>(nil)
+    }
+
+    let rolledBack = RollBackHook()
+
+    /// Puts the store back in the state the data directory holds (its newest snapshot and the journal), dropping
+    /// what was committed in memory after the last record written, and what of it was not delivered yet.
+    private static func reload(_ store: ObjectStore, from directory: DataDirectory, report: (String) -> Void) {
+        do throws(ObjectGraphError) {
+            let durable = ObjectStore(model: store.model)
+            let (snapshots, segments) = try directory.contents()
+            _ = try loadNewestSnapshot(snapshots, in: directory, into: durable, report: report)
+            _ = try replay(segments, in: directory, into: durable, report: report)
+            let before = store.seq
+            try store.restore(binarySnapshot: durable.read { $0.binarySnapshot() })
+            store.discardUndelivered(after: durable.seq)
+            report(
+                "the journal could not be written: the changes after seq \(durable.seq) (up to \(before)) are undone; "
+                    + "changes are refused until restart")
+        } catch {
+            report("the journal could not be written, and the store could not be reloaded: \(error.message)")
+        }
+    }
 
     /// Restores the newest snapshot that reads back intact (reporting the others); returns its seq, or 0 when there
     /// is none. Throws when snapshots exist but none is intact.

@@ -27,6 +27,8 @@ final class Journal: Sendable {
     let snapshotBytes: Int
     /// Run by the flusher after each flush, before the requests it made durable are answered (`batch`).
     private let deliver: @Sendable () -> Void
+    /// Brings the store back to what the files hold, after a failed flush (`batch`).
+    private let rollBack: @Sendable () -> Void
     private let state: Mutex<State>
     /// Held while queued records are written to the current segment (and while the segment changes or closes), so
     /// that batches reach the file in seq order. Lock order: the store's lock, then `io`, then `state`.
@@ -64,19 +66,23 @@ final class Journal: Sendable {
         var recordsSinceSnapshot = 0
         var bytesSinceSnapshot = 0
         var waiters: [Waiter] = []
+        /// Set while the store is rolled back after a failed flush: requests that wait then are answered after it,
+        /// so that nobody reads the refused change after hearing it was refused.
+        var rollingBack = false
     }
 
     /// Continues the segment `file` (`size` bytes long, first seq `firstSeq`), whose records end at `seq`.
     init(
         directory: DataDirectory, policy: FsyncPolicy, file: OwnedFileDescriptor, firstSeq: Int64, size: Int,
         seq: Int64, recordsSinceSnapshot: Int, snapshotRecords: Int, snapshotBytes: Int,
-        deliver: @escaping @Sendable () -> Void
+        deliver: @escaping @Sendable () -> Void, rollBack: @escaping @Sendable () -> Void
     ) {
         self.directory = directory
         self.policy = policy
         self.snapshotRecords = snapshotRecords
         self.snapshotBytes = snapshotBytes
         self.deliver = deliver
+        self.rollBack = rollBack
         var initial = State(lifecycle: .open(file, firstSeq: firstSeq), size: size, writtenSeq: seq, durableSeq: seq)
         initial.recordsSinceSnapshot = recordsSinceSnapshot
         initial.bytesSinceSnapshot = size
@@ -111,7 +117,13 @@ final class Journal: Sendable {
             return true
         }
         if policy != .batch {
-            try io.withLock { _ throws(ObjectGraphError) in try writeQueued(sync: policy == .always) }
+            do throws(ObjectGraphError) {
+                try io.withLock { _ throws(ObjectGraphError) in try writeQueued(sync: policy == .always) }
+            } catch {
+                // `close` takes what is queued and writes it: a record it wrote is journaled, not refused.
+                if state.withLock({ $0.writtenSeq >= record.seq }) { return }
+                throw error
+            }
         } else if wakesFlusher {
             flusherWake.signal()
         }
@@ -224,7 +236,8 @@ final class Journal: Sendable {
         let (immediate, wakesFlusher) = state.withLock { (state: inout State) -> (ObjectGraphError??, Bool) in
             switch state.lifecycle {
             case .open: break
-            case .failed(let error) where state.durableSeq < seq: return (.some(Self.refusal(error)), false)
+            case .failed(let error) where state.durableSeq < seq && !state.rollingBack:
+                return (.some(Self.refusal(error)), false)
             case .failed: break
             case .closed: return (.some(state.durableSeq >= seq ? nil : Self.closedError()), false)
             }
@@ -250,7 +263,15 @@ final class Journal: Sendable {
             do throws(ObjectGraphError) {
                 try io.withLock { _ throws(ObjectGraphError) in try writeQueued(sync: true) }
             } catch {
-                fail(error)
+                // The group's changes are committed in memory but not in the file: their requests are answered
+                // 503 and later commits refused; the store goes back to what the files hold, so that no client
+                // reads a change that a restart would not have (every mutating request is all or nothing).
+                state.withLock { state in
+                    if case .open = state.lifecycle { state.lifecycle = .failed(error) }
+                    state.rollingBack = true
+                }
+                rollBack()
+                state.withLock { $0.rollingBack = false }
             }
             answerWaiters()
         }

@@ -170,6 +170,12 @@ public final class ObjectStore: Sendable {
         }
     }
 
+    /// Forgets the committed records after `seq` that were not delivered yet: after a rollback (`restore`) of
+    /// changes that could not be made durable, nobody must hear of them.
+    public func discardUndelivered(after seq: Int64) {
+        delivery.withLock { $0.pending.removeAll { $0.seq > seq } }
+    }
+
     /// Delivers every record committed so far to `didCommit` on the calling thread (with `defersDelivery`, the only
     /// way records are delivered). When another thread is delivering, it returns at once: that thread takes them.
     public func deliverCommitted() {
