@@ -13,22 +13,15 @@ extension PropertyListValue {
     public init(
         jsonBytes bytes: some Collection<UInt8>, maximumDepth: Int = PropertyListValue.valueDepthLimit
     ) throws(JSONDecodingError) {
-        if let nul = bytes.firstIndex(of: 0) {
-            let (line, column) = Self.lineAndColumn(of: bytes.distance(from: bytes.startIndex, to: nul), in: bytes)
+        var error = json_error_t()
+        var nul: Int?
+        let root: UnsafeMutablePointer<json_t>? =
+            bytes.withContiguousStorageIfAvailable { Self.load($0, &error, &nul) }
+            ?? Array(bytes).withUnsafeBufferPointer { Self.load($0, &error, &nul) }
+        if let nul {
+            let (line, column) = Self.lineAndColumn(of: nul, in: bytes)
             throw JSONDecodingError(message: "NUL byte in the JSON text", line: line, column: column)
         }
-        var error = json_error_t()
-        let root: UnsafeMutablePointer<json_t>? =
-            bytes.withContiguousStorageIfAvailable { buffer in
-                buffer.withMemoryRebound(to: CChar.self) { chars in
-                    json_loadb(chars.baseAddress, chars.count, bindery_json_decode_flags(), &error)
-                }
-            }
-            ?? Array(bytes).withUnsafeBufferPointer { buffer in
-                buffer.withMemoryRebound(to: CChar.self) { chars in
-                    json_loadb(chars.baseAddress, chars.count, bindery_json_decode_flags(), &error)
-                }
-            }
         guard let root else {
             let text = withUnsafeBytes(of: error.text) { raw in
                 String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
@@ -41,37 +34,32 @@ extension PropertyListValue {
                 line: Int(error.line), column: Int(error.column) + (atNextByte ? 1 : 0), position: Int(error.position))
         }
         defer { json_decref(root) }
-        guard Self.depth(of: root, within: maximumDepth) else {
+        do {
+            self = try PropertyListValue.convert(root, levelsLeft: maximumDepth)
+        } catch  where error.message == Self.tooDeep {
             let (line, column) = Self.positionPast(depth: maximumDepth, in: bytes)
             throw JSONDecodingError(
                 message: "arrays and objects nested more than \(maximumDepth) levels deep", line: line, column: column)
         }
-        self = try PropertyListValue.convert(root)
+    }
+
+    /// jansson's parse of `buffer`, or nil with `nul` set when the buffer holds a NUL byte (found with `memchr`).
+    private static func load(
+        _ buffer: UnsafeBufferPointer<UInt8>, _ error: inout json_error_t, _ nul: inout Int?
+    ) -> UnsafeMutablePointer<json_t>? {
+        if let base = buffer.baseAddress, let found = memchr(base, 0, buffer.count) {
+            nul = UnsafeRawPointer(found) - UnsafeRawPointer(base)
+            return nil
+        }
+        return buffer.withMemoryRebound(to: CChar.self) { chars in
+            json_loadb(chars.baseAddress, chars.count, bindery_json_decode_flags(), &error)
+        }
     }
 
     /// How deep a client's value may nest (`init(jsonBytes:maximumDepth:)`).
     public static let valueDepthLimit = 1000
     /// How deep the service's own files may nest: jansson's limit.
     public static let fileDepthLimit = 2048
-
-    /// Whether `json` nests at most `limit` levels of arrays and objects.
-    private static func depth(of json: UnsafeMutablePointer<json_t>, within limit: Int) -> Bool {
-        let type = json_type(rawValue: UInt32(bindery_json_type(json)))
-        guard type == JSON_ARRAY || type == JSON_OBJECT else { return true }
-        guard limit > 0 else { return false }
-        if type == JSON_ARRAY {
-            for index in 0..<json_array_size(json) where !depth(of: json_array_get(json, index), within: limit - 1) {
-                return false
-            }
-            return true
-        }
-        var iterator = json_object_iter(json)
-        while let current = iterator {
-            guard depth(of: json_object_iter_value(current), within: limit - 1) else { return false }
-            iterator = json_object_iter_next(json, current)
-        }
-        return true
-    }
 
     /// The 1-based line and column (in characters, as jansson counts them) of the byte at `offset`.
     private static func lineAndColumn(of offset: Int, in bytes: some Collection<UInt8>) -> (line: Int, column: Int) {
@@ -121,7 +109,12 @@ extension PropertyListValue {
         try self.init(jsonBytes: Array(jsonString.utf8))
     }
 
-    private static func convert(_ json: UnsafeMutablePointer<json_t>) throws(JSONDecodingError) -> PropertyListValue {
+    /// What `convert` throws past the depth limit; the initializer adds the place.
+    private static let tooDeep = "too deep"
+
+    private static func convert(
+        _ json: UnsafeMutablePointer<json_t>, levelsLeft: Int
+    ) throws(JSONDecodingError) -> PropertyListValue {
         switch json_type(rawValue: UInt32(bindery_json_type(json))) {
         case JSON_NULL: return .null
         case JSON_TRUE: return .boolean(true)
@@ -133,20 +126,22 @@ extension PropertyListValue {
             return .real(value)
         case JSON_STRING: return .string(string(of: json))
         case JSON_ARRAY:
+            guard levelsLeft > 0 else { throw JSONDecodingError(message: tooDeep) }
             let count = json_array_size(json)
             var elements: [PropertyListValue] = []
             elements.reserveCapacity(count)
             for index in 0..<count {
-                elements.append(try convert(json_array_get(json, index)))
+                elements.append(try convert(json_array_get(json, index), levelsLeft: levelsLeft - 1))
             }
             return .array(elements)
         case JSON_OBJECT:
+            guard levelsLeft > 0 else { throw JSONDecodingError(message: tooDeep) }
             var dictionary: [String: PropertyListValue] = [:]
             dictionary.reserveCapacity(json_object_size(json))
             var iterator = json_object_iter(json)
             while let current = iterator {
                 let key = String(cString: json_object_iter_key(current))
-                dictionary[key] = try convert(json_object_iter_value(current))
+                dictionary[key] = try convert(json_object_iter_value(current), levelsLeft: levelsLeft - 1)
                 iterator = json_object_iter_next(json, current)
             }
             return try untag(dictionary)
