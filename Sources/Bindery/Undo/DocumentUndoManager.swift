@@ -112,8 +112,9 @@ public final class DocumentUndoManager: Sendable {
                 }
             state.edits.append((record.seq, edit))
             if state.edits.count > Self.maxEdits {
-                state.editsDroppedThrough = state.edits[0].seq
-                state.edits.removeFirst(state.edits.count / 2)
+                let dropped = state.edits.count / 2
+                state.editsDroppedThrough = state.edits[dropped - 1].seq
+                state.edits.removeFirst(dropped)
             }
             switch state.pending {
             case .change:
