@@ -533,15 +533,18 @@ public final class ObservationCenter: @unchecked Sendable {
             }
             // No seq: the document is closed, and nobody polls any more.
             guard !found.isEmpty, let seq = try? store.advanceSeq() else { return }
-            pendingExternal[seq, default: []] += found.map { observer, value in
-                defer { observer.lastValue = value }
-                return (
-                    observer.id,
-                    FeedChange(
-                        seq: seq, target: target, keyPath: observer.keyPath, kind: .setting, old: observer.lastValue,
-                        new: value)
-                )
+            var changes: [(observerID: String, change: FeedChange)] = []
+            for (observer, value) in found {
+                changes.append(
+                    (
+                        observer.id,
+                        FeedChange(
+                            seq: seq, target: target, keyPath: observer.keyPath, kind: .setting,
+                            old: observer.lastValue, new: value)
+                    ))
+                observer.lastValue = value
             }
+            pendingExternal[seq] = changes
         }
     }
 

@@ -266,10 +266,7 @@ final class Journal: Sendable {
                 // The group's changes are committed in memory but not in the file: their requests are answered
                 // 503 and later commits refused; the store goes back to what the files hold, so that no client
                 // reads a change that a restart would not have (every mutating request is all or nothing).
-                state.withLock { state in
-                    if case .open = state.lifecycle { state.lifecycle = .failed(error) }
-                    state.rollingBack = true
-                }
+                fail(error, rollingBack: true)
                 rollBack()
                 state.withLock { $0.rollingBack = false }
             }
@@ -317,9 +314,11 @@ final class Journal: Sendable {
     }
 
     /// Puts an open journal in the `failed` state (its waiters are then answered with the refusal).
-    private func fail(_ error: ObjectGraphError) {
+    /// With `rollingBack`, in the same step: requests that start waiting are held until `rollingBack` is cleared.
+    private func fail(_ error: ObjectGraphError, rollingBack: Bool = false) {
         state.withLock { state in
             if case .open = state.lifecycle { state.lifecycle = .failed(error) }
+            if rollingBack { state.rollingBack = true }
         }
     }
 
