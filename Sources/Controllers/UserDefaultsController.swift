@@ -10,7 +10,7 @@ import Synchronization
 /// `appliesImmediately` a change is saved at once; else it is pending (`hasUnappliedChanges`) until `save`, and
 /// `revert` drops it. Setting null removes the saved value (the initial value shows again). `revertToInitialValues`
 /// makes every key its initial value (pending when not `appliesImmediately`). Saved values live in a JSON file
-/// (`{"values": {...}}`), written atomically (a temporary file renamed over it); without a path they live in memory.
+/// (`{"values": {...}}`), written durably and atomically (a temporary file, fsynced, renamed over it); without a path they live in memory.
 public final class UserDefaultsController: Sendable {
     /// `defaults.json`: `{"appliesImmediately": true, "initialValues": {"key": value, ...}}`.
     public struct Configuration: Sendable, Hashable {
@@ -57,7 +57,6 @@ public final class UserDefaultsController: Sendable {
         var configuration: Configuration
         var saved: [String: PropertyListValue]
         var pending: [String: PropertyListValue] = [:]
-        var version: Int64 = 0
     }
 
     private struct Hooks {
@@ -69,8 +68,8 @@ public final class UserDefaultsController: Sendable {
     public let path: String?
     private let state: Mutex<State>
     private let hooks = Mutex(Hooks())
-    /// Serializes file writes (held only around writing the file; nothing calls out under it).
-    private let writtenVersion = Mutex<Int64>(0)
+    /// Serializes changes (held around writing the file; nothing calls out under it).
+    private let writing = Mutex(())
 
     /// Defaults kept in memory only.
     public init(configuration: Configuration) {
@@ -162,6 +161,9 @@ public final class UserDefaultsController: Sendable {
                 status: 400, code: "bad-key-path", message: "\"\(key)\" cannot name a default.",
                 fields: ["keyPath": .string(key)])
         }
+        if let reserved = value.reservedKey(allowingReferences: false) {
+            throw .typeMismatch(key, of: nil, "\(key) may not hold a dictionary key \"\(reserved)\" starting with $.")
+        }
         try change(keys: [key]) { state in
             if state.configuration.appliesImmediately {
                 Self.apply([key: value], to: &state.saved)
@@ -214,15 +216,19 @@ public final class UserDefaultsController: Sendable {
         }
     }
 
-    /// Runs `body` under the lock (it answers whether saved values changed), persists, then tells observers.
+    /// Runs `body` on a copy of the state, persists the saved values when it says they changed, and only then
+    /// installs the copy (a failed write changes nothing); then tells observers.
+    ///
+    /// Changes are serialized by `writing`, held around the file write; readers take only `state`.
     private func change(keys: [String]?, _ body: (inout State) -> Bool) throws(ObjectGraphError) {
-        let (before, after, saved, version, applied, pending) = state.withLock { state in
-            let before = Self.values(of: state)
-            let applied = body(&state)
-            if applied { state.version += 1 }
-            return (before, Self.values(of: state), state.saved, state.version, applied, !state.pending.isEmpty)
+        let (before, after, applied, pending) = try writing.withLock { _ throws(ObjectGraphError) in
+            var next = state.withLock { $0 }
+            let before = Self.values(of: next)
+            let applied = body(&next)
+            if applied { try persist(next.saved) }
+            state.withLock { [next] in $0 = next }
+            return (before, Self.values(of: next), applied, !next.pending.isEmpty)
         }
-        if applied { try persist(saved, version: version) }
         let changed = keys ?? Array(Set(before.keys).union(after.keys)).filter { before[$0] != after[$0] }.sorted()
         let (observers, onNotification) = hooks.withLock { ($0.observers, $0.onNotification) }
         let report = Change(keys: changed, hasUnappliedChanges: pending)
@@ -232,29 +238,23 @@ public final class UserDefaultsController: Sendable {
         }
     }
 
-    /// Writes the saved values atomically (temporary file, then rename); a newer version already written wins.
-    private func persist(_ saved: [String: PropertyListValue], version: Int64) throws(ObjectGraphError) {
+    /// Writes the saved values durably and atomically (`FileIO.writeDurably`: a temporary file, fsynced, renamed).
+    private func persist(_ saved: [String: PropertyListValue]) throws(ObjectGraphError) {
         guard let path else { return }
-        let bytes = Data(PropertyListValue.dictionary(["values": .dictionary(saved)]).jsonBytes())
-        let failure: String? = writtenVersion.withLock { written in
-            guard version > written else { return nil }
-            let temporary = path + ".tmp-\(ProcessInfo.processInfo.processIdentifier)"
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty {
             do {
-                let directory = (path as NSString).deletingLastPathComponent
-                if !directory.isEmpty {
-                    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-                }
-                try bytes.write(to: URL(fileURLWithPath: temporary))
-                guard rename(temporary, path) == 0 else { return "rename failed (errno \(errno))" }
-                written = version
-                return nil
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             } catch {
-                return "\(error)"
+                throw FileIO.error("mkdir", directory)
             }
         }
-        if let failure {
+        let bytes = PropertyListValue.dictionary(["values": .dictionary(saved)]).jsonBytes()
+        do {
+            try FileIO.writeDurably([bytes], to: path, directory: directory.isEmpty ? "." : directory)
+        } catch {
             throw ObjectGraphError(
-                status: 500, code: "internal-error", message: "Cannot save the defaults to \(path): \(failure)")
+                status: 500, code: "internal-error", message: "Cannot save the defaults: \(error.message)")
         }
     }
 }

@@ -201,6 +201,16 @@ public final class HTTPServer: Sendable {
         }
     }
 
+    /// Whether a request that asks for `100 Continue` announces a body over the limit: it is answered 413 at once.
+    fileprivate func refusesBodyUpFront(_ connection: OpaquePointer) -> Bool {
+        guard let expect = MHD_lookup_connection_value(connection, .HEADER_KIND, "Expect"),
+            strcasecmp(expect, "100-continue") == 0,
+            let length = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length"),
+            let size = UInt64(String(cString: length))
+        else { return false }
+        return size > UInt64(configuration.maxBodySize)
+    }
+
     fileprivate func append(body data: UnsafePointer<CChar>, count: Int, to context: RequestContext) {
         guard !context.bodyTooLarge else { return }
         if context.body.count + count > configuration.maxBodySize {
@@ -365,13 +375,20 @@ public final class HTTPServer: Sendable {
 private let accessHandler: MHD_AccessHandlerCallback = {
     cls, connection, url, method, _, uploadData, uploadDataSize, contextSlot in
     guard let cls, let connection, let contextSlot else { return .NO }
-    guard contextSlot.pointee != nil else {
-        // First call: only the header is in.
-        contextSlot.pointee = HTTPServer.headerSeen
-        return .YES
-    }
     // The daemon cannot outlive the server (see `start`): borrow it without retaining.
     return Unmanaged<HTTPServer>.fromOpaque(cls)._withUnsafeGuaranteedRef { server in
+        guard contextSlot.pointee != nil else {
+            // First call: only the header is in.
+            contextSlot.pointee = HTTPServer.headerSeen
+            guard server.refusesBodyUpFront(connection) else { return .YES }
+            // Answered before `100 Continue` goes out (RFC 9110 §10.1.1); libmicrohttpd closes the connection
+            // rather than read the body.
+            HTTPServer.context(in: contextSlot).bodyTooLarge = true
+            let response = server.handle(
+                connection: connection, rawURL: url.map { String(cString: $0) } ?? "/",
+                method: method.map(methodName) ?? "GET", contextSlot: contextSlot)
+            return response.map { server.queue($0, on: connection) } ?? .YES
+        }
         if let uploadDataSize, uploadDataSize.pointee != 0 {
             if let uploadData {
                 server.append(body: uploadData, count: uploadDataSize.pointee, to: HTTPServer.context(in: contextSlot))

@@ -81,6 +81,25 @@ public enum PropertyListValue: Sendable, Hashable {
         if case .dictionary(let d) = self { return d[key] }
         return nil
     }
+
+    /// The first dictionary key anywhere inside the value that starts with `$` (API.md §1: such keys are reserved
+    /// for the tags); with `allowingReferences`, an object reference `{"$ref": "Entity/id"}` is not one.
+    public func reservedKey(allowingReferences: Bool) -> String? {
+        switch self {
+        case .array(let elements):
+            for element in elements {
+                if let key = element.reservedKey(allowingReferences: allowingReferences) { return key }
+            }
+        case .dictionary(let dictionary):
+            if allowingReferences, dictionary.count == 1, case .string = dictionary["$ref"] { return nil }
+            for (key, element) in dictionary {
+                if key.hasPrefix("$") { return key }
+                if let found = element.reservedKey(allowingReferences: allowingReferences) { return found }
+            }
+        default: break
+        }
+        return nil
+    }
 }
 
 extension PropertyListValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,

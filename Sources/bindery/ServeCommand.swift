@@ -100,9 +100,9 @@ struct ServeCommand: ParsableCommand {
                 // The document first: closing flushes the journal and answers the writes waiting for their flush
                 // with their real outcome; stopping the server first would answer them 503 although they are
                 // applied and made durable by the close. Writes after this are refused (503 document-closed).
-                document.close()
+                let clean = document.close()
                 server.stop()
-                Foundation.exit(0)
+                Foundation.exit(clean ? 0 : 1)
             }
         }
         let shownHost = host.contains(":") ? "[\(host)]" : host

@@ -46,6 +46,13 @@ struct DefaultsRoutesTests {
             let missing = try client.request("GET", "/defaults/nope")
             #expect(missing.status == 404)
             #expect(missing.errorCode == "undefined-key")
+            // API.md §1: a dictionary key may not start with $ (a default holds no references either).
+            for value in [#"{"$ref": "Employee/1"}"#, #"[{"a": {"$x": 1}}]"#] {
+                let reserved = try client.request("PUT", "/defaults/theme", json: value)
+                #expect(reserved.status == 422, "\(value)")
+                #expect(reserved.errorCode == "type-mismatch")
+            }
+            #expect(try client.request("GET", "/defaults/theme").json == "dark")
         }
         #expect(FileManager.default.fileExists(atPath: data + "/defaults.json"))
         try withServer(fixture: fixture, data: data) { client in

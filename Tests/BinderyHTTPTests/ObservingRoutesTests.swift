@@ -381,6 +381,16 @@ struct ObservingRoutesTests {
                     == 400)
             #expect(
                 try client.request("POST", "/notifications", json: #"{"name": "X", "coalesce": "name"}"#).status == 400)
+            // API.md §1: keys starting with $ are the tags'; a reference is one, anything else is refused.
+            let reserved = try client.request(
+                "POST", "/notifications", json: #"{"name": "X", "userInfo": {"a": [{"$set": 1}]}}"#)
+            #expect(reserved.status == 422)
+            #expect(reserved.errorCode == "type-mismatch")
+            #expect(reserved.json?["error"]?["keyPath"] == "userInfo")
+            let reference = try client.request(
+                "POST", "/notifications",
+                json: #"{"name": "X", "object": {"$ref": "Employee/4"}, "userInfo": [{"$ref": "Employee/1"}]}"#)
+            #expect(reference.status == 201)
             // NSPostNow posts "immediately after coalescing": the queued one it coalesces with is dropped.
             let queued = #"{"name": "B", "object": "x", "postingStyle": "whenIdle", "coalesce": ["name"]}"#
             #expect(try client.request("POST", "/notifications", json: queued).status == 202)

@@ -123,6 +123,27 @@ struct PersistenceProcessTests {
         }
     }
 
+    /// A last snapshot that cannot be written shows in the exit status; the journal still holds every change.
+    @Test func aFailedSnapshotAtShutdownExitsNonZeroAndLosesNothing() throws {
+        try withTemporaryDataDirectory { data in
+            let (started, _, _) = try ServerProcess.start(data: data, fsync: "batch")
+            let server = try #require(started)
+            let put = try server.client.request("PUT", "/objects/Employee/3/salary", json: "4321")
+            let seq = try #require(put.header("X-Store-Seq"))
+            // The snapshot's temporary file name taken by a directory: the snapshot cannot be written.
+            let blocker = data + "/snapshot-" + String(repeating: "0", count: 20 - seq.count) + seq + ".bin.tmp"
+            try FileManager.default.createDirectory(atPath: blocker, withIntermediateDirectories: false)
+            #expect(server.terminate() == 1)
+            let stderr = String(decoding: server.errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            #expect(stderr.contains("snapshot at shutdown failed"))
+            try FileManager.default.removeItem(atPath: blocker)
+            let (restarted, _, _) = try ServerProcess.start(data: data)
+            let again = try #require(restarted)
+            #expect(try again.client.request("GET", "/objects/Employee/3/salary").json == 4321)
+            #expect(again.terminate() == 0)
+        }
+    }
+
     /// A supervisor may signal as soon as the listening line appears; the handlers are in place by then.
     @Test func aSignalRightAfterTheListeningLineStopsTheServerCleanly() throws {
         try withTemporaryDataDirectory { data in

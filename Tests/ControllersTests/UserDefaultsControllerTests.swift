@@ -27,6 +27,25 @@ struct UserDefaultsControllerTests {
         #expect(reloaded.value(forKey: "pageSize") == 25)
     }
 
+    /// A save that cannot be written is refused and changes nothing, neither the values nor the pending changes.
+    @Test func failedWrite_changesNothing() throws {
+        let path = temporaryPath()
+        let configuration = UserDefaultsController.Configuration(appliesImmediately: false, initialValues: initial)
+        let defaults = try UserDefaultsController(configuration: configuration, path: path)
+        try defaults.setValue(50, forKey: "pageSize")
+        // The temporary file's name taken by a directory: opening it for writing fails.
+        try FileManager.default.createDirectory(atPath: path + ".tmp", withIntermediateDirectories: true)
+        let failure = #expect(throws: ObjectGraphError.self) { try defaults.save() }
+        #expect(failure?.status == 500)
+        #expect(defaults.hasUnappliedChanges)
+        #expect(defaults.value(forKey: "pageSize") == 50)
+        try FileManager.default.removeItem(atPath: path + ".tmp")
+        try defaults.save()
+        #expect(!defaults.hasUnappliedChanges)
+        #expect(try UserDefaultsController(configuration: configuration, path: path).value(forKey: "pageSize") == 50)
+        #expect(!FileManager.default.fileExists(atPath: path + ".tmp"))
+    }
+
     @Test func notAppliesImmediately_pendingUntilSave_revertDropsPending() throws {
         let path = temporaryPath()
         let configuration = UserDefaultsController.Configuration(appliesImmediately: false, initialValues: initial)

@@ -87,6 +87,26 @@ struct HTTPServerTests {
         }
     }
 
+    /// RFC 9110 §10.1.1: a request that waits for `100 Continue` with a body over the limit gets its 413 at once,
+    /// before sending the body; one under the limit gets `100 Continue`.
+    @Test func expectContinueOverTheLimitIsAnswered413WithoutContinue() throws {
+        try withServer(maxBody: 1024) { _, _, client in
+            let header = "PUT /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: "
+            let refused = String(decoding: try client.exchange(Array((header + "5000\r\n\r\n").utf8)), as: UTF8.self)
+            #expect(refused.hasPrefix("HTTP/1.1 413"), "\(refused)")
+            #expect(!refused.contains("100 Continue"))
+            let socket = try client.connect()
+            defer { close(socket) }
+            try client.send(Array((header + "5\r\n\r\n").utf8), on: socket)
+            var buffer = [UInt8](repeating: 0, count: 256)
+            let count = recv(socket, &buffer, buffer.count, 0)
+            #expect(String(decoding: buffer[0..<max(0, count)], as: UTF8.self).hasPrefix("HTTP/1.1 100 Continue"))
+            try client.send(Array("hello".utf8), on: socket)
+            shutdown(socket, Int32(SHUT_WR))
+            #expect(String(decoding: client.receiveAll(on: socket), as: UTF8.self).hasSuffix("body=5"))
+        }
+    }
+
     @Test func keepsConnectionsAliveAcrossRequests() throws {
         try withServer { _, _, client in
             let two =

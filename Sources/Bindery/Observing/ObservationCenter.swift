@@ -607,6 +607,12 @@ public final class ObservationCenter: @unchecked Sendable {
                     status: 400, code: "bad-request", message: "coalesce takes \"name\" and \"sender\", not \(key).")
             }
         }
+        for (field, value) in [("object", object), ("userInfo", userInfo)] {
+            if let reserved = value.reservedKey(allowingReferences: true) {
+                throw ObjectGraphError.typeMismatch(
+                    field, of: nil, "\(field) may not hold a dictionary key \"\(reserved)\" starting with $.")
+            }
+        }
         if postingStyle == .now {
             return onQueue {
                 notificationQueue.coalesce(

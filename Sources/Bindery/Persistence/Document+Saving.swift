@@ -50,8 +50,10 @@ extension Document {
     }
 
     /// Writes a last snapshot if anything changed since the newest, and flushes and closes the journal: later
-    /// changes are refused (503). Idempotent; call it before exiting.
-    public func close() {
+    /// changes are refused (503). Idempotent; call it before exiting. Answers false when the last snapshot or the
+    /// journal could not be written (the exit status should say so).
+    @discardableResult
+    public func close() -> Bool {
         storage.close(store, report: options.report)
     }
 

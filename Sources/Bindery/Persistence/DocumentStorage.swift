@@ -264,7 +264,7 @@ final class DocumentStorage: Sendable {
         guard schedules else { return }
         snapshots.async { [self] in
             do throws(ObjectGraphError) {
-                try writeSnapshotNow(store, markSaved: false)
+                _ = try writeSnapshotNow(store, markSaved: false)
             } catch {
                 report("snapshot failed: \(error.message)")
             }
@@ -351,18 +351,25 @@ final class DocumentStorage: Sendable {
     // MARK: Closing
 
     /// Writes a last snapshot when the journal holds anything since the newest, then flushes and closes the journal.
-    /// Idempotent; the directory's lock is released when the storage is released.
-    func close(_ store: ObjectStore, report: (String) -> Void) {
+    /// Idempotent; the directory's lock is released when the storage is released. Answers false when the snapshot
+    /// or the journal failed (reported), true otherwise and when already closed.
+    func close(_ store: ObjectStore, report: (String) -> Void) -> Bool {
         let closes = progress.withLock { progress in
             defer { progress.isClosed = true }
             return !progress.isClosed
         }
-        guard closes else { return }
+        guard closes else { return true }
+        var clean = true
         do throws(ObjectGraphError) {
             try snapshot(store, markSaved: false)
         } catch {
             report("snapshot at shutdown failed: \(error.message)")
+            clean = false
         }
-        journal.close()
+        if !journal.close() {
+            report("the journal was not fully written at shutdown")
+            clean = false
+        }
+        return clean
     }
 }

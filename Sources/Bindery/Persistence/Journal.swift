@@ -325,21 +325,25 @@ final class Journal: Sendable {
     // MARK: Closing
 
     /// Writes what is queued, flushes and closes the journal; later commits are refused. Waiting requests are
-    /// answered first.
-    func close() {
-        io.withLock { _ in
+    /// answered first. Answers whether every commit was written (false when the journal had failed or fails now).
+    @discardableResult
+    func close() -> Bool {
+        let written = io.withLock { _ in
             do throws(ObjectGraphError) {
                 try writeQueued(sync: policy != .never)
             } catch {
                 fail(error)
             }
-            state.withLock { state in
-                if case .open = state.lifecycle { state.durableSeq = state.writtenSeq }
-                state.lifecycle = .closed
+            return state.withLock { state in
+                defer { state.lifecycle = .closed }
+                guard case .open = state.lifecycle else { return false }
+                state.durableSeq = state.writtenSeq
+                return true
             }
         }
         answerWaiters()
         flusherWake.signal()
+        return written
     }
 
     private static func refusal(_ error: ObjectGraphError) -> ObjectGraphError {

@@ -24,7 +24,7 @@ extension AttributeDescription {
             if let data = Data(base64Encoded: text) { return .data(data) }
             throw .typeMismatch(name, of: object, "\(name) must be data; the string is not base64.")
         case (.any, _):
-            if let key = Self.dollarKey(in: value) {
+            if let key = value.reservedKey(allowingReferences: false) {
                 throw .typeMismatch(
                     name, of: object, "\(name) may not hold a dictionary key \"\(key)\" starting with $.")
             }
@@ -91,22 +91,5 @@ extension AttributeDescription {
 
     static func article(_ word: String) -> String {
         (word.first.map { "aeiou".contains($0) } ?? false ? "an " : "a ") + word
-    }
-
-    /// The first dictionary key starting with `$` anywhere inside `value`.
-    static func dollarKey(in value: PropertyListValue) -> String? {
-        switch value {
-        case .array(let elements):
-            for element in elements {
-                if let key = dollarKey(in: element) { return key }
-            }
-        case .dictionary(let dictionary):
-            for (key, element) in dictionary {
-                if key.hasPrefix("$") { return key }
-                if let found = dollarKey(in: element) { return found }
-            }
-        default: break
-        }
-        return nil
     }
 }

@@ -1,5 +1,4 @@
 import Foundation
-import ObjectGraph
 
 #if canImport(Glibc)
     import Glibc
@@ -10,11 +9,11 @@ import ObjectGraph
 /// `Sendable`: the descriptor number never changes, and it is closed only in `deinit`, so no holder can see it
 /// closed or reused; `write` and `fdatasync` on one descriptor from several threads are safe at the system level
 /// (the journal serializes its writes itself).
-final class OwnedFileDescriptor: Sendable {
-    let fd: Int32
-    let path: String
+package final class OwnedFileDescriptor: Sendable {
+    package let fd: Int32
+    package let path: String
 
-    init(fd: Int32, path: String) {
+    package init(fd: Int32, path: String) {
         self.fd = fd
         self.path = path
     }
@@ -25,15 +24,15 @@ final class OwnedFileDescriptor: Sendable {
 }
 
 /// The few POSIX file operations persistence needs, with errors that name the file.
-enum FileIO {
+package enum FileIO {
     /// 500 `storage-error` naming the operation, the file and `errno`'s text.
-    static func error(_ operation: String, _ path: String, errno code: Int32 = errno) -> ObjectGraphError {
+    package static func error(_ operation: String, _ path: String, errno code: Int32 = errno) -> ObjectGraphError {
         ObjectGraphError(
             status: 500, code: "storage-error",
             message: "\(operation) \(path) failed: \(String(cString: strerror(code))).")
     }
 
-    static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o644) throws(ObjectGraphError)
+    package static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o644) throws(ObjectGraphError)
         -> OwnedFileDescriptor
     {
         let fd = Glibc.open(path, flags | O_CLOEXEC, mode)
@@ -42,7 +41,7 @@ enum FileIO {
     }
 
     /// Writes every byte (retrying short writes and EINTR); returns `errno` on failure, else nil.
-    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32? {
+    package static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32? {
         var offset = 0
         while offset < bytes.count {
             let written = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
@@ -56,7 +55,7 @@ enum FileIO {
     }
 
     /// `fdatasync`, retried on EINTR; returns `errno` on failure, else nil.
-    static func sync(_ fd: Int32) -> Int32? {
+    package static func sync(_ fd: Int32) -> Int32? {
         while fdatasync(fd) != 0 {
             if errno == EINTR { continue }
             return errno
@@ -65,7 +64,7 @@ enum FileIO {
     }
 
     /// Makes a directory's entries (created, renamed, removed files) durable.
-    static func syncDirectory(_ path: String) throws(ObjectGraphError) {
+    package static func syncDirectory(_ path: String) throws(ObjectGraphError) {
         let directory = try open(path, O_RDONLY | O_DIRECTORY)
         while fsync(directory.fd) != 0 {
             if errno == EINTR { continue }
@@ -74,7 +73,7 @@ enum FileIO {
     }
 
     /// The whole file.
-    static func read(_ path: String) throws(ObjectGraphError) -> [UInt8] {
+    package static func read(_ path: String) throws(ObjectGraphError) -> [UInt8] {
         let file = try open(path, O_RDONLY)
         var status = stat()
         guard fstat(file.fd, &status) == 0 else { throw error("stat", path) }
@@ -99,7 +98,7 @@ enum FileIO {
 
     /// Writes `parts` to `path` durably and atomically: a temporary file, fsynced, renamed over `path`, and the
     /// directory fsynced. A crash leaves either the old file or the new one (and maybe a `.tmp` to ignore).
-    static func writeDurably(_ parts: [[UInt8]], to path: String, directory: String) throws(ObjectGraphError) {
+    package static func writeDurably(_ parts: [[UInt8]], to path: String, directory: String) throws(ObjectGraphError) {
         let temporary = path + ".tmp"
         do throws(ObjectGraphError) {
             let file = try open(temporary, O_WRONLY | O_CREAT | O_TRUNC)
@@ -125,7 +124,7 @@ enum FileIO {
     }
 
     /// The names in a directory.
-    static func list(_ path: String) throws(ObjectGraphError) -> [String] {
+    package static func list(_ path: String) throws(ObjectGraphError) -> [String] {
         do {
             return try FileManager.default.contentsOfDirectory(atPath: path)
         } catch {
