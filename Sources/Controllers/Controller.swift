@@ -117,10 +117,7 @@ class Controller {
         case .selection(let master, let keyPath):
             guard let master = context.controllers[master] else { return ([], nil, nil) }
             let selected = master.selectedObjects
-            guard let keyPath else {
-                let objects = description.kind == .object && selected.count > 1 ? [] : selected
-                return (objects, master.contentEntity ?? selected.first?.entity, nil)
-            }
+            guard let keyPath else { return (selected, master.contentEntity ?? selected.first?.entity, nil) }
             var entity = (master.contentEntity ?? selected.first?.entity).flatMap {
                 model.destinationEntity(from: $0, keyPath: keyPath)
             }

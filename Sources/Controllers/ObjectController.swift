@@ -4,16 +4,21 @@ import PropertyList
 /// NSObjectController: one content object, which is also the selection.
 ///
 /// Content: `Employee/42`, a to-one key path from an object (`Employee/42.manager`), or another controller's
-/// selection (`@employees.selection`, one object; several selected give no content). In entity mode (`Employee`) the
-/// controller starts empty and `add` creates an object that becomes its content. `remove` deletes the content object.
+/// selection (`@employees.selection`). Bound to a selection of several objects, the content is that selection, as
+/// Cocoa's selection proxy is: the selection shows their common value or `MultipleValues`, and setting through it
+/// sets every one of them. In entity mode (`Employee`) the controller starts empty and `add` creates an object that
+/// becomes its content. `remove` deletes the content object (only when there is exactly one).
 final class ObjectController: Controller {
     /// The object `add` created (entity mode).
     var addedObject: ObjectID?
 
-    override var selectedObjects: [ObjectID] { content.count == 1 ? content : [] }
+    override var selectedObjects: [ObjectID] {
+        if case .selection(_, nil) = description.content { return content }
+        return content.count == 1 ? content : []
+    }
 
     override var canAdd: Bool { options.editable && isEntityMode }
-    override var canRemove: Bool { options.editable && !selectedObjects.isEmpty }
+    override var canRemove: Bool { options.editable && selectedObjects.count == 1 }
 
     override func resolveContent(in context: ControllerContext) -> (
         objects: [ObjectID], entity: String?, owner: RelationshipOwner?
@@ -49,9 +54,9 @@ final class ObjectController: Controller {
 
     override func stateFields(in context: ControllerContext) -> [String: PropertyListValue] {
         [
-            "selectionIndexes": selectedObjects.isEmpty ? [] : [0],
+            "selectionIndexes": .array(selectedObjects.indices.map { .integer(Int64($0)) }),
             "count": .integer(Int64(content.count)),
-            "contentObject": content.first.map { .string($0.description) } ?? .null,
+            "contentObject": content.count == 1 ? .string(content[0].description) : .null,
         ]
     }
 }

@@ -35,6 +35,25 @@ struct MasterDetailTests {
         #expect(try h.value("selection.lastName", of: "person") == marker("NoSelection"))
     }
 
+    /// Bound to a selection of several objects, an object controller's selection is theirs (Cocoa's selection
+    /// proxy): their common value or `MultipleValues`, and setting through it sets each; `remove` is disabled.
+    @Test func objectController_boundToAMultipleSelection_showsItsValuesOrMultipleValues() throws {
+        let h = try harness()
+        try h.select([2], "departments")
+        try h.select([0, 1], "staff")
+        #expect(try h.value("selection.lastName", of: "person") == marker("MultipleValues"))
+        #expect(try h.value("selection.department.name", of: "person") == "Sales")
+        _ = try h.registry.setSelectionValue("Same", forKeyPath: "lastName", controller: "person")
+        #expect(try h.value("selection.lastName", of: "person") == "Same")
+        #expect(try h.value("selectedObjects.lastName", of: "staff") == ["Same", "Same"])
+        let state = try h.registry.state(of: "person").value
+        #expect(state["canRemove"] == false)
+        #expect(state["selectionIndexes"] == [0, 1])
+        #expect(state["contentObject"] == .null)
+        try h.select([], "staff")
+        #expect(try h.value("selection.lastName", of: "person") == marker("NoSelection"))
+    }
+
     @Test func detail_followsModelChanges() throws {
         let h = try harness()
         try h.select([1], "departments")
