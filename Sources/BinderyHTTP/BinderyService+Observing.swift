@@ -75,7 +75,8 @@ extension BinderyService {
             }
             let badCoalesce = APIError.badRequest(
                 "bad-request", "\"coalesce\" must be an array of \"name\" and \"sender\".")
-            var coalesce: [String] = []
+            // Omitted: on name and sender, as NSNotificationQueue's `enqueueNotification:postingStyle:` does.
+            var coalesce = ["name", "sender"]
             switch body["coalesce"] ?? .null {
             case .null: break
             case .array(let values):

@@ -399,6 +399,19 @@ struct ObservingRoutesTests {
             usleep(300_000)
             let coalesced = try client.request("GET", "/notifications?since=0&name=B&timeout=0")
             #expect(coalesced.json?["notifications"]?.arrayValue?.map { $0["object"] } == ["y"])
+            // Omitted `coalesce` is on name and sender (Cocoa's two-argument enqueue); `[]` is none.
+            for (name, coalesce) in [("C", ""), ("D", #", "coalesce": []"#)] {
+                for n in 0..<2 {
+                    let body =
+                        #"{"name": "\#(name)", "object": "s", "userInfo": \#(n), "postingStyle": "whenIdle"\#(coalesce)}"#
+                    #expect(try client.request("POST", "/notifications", json: body).status == 202)
+                }
+            }
+            usleep(300_000)
+            for (name, expected) in [("C", [PropertyListValue(0)]), ("D", [0, 1])] {
+                let posted = try client.request("GET", "/notifications?since=0&name=\(name)&timeout=0")
+                #expect(posted.json?["notifications"]?.arrayValue?.map { $0["userInfo"] } == expected, "\(name)")
+            }
         }
     }
 }
