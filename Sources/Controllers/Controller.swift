@@ -150,7 +150,7 @@ class Controller {
                 if compiled?.entity != object.entity { compiled = try view.compile(keyPath, for: object.entity) }
                 let value = try view.value(of: try view.handle(of: object), at: compiled!)
                 if let first {
-                    if first != value { return .marker(.multipleValues) }
+                    if !first.isEqualByValue(to: value) { return .marker(.multipleValues) }
                 } else {
                     first = value
                 }

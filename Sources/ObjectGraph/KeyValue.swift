@@ -20,6 +20,20 @@ public enum KeyValue: Sendable, Hashable {
         return false
     }
 
+    /// Whether the two are equal with numbers compared by value, as `NSNumber`s are (`3` and `3.0`).
+    public func isEqualByValue(to other: KeyValue) -> Bool {
+        self == other || numbersByValue == other.numbersByValue
+    }
+
+    /// See `PropertyListValue.numbersByValue`.
+    var numbersByValue: KeyValue {
+        switch self {
+        case .value(let value): .value(value.numbersByValue)
+        case .object: self
+        case .collection(let elements): .collection(elements.map(\.numbersByValue))
+        }
+    }
+
     /// The JSON-ready form: objects become `{"$ref": ...}` dictionaries, collections arrays.
     public var json: PropertyListValue {
         switch self {

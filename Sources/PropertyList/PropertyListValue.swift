@@ -82,6 +82,20 @@ public enum PropertyListValue: Sendable, Hashable {
         return nil
     }
 
+    /// The value with every real that holds an integer (`3.0`) written as that integer, inside arrays and
+    /// dictionaries too: two values are equal as `NSNumber`s compare (by value) when these forms are equal.
+    public var numbersByValue: PropertyListValue {
+        switch self {
+        case .real(let real):
+            guard real.rounded() == real, real >= -9.223_372_036_854_775_808e18, real < 9.223_372_036_854_775_808e18
+            else { return self }
+            return .integer(Int64(real))
+        case .array(let elements): return .array(elements.map(\.numbersByValue))
+        case .dictionary(let dictionary): return .dictionary(dictionary.mapValues(\.numbersByValue))
+        default: return self
+        }
+    }
+
     /// The first dictionary key anywhere inside the value that starts with `$` (API.md §1: such keys are reserved
     /// for the tags); with `allowingReferences`, an object reference `{"$ref": "Entity/id"}` is not one.
     public func reservedKey(allowingReferences: Bool) -> String? {

@@ -90,6 +90,21 @@ struct CollectionOperatorTests {
         #expect(try store.json("people.@distinctUnionOfArrays.tags", of: "Group/g") == ["a", "b"])
     }
 
+    /// Numbers are the same by value in the distinct unions, as `NSNumber`s are: `3` and `3.0`.
+    @Test func distinctUnionsCompareNumbersByValue() throws {
+        let store = try store()
+        try store.transaction { tx in
+            try tx.setValue([3, 1], forKeyPath: "tags", of: ObjectID(reference: "Person/tom")!)
+            try tx.setValue([3.0, 1.5], forKeyPath: "tags", of: ObjectID(reference: "Person/dick")!)
+        }
+        #expect(try store.json("people.@distinctUnionOfArrays.tags", of: "Group/g") == [3, 1, 1.5])
+        #expect(try store.json("people.@distinctUnionOfObjects.tags", of: "Group/g") == [[3, 1], [3.0, 1.5]])
+        try store.transaction { tx in
+            try tx.setValue([3.0, 1.0], forKeyPath: "tags", of: ObjectID(reference: "Person/dick")!)
+        }
+        #expect(try store.json("people.@distinctUnionOfObjects.tags", of: "Group/g") == [[3, 1]])
+    }
+
     @Test func nestedOperators() throws {
         let store = try store()
         // Cocoa: the right-hand key path of @sum ("people.@count") is evaluated on each group.

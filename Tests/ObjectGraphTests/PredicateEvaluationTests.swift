@@ -161,6 +161,23 @@ struct PredicateEvaluationTests {
         #expect(try evaluate("name <[c] 'IAN'", harry))
         #expect(try evaluate("name < 'IAN'", harry))
         #expect(try !evaluate("name < 'HARRY'", harry))
+        // An empty search string is found nowhere, as with -hasPrefix: and -rangeOfString:.
+        for format in ["name BEGINSWITH ''", "name ENDSWITH ''", "name CONTAINS ''", "name CONTAINS[cd] ''"] {
+            #expect(try !evaluate(format, harry), "\(format)")
+        }
+        // Non-ASCII text is searched by characters: canonically equivalent spellings match, and a match never
+        // splits a letter from its combining accent.
+        var world = PredicateTestWorld()
+        let decomposed = world.add("Tag/1", ["label": .value("e\u{301}cru")])
+        for (format, expected) in [
+            ("label BEGINSWITH 'é'", true), ("label BEGINSWITH 'e'", false), ("label ENDSWITH 'cru'", true),
+            ("label CONTAINS 'écr'", true), ("label CONTAINS 'e'", false), ("label == 'écru'", true),
+            ("label BEGINSWITH[d] 'e'", true),
+        ] {
+            #expect(try ObjectGraph.Predicate(format: format).evaluate(with: decomposed, resolver: world) == expected)
+        }
+        // Ordering is Foundation's non-literal compare: an accented letter sorts after its base letter.
+        #expect(try evaluate("name > 'Ångström' AND name < 'Éclair'", dick))
     }
 
     @Test func inWithArraysCollectionsAndStrings() throws {
@@ -206,9 +223,17 @@ struct PredicateEvaluationTests {
         #expect(try evaluate("NONE children BEGINSWITH 'Kid'", childless))
         #expect(try !evaluate("ANY children BEGINSWITH 'Kid'", childless))
         #expect(try !evaluate("ANY tags == 'red'", childless))
-        // Without a modifier a to-many key path is tested element by element, as in a Core Data fetch.
-        #expect(try evaluate("members.name == 'Dick'", family))
-        #expect(try !evaluate("members.name == 'Ann'", family))
+        // Without a modifier a collection is one value, as in Foundation's in-memory evaluation: never equal to an
+        // element, never ordered, no string; CONTAINS and IN test membership.
+        #expect(try !evaluate("members.name == 'Dick'", family))
+        #expect(try evaluate("members.name != 'Dick'", family))
+        #expect(try evaluate("members.name == {'Tom', 'Dick', 'Harry'}", family))
+        #expect(try !evaluate("members.age > 1", family))
+        #expect(try !evaluate("members.name BEGINSWITH 'D'", family))
+        #expect(try evaluate("members.name CONTAINS 'Dick'", family))
+        #expect(try evaluate("'Dick' IN members.name", family))
+        #expect(try evaluate("ANY members.name == 'Dick'", family))
+        #expect(try evaluate("tags != 'red'", childless))
     }
 
     @Test func collectionOperators() throws {

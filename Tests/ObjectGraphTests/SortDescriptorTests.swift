@@ -146,6 +146,33 @@ struct SortDescriptorTests {
                 == ["a99999999999999999999999", "a100000000000000000000000"])
     }
 
+    /// Foundation's order (checked with swift-corelibs-foundation's CFString): `compare:` and
+    /// `caseInsensitiveCompare:` compare canonical decompositions, so accented letters follow their base letter;
+    /// `localizedStandardCompare:` never finds two different strings the same.
+    @Test func stringsSortAsFoundationDoes() throws {
+        let labels: [PropertyListValue] = [
+            "Zebra", "café", "Ångström", "Bob", "cafe", "Éclair", "Øre", "e\u{301}cru",
+        ]
+        #expect(
+            try sortedValues(labels, .compare) == [
+                "Ångström", "Bob", "Éclair", "Zebra", "cafe", "café", "e\u{301}cru", "Øre",
+            ])
+        #expect(
+            try sortedValues(labels, .caseInsensitiveCompare) == [
+                "Ångström", "Bob", "cafe", "café", "Éclair", "e\u{301}cru", "Zebra", "Øre",
+            ])
+        #expect(
+            try sortedValues(labels, .localizedStandardCompare) == [
+                "Ångström", "Bob", "cafe", "café", "Éclair", "e\u{301}cru", "Øre", "Zebra",
+            ])
+        #expect(
+            try sortedValues(["écru", "Ecru", "ÉCRU", "ecru"], .localizedStandardCompare) == [
+                "ecru", "Ecru", "écru", "ÉCRU",
+            ])
+        #expect(
+            try sortedValues(["File01", "File1", "file1"], .localizedStandardCompare) == ["file1", "File1", "File01"])
+    }
+
     @Test func compareIsLiteral() throws {
         #expect(try sortedValues(["b", "a", "B", "A"], .compare) == ["A", "B", "a", "b"])
         #expect(try sortedValues(["b", "a", "B", "A"], .caseInsensitiveCompare) == ["a", "A", "b", "B"])

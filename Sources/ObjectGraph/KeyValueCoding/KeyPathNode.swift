@@ -8,6 +8,15 @@ enum KeyPathNode: Hashable {
 
     static let null = KeyPathNode.value(.null)
 
+    /// See `PropertyListValue.numbersByValue`.
+    var numbersByValue: KeyPathNode {
+        switch self {
+        case .value(let value): .value(value.numbersByValue)
+        case .object: self
+        case .collection(let elements): .collection(elements.map(\.numbersByValue))
+        }
+    }
+
     var isNull: Bool {
         if case .value(.null) = self { return true }
         return false

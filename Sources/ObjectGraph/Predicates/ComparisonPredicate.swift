@@ -111,9 +111,9 @@ final class ComparisonPredicate: Sendable {
         }
         switch modifier {
         case .direct:
-            if ValueComparison.isCollection(lhs), appliesImplicitAny(to: rhs) {
-                return anyElement(of: lhs, rhs, rightFolded: rightFolded)
-            }
+            // A collection on the left is one value, as in Foundation's in-memory evaluation (which array
+            // controllers use): equal only to an equal collection, never ordered, no string; `CONTAINS` and `IN`
+            // test membership. `ANY`, `ALL` and `NONE` look at its elements.
             return test(lhs, rhs, rightFolded: rightFolded)
         case .any:
             return anyElement(of: lhs, rhs, rightFolded: rightFolded)
@@ -124,17 +124,6 @@ final class ComparisonPredicate: Sendable {
                 return false
             }
             return true
-        }
-    }
-
-    /// Whether a collection on the left is tested element by element without `ANY` (as Core Data fetches do).
-    ///
-    /// Not for `CONTAINS` (membership), nor for `==`/`!=` against another collection or nil (whole-value equality).
-    private func appliesImplicitAny(to rhs: KeyValue) -> Bool {
-        switch op {
-        case .contains: return false
-        case .equalTo, .notEqualTo: return !ValueComparison.isCollection(rhs) && !rhs.isNull
-        default: return true
         }
     }
 

@@ -6,9 +6,11 @@ import PropertyList
 enum SortKey: Sendable {
     case null
     case number(ValueComparison.Number)
+    /// `compare:` and `caseInsensitiveCompare:`: the (folded) string's collation form, compared byte by byte.
     case string(String)
-    /// `localizedStandardCompare:`: folded scalars, each run of digits as 0, its length, then its digits.
-    case standard([UInt32])
+    /// `localizedStandardCompare:`: folded scalars, each run of digits as 0, its length, then its digits; and the
+    /// string itself, for the tie-breaks.
+    case standard([UInt32], String)
     case date(Double)
     case data(Data)
     case array([SortKey])
@@ -35,10 +37,13 @@ enum SortKey: Sendable {
         case .dictionary: self = .dictionary
         case .string(let value):
             switch selector {
-            case .compare: self = .string(value)
+            case .compare: self = .string(ValueComparison.collationForm(value))
             case .caseInsensitiveCompare:
-                self = .string(StringFolding.fold(value, caseInsensitive: true, diacriticInsensitive: false))
-            case .localizedStandardCompare: self = .standard(SortKey.standardScalars(value))
+                self = .string(
+                    ValueComparison.collationForm(
+                        StringFolding.fold(value, caseInsensitive: true, diacriticInsensitive: false)))
+            case .localizedStandardCompare:
+                self = .standard(SortKey.standardScalars(value, diacriticInsensitive: true), value)
             }
         }
     }
@@ -47,8 +52,13 @@ enum SortKey: Sendable {
     ///
     /// A run of digits becomes 0 (below every scalar, so numbers sort before letters), its length without leading
     /// zeros, then its digits: a shorter number is smaller, and equal lengths compare digit by digit.
-    private static func standardScalars(_ string: String) -> [UInt32] {
-        let folded = StringFolding.fold(string, caseInsensitive: true, diacriticInsensitive: true)
+    /// Without `diacriticInsensitive`, accents count (the first tie-break); with it, the letters that have no
+    /// decomposition but sort with a base letter in the root collation (`ø`, `æ`, `ł`...) are spelled with it.
+    private static func standardScalars(_ string: String, diacriticInsensitive: Bool) -> [UInt32] {
+        var folded = StringFolding.fold(string, caseInsensitive: true, diacriticInsensitive: diacriticInsensitive)
+        if diacriticInsensitive, !StringFolding.isASCII(folded) {
+            folded = String(folded.unicodeScalars.lazy.flatMap { Self.baseLetters[$0] ?? String($0) })
+        }
         var result: [UInt32] = []
         result.reserveCapacity(folded.utf8.count + 4)
         var digits: [UInt32] = []
@@ -73,6 +83,34 @@ enum SortKey: Sendable {
         return result
     }
 
+    /// Letters without a canonical decomposition that the root collation sorts as (or after) base letters.
+    private static let baseLetters: [Unicode.Scalar: String] = [
+        "ø": "o", "æ": "ae", "œ": "oe", "ß": "ss", "ł": "l", "đ": "d", "ı": "i", "ħ": "h", "ŧ": "t", "ð": "d",
+    ]
+
+    /// `localizedStandardCompare:` never finds two different strings the same (`NSForcedOrderingSearch`): equal
+    /// keys are ordered by their accents (none first), then their case (lower first), then the leading zeros of
+    /// their numbers (fewer first), then their code points.
+    private static func standardTieBreak(_ lhs: String, _ rhs: String) -> ComparisonResult {
+        if lhs == rhs { return .orderedSame }
+        func order<T: Comparable>(_ l: [T], _ r: [T]) -> ComparisonResult? {
+            if l == r { return nil }
+            return l.lexicographicallyPrecedes(r) ? .orderedAscending : .orderedDescending
+        }
+        if let accents = order(
+            standardScalars(lhs, diacriticInsensitive: false), standardScalars(rhs, diacriticInsensitive: false))
+        {
+            return accents
+        }
+        func upperCase(_ string: String) -> [Int] { string.map { $0.isUppercase ? 1 : 0 } }
+        if let cases = order(upperCase(lhs), upperCase(rhs)) { return cases }
+        func digitRuns(_ string: String) -> [Int] {
+            string.split(whereSeparator: { !$0.isASCII || !$0.isNumber }).map(\.count)
+        }
+        if let zeros = order(digitRuns(lhs), digitRuns(rhs)) { return zeros }
+        return ValueComparison.literalOrder(ValueComparison.collationForm(lhs), ValueComparison.collationForm(rhs))
+    }
+
     private var rank: Int {
         switch self {
         case .null: 0
@@ -91,9 +129,9 @@ enum SortKey: Sendable {
         switch (lhs, rhs) {
         case (.null, .null), (.dictionary, .dictionary): return .orderedSame
         case (.number(let l), .number(let r)): return l.compare(r)
-        case (.string(let l), .string(let r)): return ValueComparison.order(l, r)
-        case (.standard(let l), .standard(let r)):
-            if l == r { return .orderedSame }
+        case (.string(let l), .string(let r)): return ValueComparison.literalOrder(l, r)
+        case (.standard(let l, let lString), .standard(let r, let rString)):
+            if l == r { return standardTieBreak(lString, rString) }
             return l.lexicographicallyPrecedes(r) ? .orderedAscending : .orderedDescending
         case (.date(let l), .date(let r)): return ValueComparison.order(l, r)
         case (.data(let l), .data(let r)):
@@ -160,7 +198,9 @@ extension SortKey {
         let ascending =
             distinctStrings.isEmpty
             ? distinctIntegers.indices.sorted { distinctIntegers[$0] < distinctIntegers[$1] }
-            : distinctStrings.indices.sorted { distinctStrings[$0] < distinctStrings[$1] }
+            : distinctStrings.indices.sorted {
+                ValueComparison.literalOrder(distinctStrings[$0], distinctStrings[$1]) == .orderedAscending
+            }
         var rankOfSlot = [Int32](repeating: 0, count: ascending.count)
         for (position, slot) in ascending.enumerated() { rankOfSlot[slot] = Int32(position + 1) }
         return slots.map { $0 < 0 ? 0 : rankOfSlot[Int($0)] }

@@ -35,14 +35,39 @@ enum StringFolding {
         return string.folding(options: options, locale: nil).precomposedStringWithCanonicalMapping
     }
 
-    /// Whether `needle` occurs in `haystack`, comparing UTF-8 bytes (UTF-8 is self-synchronising, so a byte match
-    /// is a character-boundary match).
+    /// Whether `needle` occurs in `haystack` (`CONTAINS`). An empty needle occurs nowhere, as with
+    /// `-rangeOfString:`. ASCII compares byte for byte; other text by characters, so that canonically equivalent
+    /// spellings match and a match never splits a character (`é` written as `e` and a combining accent).
     static func contains(_ haystack: String, _ needle: String) -> Bool {
+        guard !needle.isEmpty else { return false }
+        guard isASCII(haystack), isASCII(needle) else { return haystack.firstRange(of: needle) != nil }
+        return containsBytes(haystack, needle)
+    }
+
+    /// Whether `string` starts with `prefix` (`BEGINSWITH`); never for an empty prefix, as with `-hasPrefix:`.
+    static func hasPrefix(_ string: String, _ prefix: String) -> Bool {
+        guard !prefix.isEmpty else { return false }
+        guard isASCII(string), isASCII(prefix) else { return string.hasPrefix(prefix) }
+        return string.utf8.starts(with: prefix.utf8)
+    }
+
+    /// Whether `string` ends with `suffix` (`ENDSWITH`); never for an empty suffix, as with `-hasSuffix:`.
+    static func hasSuffix(_ string: String, _ suffix: String) -> Bool {
+        guard !suffix.isEmpty else { return false }
+        guard isASCII(string), isASCII(suffix) else { return string.hasSuffix(suffix) }
+        return string.utf8.reversed().starts(with: suffix.utf8.reversed())
+    }
+
+    static func isASCII(_ string: String) -> Bool {
+        string.utf8.allSatisfy { $0 < 0x80 }
+    }
+
+    /// Byte-for-byte substring search of two ASCII strings.
+    private static func containsBytes(_ haystack: String, _ needle: String) -> Bool {
         var haystack = haystack
         var needle = needle
         return haystack.withUTF8 { h in
             needle.withUTF8 { n in
-                if n.isEmpty { return true }
                 guard h.count >= n.count else { return false }
                 let first = n[0]
                 var start = 0
@@ -65,15 +90,5 @@ enum StringFolding {
                 return false
             }
         }
-    }
-
-    /// Whether `string` starts with `prefix`, byte for byte.
-    static func hasPrefix(_ string: String, _ prefix: String) -> Bool {
-        string.utf8.starts(with: prefix.utf8)
-    }
-
-    /// Whether `string` ends with `suffix`, byte for byte.
-    static func hasSuffix(_ string: String, _ suffix: String) -> Bool {
-        string.utf8.reversed().starts(with: suffix.utf8.reversed())
     }
 }

@@ -4,7 +4,7 @@ import PropertyList
 /// Equality and ordering of key-value coding results, as predicates and sort descriptors see them.
 ///
 /// Numbers compare by value across integer, real and boolean (`false` is 0, `true` is 1), exactly, without going
-/// through a lossy conversion. Strings compare by Unicode scalar order (canonically equivalent strings are equal),
+/// through a lossy conversion. Strings compare as Foundation's `compare:` does (`order(_:_:)`),
 /// dates chronologically, data byte by byte, objects by id, arrays and collections element by element. A string
 /// compared with a date is read as an ISO 8601 timestamp, and a string compared with an object as an `Entity/id`
 /// reference (Bindery extensions: the predicate language has no date or reference literals).
@@ -137,10 +137,34 @@ enum ValueComparison {
         }
     }
 
-    /// Scalar-order comparison of two strings.
+    /// Foundation's non-literal order (`compare:`): canonically equivalent strings are the same, others compare by
+    /// the scalars of their canonical decomposition, so an accented letter sorts right after its base letter
+    /// (`Ångström` before `Bob`, `Éclair` before `Zebra`, `cafe` before `café`).
     static func order(_ lhs: String, _ rhs: String) -> ComparisonResult {
         if lhs == rhs { return .orderedSame }
-        return lhs < rhs ? .orderedAscending : .orderedDescending
+        return literalOrder(collationForm(lhs), collationForm(rhs))
+    }
+
+    /// The form of `string` whose bytes compare in `order(_:_:)`'s order: its canonical decomposition (NFD), or the
+    /// string itself when it is ASCII. Canonically equivalent strings have the same form.
+    static func collationForm(_ string: String) -> String {
+        StringFolding.isASCII(string) ? string : string.decomposedStringWithCanonicalMapping
+    }
+
+    /// Byte order of the UTF-8 forms, which is Unicode scalar order.
+    static func literalOrder(_ lhs: String, _ rhs: String) -> ComparisonResult {
+        var lhs = lhs
+        var rhs = rhs
+        return lhs.withUTF8 { l in
+            rhs.withUTF8 { r in
+                let count = min(l.count, r.count)
+                if count > 0 {
+                    let difference = memcmp(l.baseAddress!, r.baseAddress!, count)
+                    if difference != 0 { return difference < 0 ? .orderedAscending : .orderedDescending }
+                }
+                return l.count == r.count ? .orderedSame : (l.count < r.count ? .orderedAscending : .orderedDescending)
+            }
+        }
     }
 
     static func order(_ lhs: Double, _ rhs: Double) -> ComparisonResult {
