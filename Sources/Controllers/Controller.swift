@@ -26,6 +26,8 @@ class Controller {
     /// Declared in the fixture's `controllers.json` (such controllers cannot be removed).
     let isDeclared: Bool
     var pendingEdits: [PendingEdit] = []
+    /// The selected objects when the pending edits were recorded: the objects they are for.
+    var editedObjects: [ObjectID] = []
     /// The resolved content, in content order (the relationship's order, or the entity's insertion order).
     var content: [ObjectID] = []
     var contentSet: Set<ObjectID> = []
@@ -179,12 +181,21 @@ class Controller {
     /// Records an editor's uncommitted value; answers whether `isEditing` changed.
     func setPendingEdit(_ value: PropertyListValue, forKeyPath keyPath: String) -> Bool {
         let wasEditing = isEditing
+        if !wasEditing { editedObjects = selectedObjects }
         if let index = pendingEdits.firstIndex(where: { $0.keyPath == keyPath }) {
             pendingEdits[index].value = value
         } else {
             pendingEdits.append(PendingEdit(keyPath: keyPath, value: value))
         }
         return wasEditing != isEditing
+    }
+
+    /// Drops the pending edits when the selection is no longer the objects they were made for (the content changed
+    /// under them: an object deleted or moved elsewhere), so they never go to other objects; reports `isEditing`.
+    func dropEditsOfAnotherSelection(in context: ControllerContext) {
+        guard isEditing, selectedObjects != editedObjects else { return }
+        pendingEdits = []
+        context.emit(self, .isEditing)
     }
 
     /// Drops the pending edits that were committed (unless a newer value arrived meanwhile).

@@ -165,11 +165,13 @@ public final class ControllerRegistry: Sendable {
     static func process(_ record: ChangeRecord, registry: inout RegistryState, context: ControllerContext) {
         registry.lastProcessedSeq = max(registry.lastProcessedSeq, record.seq)
         for name in registry.order { registry.controllers[name]?.update(.record(record), in: context) }
+        for name in registry.order { registry.controllers[name]?.dropEditsOfAnotherSelection(in: context) }
     }
 
     /// Lets details follow their masters' selections (after any selection change).
     static func followMasters(_ registry: RegistryState, context: ControllerContext) {
         for name in registry.order { registry.controllers[name]?.update(.masters, in: context) }
+        for name in registry.order { registry.controllers[name]?.dropEditsOfAnotherSelection(in: context) }
     }
 
     /// Queues the context's reports for delivery on the registry's queue (called under the lock, so in order).

@@ -50,6 +50,28 @@ struct EditingTests {
         #expect(try h.value("isEditing") == true)
     }
 
+    /// Edits are for the objects selected when they were made: when a change elsewhere deletes one and the
+    /// selection moves to a neighbour (at the same index), they are dropped rather than committed to the neighbour.
+    @Test func selectedObjectDeletedElsewhere_editsDropped_neighbourUntouched() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.select([1])
+        let edited = try #require(h.selectedNames().first)
+        try h.registry.setPendingEdit(1, forKeyPath: "salary", controller: "e")
+        let doomed = try #require(try h.value("selectedObjects", of: "e").arrayValue?.first?["$ref"]?.stringValue)
+        try h.store.transaction { try $0.delete(id(doomed)) }
+        h.registry.synchronize()
+        #expect(try h.selection() == [1])
+        #expect(try h.selectedNames() != [edited])
+        #expect(try h.value("isEditing") == false)
+        #expect(try h.registry.edits(controller: "e") == [:])
+        #expect(h.reported(.isEditing))
+        let neighbour = try #require(try h.value("selectedObjects", of: "e").arrayValue?.first?["$ref"]?.stringValue)
+        let salary = try h.json("salary", of: neighbour)
+        try h.registry.perform("commitEditing", controller: "e")
+        #expect(try h.json("salary", of: neighbour) == salary)
+    }
+
     @Test func discardEditing_dropsEdits_modelUnchanged() throws {
         let h = try Harness()
         try h.employees()
