@@ -41,7 +41,7 @@ extension BinderyService {
             // `limit` may be as large as Int allows: never add it to anything.
             let end = limit.map { start + min($0, handles.count - start) } ?? handles.count
             let objects = try handles[start..<end].map { try view.json(of: $0, keys: keys) }
-            return (objects, handles.count, view.seq)
+            return (objects, handles.count, document.acknowledgedSeq(view.seq))
         }
         return .response(.json(["objects": .array(objects), "count": .integer(Int64(count))], seq: seq))
     }
@@ -76,7 +76,7 @@ extension BinderyService {
     private static func getObject(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {
         let id = try objectID(request)
         let (json, version, seq) = try document.store.read { view throws -> (PropertyListValue, Int64, Int64) in
-            (try view.json(of: id), try view.version(of: id), view.seq)
+            (try view.json(of: id), try view.version(of: id), document.acknowledgedSeq(view.seq))
         }
         if let condition = request.request.header("If-None-Match"), matches(condition, version: version) {
             return .response(
@@ -115,7 +115,7 @@ extension BinderyService {
         let id = try objectID(request)
         let keyPath = request.keyPath("keyPath")
         let (value, seq) = try document.store.read { view throws -> (PropertyListValue, Int64) in
-            (try view.value(forKeyPath: keyPath, of: id).json, view.seq)
+            (try view.value(forKeyPath: keyPath, of: id).json, document.acknowledgedSeq(view.seq))
         }
         return .response(.json(value, seq: seq))
     }

@@ -18,14 +18,15 @@ extension BinderyService {
 
     private static func exportStore(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {
         let (graph, seq) = document.store.read { view in (view.exportGraph(), view.seq) }
+        let acknowledged = document.acknowledgedSeq(seq)
         let accept = request.request.header("Accept")?.lowercased() ?? ""
         if accept.contains(plistType) || accept.contains("application/xml") {
             return .response(
                 HTTPResponse(
-                    status: 200, headers: [("Content-Type", plistType), ("X-Store-Seq", String(seq))],
+                    status: 200, headers: [("Content-Type", plistType), ("X-Store-Seq", String(acknowledged))],
                     body: .bytes(graph.xmlPropertyList())))
         }
-        return .response(.json(graph, seq: seq))
+        return .response(.json(graph, seq: acknowledged))
     }
 
     private static func importStore(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {

@@ -132,7 +132,8 @@ public final class BinderyService: HTTPResponder {
     }
 
     /// Counts the response and adds the headers every response carries: `X-Store-Seq` (a handler that knows the
-    /// seq its answer reflects sets it itself, else the store's current seq is used) and
+    /// seq its answer reflects sets it itself, else the store's current seq is used, no further than is durable:
+    /// `Document.acknowledgedSeq`) and
     /// `Access-Control-Allow-Origin`; a cross-origin request (one with `Origin`) also gets
     /// `Access-Control-Expose-Headers`, which only such requests read.
     public func addCommonHeaders(
@@ -141,7 +142,7 @@ public final class BinderyService: HTTPResponder {
         counters.count(status: response.status)
         // Handlers spell the header exactly so; a case-blind search would lower-case every name of every response.
         if !response.headers.contains(where: { $0.name == "X-Store-Seq" }) {
-            add("X-Store-Seq", String(document.store.seq))
+            add("X-Store-Seq", String(document.acknowledgedSeq(document.store.seq)))
         }
         add("Access-Control-Allow-Origin", configuration.corsOrigin)
         if requestHeader("Origin") != nil {

@@ -255,6 +255,43 @@ struct PersistenceProcessTests {
         }
     }
 
+    /// With `batch` a commit is readable before its group is flushed. No `X-Store-Seq` may tell a seq that a crash
+    /// can take back: after kill -9 the server restarts at or past every seq it told (here the seqs of an observed
+    /// controller's selection changes, which are answered without waiting for their flush).
+    @Test func killNineWithBatchNeverTakesBackASeqItTold() throws {
+        try withTemporaryDataDirectory { data in
+            for round in 0..<4 {
+                let (started, _, _) = try ServerProcess.start(data: data, fsync: "batch")
+                let server = try #require(started)
+                let observer = try server.client.request(
+                    "POST", "/observers", json: #"{"target": "controllers/departments", "keyPath": "selectionIndexes"}"#
+                )
+                #expect(observer.status == 201)
+                let told = Mutex<Int64>(0)
+                let threads = onThreads(4) { writer in
+                    let client = server.client
+                    for n in 0..<1_000_000 {
+                        let path = n.isMultiple(of: 2) ? "/controllers/departments/selectionIndexes" : "/healthz"
+                        guard
+                            let response = try? client.request(
+                                n.isMultiple(of: 2) ? "PUT" : "GET", path, json: "[\((n + writer) % 5)]"),
+                            let seq = response.header("X-Store-Seq").flatMap({ Int64($0) })
+                        else { return }
+                        told.withLock { $0 = max($0, seq) }
+                    }
+                }
+                Thread.sleep(forTimeInterval: 0.5 + 0.2 * Double(round))
+                server.kill9()
+                while threads.contains(where: { !$0.isFinished }) { Thread.sleep(forTimeInterval: 0.01) }
+                let (restarted, _, _) = try ServerProcess.start(data: data, fsync: "batch")
+                let again = try #require(restarted)
+                let seq = try again.client.request("GET", "/healthz").header("X-Store-Seq").flatMap { Int64($0) }
+                #expect((seq ?? 0) >= told.withLock { $0 }, "round \(round)")
+                #expect(again.terminate() == 0)
+            }
+        }
+    }
+
     @Test func aJournalThatCannotBeWrittenRefusesTheChangeAndShowsNothingOfIt() throws {
         try withTemporaryDataDirectory { data in
             // 64 KiB per file: the seed's snapshot fits; the journal fills up after a few hundred changes.

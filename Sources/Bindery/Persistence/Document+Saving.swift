@@ -49,6 +49,14 @@ extension Document {
         return result.seq
     }
 
+    /// The seq to tell clients for an answer that reflects the store at `seq` (`X-Store-Seq`): at most the seq
+    /// through which the journal is durable. With `batch` a commit is readable before its group is flushed; a seq
+    /// told then could be handed out again to another change after a crash, and a client resuming from it would
+    /// miss that change. Told the durable seq instead, it is at worst sent a change its answer already reflected.
+    public func acknowledgedSeq(_ seq: Int64) -> Int64 {
+        min(seq, storage.journal.durableSeq)
+    }
+
     /// Writes a last snapshot if anything changed since the newest, and flushes and closes the journal: later
     /// changes are refused (503). Idempotent; call it before exiting. Answers false when the last snapshot or the
     /// journal could not be written (the exit status should say so).

@@ -30,6 +30,8 @@ final class Journal: Sendable {
     /// Brings the store back to what the files hold, after a failed flush (`batch`).
     private let rollBack: @Sendable () -> Void
     private let state: Mutex<State>
+    /// `State.durableSeq`, readable without the lock (for every response's `X-Store-Seq`).
+    private let publishedDurableSeq: Atomic<Int64>
     /// Held while queued records are written to the current segment (and while the segment changes or closes), so
     /// that batches reach the file in seq order. Lock order: the store's lock, then `io`, then `state`.
     private let io = Mutex(())
@@ -87,6 +89,7 @@ final class Journal: Sendable {
         initial.recordsSinceSnapshot = recordsSinceSnapshot
         initial.bytesSinceSnapshot = size
         state = Mutex(initial)
+        publishedDurableSeq = Atomic(seq)
         if policy == .batch {
             let thread = Thread { [self] in runFlusher() }
             thread.name = "bindery.journal-flusher"
@@ -163,10 +166,14 @@ final class Journal: Sendable {
                 state.lifecycle = .failed(failure)
             } else if sync || policy == .never {
                 state.durableSeq = state.writtenSeq
+                publishedDurableSeq.store(state.durableSeq, ordering: .releasing)
             }
         }
         if let failure { throw failure }
     }
+
+    /// The seq through which every record is durable (`always`, `batch`) or written (`never`).
+    var durableSeq: Int64 { publishedDurableSeq.load(ordering: .acquiring) }
 
     /// The current segment, or the error that refuses changes.
     private static func openFile(_ state: State) throws(ObjectGraphError) -> OwnedFileDescriptor {
@@ -206,6 +213,7 @@ final class Journal: Sendable {
                 state.lifecycle = .open(file, firstSeq: nextSeq)
                 state.size = 0
                 state.durableSeq = state.writtenSeq
+                publishedDurableSeq.store(state.durableSeq, ordering: .releasing)
                 state.recordsSinceSnapshot = 0
                 state.bytesSinceSnapshot = 0
             }
@@ -338,6 +346,7 @@ final class Journal: Sendable {
                 defer { state.lifecycle = .closed }
                 guard case .open = state.lifecycle else { return false }
                 state.durableSeq = state.writtenSeq
+                publishedDurableSeq.store(state.durableSeq, ordering: .releasing)
                 return true
             }
         }
