@@ -10,12 +10,13 @@ import PropertyList
 /// actions and creation answer the controller's state. Controllers declared in the fixture's `controllers.json`
 /// cannot be removed (409 `conflict`); run-time ones can.
 extension BinderyService {
-    static func addControllerRoutes(
-        to router: inout Router, controllers: ControllerRegistry, responders: ResponderRegistry
-    ) {
+    static func addControllerRoutes(to router: inout Router, controllers: ControllerRegistry, document: Document) {
+        let responders = document.responders
+        // The seq a controller's answer reflects, no further than is durable (`Document.acknowledgedSeq`).
+        let told = document.acknowledgedSeq
         router.add("GET", "/controllers") { _ in
             let (states, seq) = controllers.states()
-            return .response(.json(["controllers": .array(states)], seq: seq))
+            return .response(.json(["controllers": .array(states)], seq: told(seq)))
         }
         router.add("POST", "/controllers") { request in
             let state = try controllers.create(json: try request.jsonBody())
@@ -27,7 +28,7 @@ extension BinderyService {
         }
         router.add("GET", "/controllers/:name") { request in
             let (state, seq) = try controllers.state(of: request.parameter("name"))
-            return .response(.json(state, seq: seq))
+            return .response(.json(state, seq: told(seq)))
         }
         router.add("DELETE", "/controllers/:name") { request in
             try controllers.remove(named: request.parameter("name"))
@@ -39,18 +40,18 @@ extension BinderyService {
             let limit = try nonNegativeInteger(request.request.queryValue("limit"), name: "limit")
             let (objects, count, seq) = try controllers.arrangedObjects(
                 controller: request.parameter("name"), offset: offset, limit: limit)
-            var response = HTTPResponse.json(objects, seq: seq)
+            var response = HTTPResponse.json(objects, seq: told(seq))
             response.headers.append(("X-Total-Count", String(count)))
             return .response(response)
         }
         router.add("GET", "/controllers/:name/selectedObjects") { request in
             let (objects, seq) = try controllers.selectedObjects(controller: request.parameter("name"))
-            return .response(.json(objects, seq: seq))
+            return .response(.json(objects, seq: told(seq)))
         }
         router.add("PUT", "/controllers/:name/selectedObjects") { request in
             let name = request.parameter("name")
             try controllers.setSelectedObjects(try references(try request.jsonBody()), controller: name)
-            return try read("selectedObjects", of: name, controllers)
+            return try read("selectedObjects", of: name, controllers, told: told)
         }
         router.add("PUT", "/controllers/:name/selection/*keyPath") { request in
             let value = try controllers.setSelectionValue(
@@ -61,7 +62,7 @@ extension BinderyService {
         router.add("PUT", "/controllers/:name/selectionIndexes") { request in
             let name = request.parameter("name")
             try controllers.setSelectionIndexes(try indexes(try request.jsonBody()), controller: name)
-            return try read("selectionIndexes", of: name, controllers)
+            return try read("selectionIndexes", of: name, controllers, told: told)
         }
         router.add("PUT", "/controllers/:name/selectionIndexPaths") { request in
             let name = request.parameter("name")
@@ -69,13 +70,13 @@ extension BinderyService {
                 throw typeMismatch("selectionIndexPaths", "an array of index paths, such as [[0], [0, 1]]")
             }
             try controllers.setSelectionIndexPaths(try paths.map(indexes), controller: name)
-            return try read("selectionIndexPaths", of: name, controllers)
+            return try read("selectionIndexPaths", of: name, controllers, told: told)
         }
         router.add("PUT", "/controllers/:name/sortDescriptors") { request in
             let name = request.parameter("name")
             try controllers.setSortDescriptors(
                 try SortDescriptor.descriptors(json: try request.jsonBody()), controller: name)
-            return try read("sortDescriptors", of: name, controllers)
+            return try read("sortDescriptors", of: name, controllers, told: told)
         }
         router.add("PUT", "/controllers/:name/filterPredicate") { request in
             let name = request.parameter("name")
@@ -86,7 +87,7 @@ extension BinderyService {
             default: throw typeMismatch("filterPredicate", "a predicate string or null")
             }
             try controllers.setFilterPredicate(predicate, controller: name)
-            return try read("filterPredicate", of: name, controllers)
+            return try read("filterPredicate", of: name, controllers, told: told)
         }
         router.add("GET", "/controllers/:name/edits") { request in
             .response(.json(try controllers.edits(controller: request.parameter("name"))))
@@ -104,15 +105,15 @@ extension BinderyService {
             return .response(.json(state))
         }
         router.add("GET", "/controllers/:name/*keyPath") { request in
-            try read(request.keyPath("keyPath"), of: request.parameter("name"), controllers)
+            try read(request.keyPath("keyPath"), of: request.parameter("name"), controllers, told: told)
         }
     }
 
-    private static func read(_ keyPath: String, of name: String, _ controllers: ControllerRegistry) throws
-        -> HTTPHandlerResult
-    {
+    private static func read(
+        _ keyPath: String, of name: String, _ controllers: ControllerRegistry, told: (Int64) -> Int64
+    ) throws -> HTTPHandlerResult {
         let (value, seq) = try controllers.valueAndSeq(forKeyPath: keyPath, controller: name)
-        return .response(.json(value, seq: seq))
+        return .response(.json(value, seq: told(seq)))
     }
 
     private static func indexes(_ json: PropertyListValue) throws -> [Int] {

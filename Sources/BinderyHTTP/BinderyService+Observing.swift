@@ -36,7 +36,8 @@ extension BinderyService {
             default: throw APIError.badRequest("bad-request", "\"options\" must be an array of strings.")
             }
             let (id, since) = try center.addObserver(target: target, keyPath: keyPath, options: options)
-            var response = HTTPResponse.json(["id": .string(id), "since": .integer(since)], status: 201, seq: since)
+            // No seq of its own: `since` may not be durable yet, and the common header tells only what is.
+            var response = HTTPResponse.json(["id": .string(id), "since": .integer(since)], status: 201)
             response.headers.append(("Location", "/observers/\(id)"))
             return .response(response)
         }

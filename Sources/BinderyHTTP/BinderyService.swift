@@ -55,7 +55,7 @@ public final class BinderyService: HTTPResponder {
         Self.addStoreRoutes(to: &router, document: document)
         Self.addActionRoutes(to: &router, document: document)
         Self.addObservingRoutes(to: &router, center: observations, model: document.store.model)
-        Self.addControllerRoutes(to: &router, controllers: controllers, responders: document.responders)
+        Self.addControllerRoutes(to: &router, controllers: controllers, document: document)
         Self.addDefaultsRoutes(to: &router, defaults: defaults)
         Self.addMetricsRoutes(
             to: &router, document: document, observations: observations, controllers: controllers, counters: counters)
