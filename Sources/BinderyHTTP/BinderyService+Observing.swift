@@ -145,7 +145,8 @@ extension BinderyService {
                 for event in events {
                     switch event {
                     case .item(let id, let name, let data):
-                        text += "id: \(id)\nevent: \(name)\ndata: \(data.jsonString())\n\n"
+                        if let id { text += "id: \(id)\n" }
+                        text += "event: \(name)\ndata: \(data.jsonString())\n\n"
                     case .error(let body): text += "event: error\ndata: \(body.jsonString())\n\n"
                     case .heartbeat: text += ": heartbeat\n\n"
                     }

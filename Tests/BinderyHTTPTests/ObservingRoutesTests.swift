@@ -169,42 +169,50 @@ struct ObservingRoutesTests {
 
     @Test func observerOptionShapes() throws {
         try withService { client in
-            func observe(_ options: String) throws -> String {
+            func observe(_ options: String) throws -> (id: String, since: Int64) {
                 let created = try client.request(
                     "POST", "/observers",
                     json: #"{"target": "Employee/4", "keyPath": "salary", "options": \#(options)}"#)
                 #expect(created.status == 201)
-                #expect(created.json?["since"] == 1)
-                return try #require(created.json?["id"]?.stringValue)
+                return (
+                    try #require(created.json?["id"]?.stringValue), try #require(created.json?["since"]?.integerValue)
+                )
             }
             let bare = try observe("[]")
             let both = try observe(#"["new", "old"]"#)
+            // `initial` takes a seq of its own (2) for its change and starts right before it.
             let initial = try observe(#"["initial"]"#)
             let prior = try observe(#"["prior", "old"]"#)
+            #expect([bare.since, both.since, initial.since, prior.since] == [1, 1, 1, 2])
             _ = try client.request("PUT", "/objects/Employee/4/salary", json: "10")
-            func poll(_ id: String) throws -> [PropertyListValue] {
-                changes(try client.request("GET", "/observers/\(id)/changes?since=1&timeout=0"))
+            func poll(_ observer: (id: String, since: Int64)) throws -> [PropertyListValue] {
+                changes(
+                    try client.request("GET", "/observers/\(observer.id)/changes?since=\(observer.since)&timeout=0"))
             }
-            #expect(try poll(bare) == [["seq": 2, "target": "Employee/4", "keyPath": "salary", "kind": "setting"]])
+            #expect(try poll(bare) == [["seq": 3, "target": "Employee/4", "keyPath": "salary", "kind": "setting"]])
             #expect(
                 try poll(both) == [
                     [
-                        "seq": 2, "target": "Employee/4", "keyPath": "salary", "kind": "setting", "old": 154000,
+                        "seq": 3, "target": "Employee/4", "keyPath": "salary", "kind": "setting", "old": 154000,
                         "new": 10,
                     ]
                 ])
             let initialChanges = try poll(initial)
-            #expect(initialChanges.count == 2)
+            #expect(initialChanges.map { $0["seq"] } == [2, 3])
             #expect(initialChanges.first?["new"] == 154000)
             #expect(initialChanges.first?["old"] == nil)
             #expect(initialChanges.last?["new"] == nil)
+            // Passing back `last` never repeats the initial change, and a poll with nothing new waits.
+            let next = try client.request("GET", "/observers/\(initial.id)/changes?since=3&timeout=0.2")
+            #expect(changes(next).isEmpty)
+            #expect(next.json?["last"] == 3)
             #expect(
                 try poll(prior) == [
                     [
-                        "seq": 2, "target": "Employee/4", "keyPath": "salary", "kind": "setting", "old": 154000,
+                        "seq": 3, "target": "Employee/4", "keyPath": "salary", "kind": "setting", "old": 154000,
                         "prior": true,
                     ],
-                    ["seq": 2, "target": "Employee/4", "keyPath": "salary", "kind": "setting", "old": 154000],
+                    ["seq": 3, "target": "Employee/4", "keyPath": "salary", "kind": "setting", "old": 154000],
                 ])
         }
     }
@@ -494,6 +502,20 @@ struct ServerSentEventsTests {
             var again = ""
             #expect(read(resumed, until: "id: 3\n", into: &again))
             #expect(!again.contains("id: 2\n"))
+
+            // A transaction's changes share a seq: only the last of them carries the id, so a client that loses the
+            // connection in the middle resumes from the seq before and is sent the whole transaction again.
+            let inserted = try client.request(
+                "POST", "/objects/Employee",
+                json: #"{"firstName": "A", "lastName": "B", "department": {"$ref": "Department/1"}}"#)
+            #expect(inserted.status == 201)
+            var group = ""
+            #expect(read(resumed, until: "id: 4\n", into: &group))
+            let events = group.components(separatedBy: "\n\n").filter { $0.contains("event: change") }
+            let lastOfGroup = try #require(events.last)
+            #expect(events.count > 2)
+            #expect(events.dropLast().allSatisfy { !$0.contains("id: ") })
+            #expect(lastOfGroup.hasPrefix("id: 4\nevent: change"))
         }
     }
 }

@@ -37,7 +37,9 @@ final class KeyValueObserver {
     /// with their kinds and indexes; otherwise the value is re-read after each commit and compared.
     let storedKey: Bool
     var lastValue: PropertyListValue
-    var initial: FeedChange?
+    /// The seq of the `initial` change (one of its own, `ObjectStore.advanceSeq`): like any change it is answered
+    /// to every poll from before it, so that a poll whose answer was lost can be repeated, and never after it.
+    let initialSeq: Int64?
     /// Every change after `since`, by seq, for any target: a controller's or the defaults' changes have seqs of
     /// their own (`ObjectStore.advanceSeq()`), so every poll is answered by `since` alike.
     var history: ChangeHistory
@@ -45,8 +47,8 @@ final class KeyValueObserver {
     var activeWaiters = 0
 
     init(
-        id: String, target: Target, keyPath: String, options: Options, since: Int64, storedKey: Bool,
-        value: PropertyListValue, capacity: Int, now: Double
+        id: String, target: Target, keyPath: String, options: Options, since: Int64, initialSeq: Int64?,
+        storedKey: Bool, value: PropertyListValue, capacity: Int, now: Double
     ) {
         self.id = id
         self.target = target
@@ -57,8 +59,13 @@ final class KeyValueObserver {
         self.lastValue = value
         self.history = ChangeHistory(capacity: capacity, startingAt: since)
         self.lastActivity = now
-        if options.contains(.initial) {
-            initial = FeedChange(seq: since, target: target.description, keyPath: keyPath, kind: .setting, new: value)
+        self.initialSeq = initialSeq
+    }
+
+    /// The `initial` change, to record when its seq is processed.
+    var initialChange: FeedChange? {
+        initialSeq.map {
+            FeedChange(seq: $0, target: target.description, keyPath: keyPath, kind: .setting, new: lastValue)
         }
     }
 
@@ -76,21 +83,16 @@ final class KeyValueObserver {
 
     /// Whether a poll from `since` has something to answer.
     func hasChanges(after since: Int64) -> Bool {
-        if let initial, since <= initial.seq { return true }
-        return !history.changes(after: since).isEmpty
+        !history.changes(after: since).isEmpty
     }
 
-    /// The JSON of the changes after `since`, shaped by the options; the initial change (with `new`, never `old`)
-    /// comes first, once.
+    /// The JSON of the changes after `since`, shaped by the options; the initial change always has `new`, never
+    /// `old`.
     func answer(after since: Int64) -> [PropertyListValue] {
-        var result: [PropertyListValue] = []
-        if let initial, since <= initial.seq {
-            result.append(initial.json(includingOld: false, includingNew: true))
-            self.initial = nil
+        history.changes(after: since).map { change in
+            let isInitial = change.seq == initialSeq
+            return change.json(
+                includingOld: !isInitial && options.contains(.old), includingNew: isInitial || options.contains(.new))
         }
-        for change in history.changes(after: since) {
-            result.append(change.json(includingOld: options.contains(.old), includingNew: options.contains(.new)))
-        }
-        return result
     }
 }

@@ -41,8 +41,10 @@ public final class ObservationCenter: @unchecked Sendable {
 
     /// What an event stream (server-sent events) is sent.
     public enum StreamEvent: Sendable {
-        /// One change or notification; `id` is its seq.
-        case item(id: Int64, name: String, data: PropertyListValue)
+        /// One change or notification. `id` is its seq on the last item of that seq only (a transaction's changes,
+        /// a prior notification and its change share one): a client that resumes from `Last-Event-ID` after losing
+        /// the connection in the middle of a seq is sent the whole seq again rather than miss the rest of it.
+        case item(id: Int64?, name: String, data: PropertyListValue)
         /// The stream cannot go on (history compacted, observer gone): the error body; the stream then ends.
         case error(PropertyListValue)
         case heartbeat
@@ -188,9 +190,11 @@ public final class ObservationCenter: @unchecked Sendable {
         case .items(let json, _)?:
             let isNotification = if case .notifications = subscriber.source { true } else { false }
             let items = (isNotification ? json["notifications"] : json["changes"])?.arrayValue ?? []
-            events = items.map { item in
-                .item(
-                    id: item["seq"]?.integerValue ?? 0, name: isNotification ? "notification" : "change", data: item)
+            let seqs = items.map { $0["seq"]?.integerValue ?? 0 }
+            events = items.indices.map { index in
+                let last = index == items.count - 1 || seqs[index + 1] != seqs[index]
+                return .item(
+                    id: last ? seqs[index] : nil, name: isNotification ? "notification" : "change", data: items[index])
             }
             subscriber.since = json["last"]?.integerValue ?? subscriber.since
         case .compacted(let oldest, let current)?:
@@ -275,9 +279,7 @@ public final class ObservationCenter: @unchecked Sendable {
             }
         case .observer(let id):
             guard let observer = observers[id] else { return .noSuchObserver(id) }
-            if since > store.seq
-                || (!observer.history.covers(since: since) && !(observer.initial != nil && since <= observer.since))
-            {
+            if since > store.seq || !observer.history.covers(since: since) {
                 return .compacted(oldest: observer.history.compactedThrough, current: processedSeq)
             }
         case .notifications:
@@ -367,6 +369,9 @@ public final class ObservationCenter: @unchecked Sendable {
             updateObservers(with: record)
             if let external = pendingExternal.removeValue(forKey: record.seq) {
                 for (observerID, change) in external { observers[observerID]?.emit(change) }
+            }
+            if let (observerID, initial) = pendingInitial.removeValue(forKey: record.seq) {
+                observers[observerID]?.history.append(initial)
             }
             // A commit that only took a seq changed no object.
             guard !record.changes.isEmpty else { continue }
@@ -489,17 +494,29 @@ public final class ObservationCenter: @unchecked Sendable {
             // Read on the queue: every record up to the value's seq is either processed or ignored by `since`.
             nextObserverID += 1
             let id = "o\(nextObserverID)"
-            // Read and start watching under the store's lock, so that no commit falls between the two.
-            let (value, seq) = try store.read { view throws -> (PropertyListValue, Int64) in
+            // Read and start watching under the store's lock, so that no commit falls between the two. With
+            // `initial`, in the commit that gives the initial change its seq (it starts right after `since`).
+            let read = { [self] (view: ReadView) throws -> PropertyListValue in
                 let value = try view.value(forKeyPath: keyPath, of: object).json
                 watched.withLock { $0.append(WatchedKeyPath(observerID: id, object: object, keyPath: keyPath)) }
-                return (value, view.seq)
+                return value
             }
-            let since = max(seq, processedSeq)
-            observers[id] = KeyValueObserver(
+            let value: PropertyListValue
+            let since: Int64
+            var initialSeq: Int64?
+            if parsedOptions.contains(.initial) {
+                let (seq, read) = try store.advanceSeq(reading: read)
+                (value, since, initialSeq) = (read, seq - 1, seq)
+            } else {
+                let (read, seq) = try store.read { view in (try read(view), view.seq) }
+                (value, since) = (read, max(seq, processedSeq))
+            }
+            let observer = KeyValueObserver(
                 id: id, target: .object(object), keyPath: keyPath, options: parsedOptions, since: since,
-                storedKey: storedKey, value: value, capacity: min(configuration.historyCapacity, 10_000),
-                now: Self.now())
+                initialSeq: initialSeq, storedKey: storedKey, value: value,
+                capacity: min(configuration.historyCapacity, 10_000), now: Self.now())
+            observers[id] = observer
+            if let initial = observer.initialChange { pendingInitial[initial.seq] = (id, initial) }
             return (id, since)
         }
     }
@@ -511,6 +528,8 @@ public final class ObservationCenter: @unchecked Sendable {
     private var externalReader: ExternalReader?
     /// Changes of controllers and the defaults waiting for the record of the seq they were given, by that seq.
     private var pendingExternal: [Int64: [(observerID: String, change: FeedChange)]] = [:]
+    /// Observers' `initial` changes waiting for the record of their seq.
+    private var pendingInitial: [Int64: (observerID: String, change: FeedChange)] = [:]
 
     public func setExternalReader(_ reader: @escaping ExternalReader) {
         onQueue { externalReader = reader }
@@ -560,10 +579,16 @@ public final class ObservationCenter: @unchecked Sendable {
                 target == "defaults" ? .defaults : .controller(String(target.dropFirst("controllers/".count)))
             nextObserverID += 1
             let id = "o\(nextObserverID)"
-            observers[id] = KeyValueObserver(
-                id: id, target: parsedTarget, keyPath: keyPath, options: options, since: processedSeq,
-                storedKey: false, value: value, capacity: min(configuration.historyCapacity, 10_000), now: Self.now())
-            return (id, processedSeq)
+            // The state is read on this queue, where its changes are found too (`externalTargetDidChange`).
+            let initialSeq = options.contains(.initial) ? try store.advanceSeq() : nil
+            let since = initialSeq.map { $0 - 1 } ?? processedSeq
+            let observer = KeyValueObserver(
+                id: id, target: parsedTarget, keyPath: keyPath, options: options, since: since,
+                initialSeq: initialSeq, storedKey: false, value: value,
+                capacity: min(configuration.historyCapacity, 10_000), now: Self.now())
+            observers[id] = observer
+            if let initial = observer.initialChange { pendingInitial[initial.seq] = (id, initial) }
+            return (id, since)
         }
     }
 

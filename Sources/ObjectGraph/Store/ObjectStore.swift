@@ -69,6 +69,16 @@ public final class ObjectStore: Sendable {
         try transaction { $0.takesSeq = true }.seq
     }
 
+    /// `advanceSeq()`, reading the store in the same critical section: `body` sees every change before the seq
+    /// and none after it (an observer's `initial` value, stamped with that seq).
+    public func advanceSeq<T: Sendable>(reading body: (ReadView) throws -> T) throws -> (seq: Int64, value: T) {
+        let result = try transaction { transaction in
+            transaction.takesSeq = true
+            return try body(transaction.view)
+        }
+        return (result.seq, result.value)
+    }
+
     /// Replays a change record from the journal: the state after it is the state the record was made from
     /// (objects, ids, order, versions, seq, id counter).
     ///
