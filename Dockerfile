@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# Bindery: Cocoa Bindings as an HTTP service. See docs/container.md (README "Container") for build and run.
+# Bindery: Cocoa Bindings as an HTTP service. See README.md, "Container", for build and run.
 #
 #   docker build -t bindery .
 #   docker run -d --name bindery -p 8080:8080 -v bindery-data:/data --ulimit nofile=65536:65536 bindery
@@ -21,9 +21,11 @@ WORKDIR /src
 COPY Package.swift ./
 RUN swift package resolve
 
-# The manifest names test targets too, so Tests/ must be present for the package to load (they are not built).
+# The manifest names test and benchmark targets too, so their folders must be present for the package to load (they
+# are not built); .dockerignore lets only the benchmark targets' folders of Benchmarks/ in.
 COPY Sources ./Sources
 COPY Tests ./Tests
+COPY Benchmarks ./Benchmarks
 RUN swift build -c release --static-swift-stdlib --product bindery \
     && mkdir -p /staging \
     && cp "$(swift build -c release --static-swift-stdlib --show-bin-path)/bindery" /staging/bindery

@@ -5,7 +5,7 @@ HOST ?= 127.0.0.1
 FIXTURE ?= Fixtures/employees
 DATA ?= ./data
 
-.PHONY: deps build release run test lint format clean bench-healthz container-check container-smoke
+.PHONY: deps build release run test lint format clean bench-healthz container-check container-smoke browser-test
 
 deps:
 	@bash scripts/install-deps.sh

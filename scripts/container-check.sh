@@ -162,6 +162,7 @@ for path in .build .build-release .build-static/release/bindery data data/journa
 done
 # Every COPY/ADD source from the build context (not --from) in any stage.
 declare -A COPIED_TO=()
+BUILD_SOURCES=()
 while IFS=$'\t' read -r stage instruction arguments; do
     grep -q -- '--from=' <<<"$arguments" && continue
     if [ "${arguments:0:1}" = "[" ]; then mapfile -t words < <(json_words "$arguments"); else read -r -a words <<<"$arguments"; fi
@@ -180,6 +181,7 @@ while IFS=$'\t' read -r stage instruction arguments; do
         else
             fail "stage ${STAGE_NAMES[stage]}: $instruction $source exists in the repository"
         fi
+        [ "$stage" -eq 0 ] && BUILD_SOURCES+=("${source%/}")
         if [ "$stage" -eq "$RUNTIME" ]; then
             target=$destination
             [[ "$target" == /* ]] || target="${workdir%/}/${target#./}"
@@ -187,6 +189,24 @@ while IFS=$'\t' read -r stage instruction arguments; do
         fi
     done
 done < <(awk -F'\t' '$2 == "COPY" || $2 == "ADD"' <<<"$PARSED")
+# SwiftPM loads every target of the manifest, so the build stage needs each target's folder (a missing custom path
+# stops `swift build`, whatever product it is asked for).
+if manifest=$("$SWIFT" package dump-package 2>/dev/null); then
+    while IFS= read -r folder; do
+        copied=no
+        for source in "${BUILD_SOURCES[@]}"; do
+            [[ "$folder" == "$source" || "$folder" == "$source"/* ]] && copied=yes
+        done
+        check "the build stage copies target folder $folder and $DOCKERIGNORE keeps it" \
+            test "$copied" = yes -a "$(ignored "$folder")" = no
+    done < <(python3 -c '
+import json, sys
+for target in json.load(sys.stdin)["targets"]:
+    default = "Tests" if target["type"] == "test" else "Sources"
+    print(target.get("path") or default + "/" + target["name"])' <<<"$manifest")
+else
+    fail "swift package dump-package reads Package.swift"
+fi
 # local_path IMAGE-PATH: the repository path behind a path of the runtime image, if a COPY put it there.
 local_path() {
     local wanted=$1 target
