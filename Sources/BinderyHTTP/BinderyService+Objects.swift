@@ -183,14 +183,16 @@ extension BinderyService {
         APIError(status: 503, code: "not-durable", message: "The change could not be made durable."))
 
     /// Sends `response` once the transaction's change is durable, without holding a thread meanwhile: the
-    /// connection is suspended and the journal's flusher resumes it (so one fsync serves many requests).
+    /// connection is suspended and the journal's flusher resumes it (so one fsync serves many requests). If the
+    /// server stops first, the answer is `response` when the closed document made the change durable, else 503.
     static func acknowledge<T>(
         _ result: TransactionResult<T>, _ response: HTTPResponse, document: Document
     ) -> HTTPHandlerResult {
         guard result.record != nil else { return .response(response) }
         let seq = result.seq
         return .suspend(
-            HTTPSuspension(shutdownResponse: notDurable) { connection in
+            HTTPSuspension(shutdownResponse: { document.acknowledgedSeq(seq) >= seq ? response : notDurable }) {
+                connection in
                 document.whenDurable(seq) { error in
                     connection.resume(with: error.map { .error(APIError($0)) } ?? response)
                 }

@@ -6,16 +6,25 @@ public enum HTTPHandlerResult: Sendable {
 
 /// A request to park a connection without holding a thread (`MHD_suspend_connection`).
 public struct HTTPSuspension: Sendable {
-    /// The answer given if the server stops while the connection is still suspended.
-    public var shutdownResponse: HTTPResponse
+    /// Makes the answer given if the server stops while the connection is still suspended; called then (possibly
+    /// before `register` ran, when the server stops in between), so it can tell what is true at that moment.
+    public var shutdownResponse: @Sendable () -> HTTPResponse
     /// Called on the handler's thread right after the connection is suspended (also while the server stops: an
     /// answer it gives at once wins over `shutdownResponse`); it publishes the handle through which any thread
     /// later answers. It may call `resume(with:)` itself.
     public var register: @Sendable (HTTPSuspendedConnection) -> Void
 
-    public init(shutdownResponse: HTTPResponse, register: @escaping @Sendable (HTTPSuspendedConnection) -> Void) {
+    public init(
+        shutdownResponse: @escaping @Sendable () -> HTTPResponse,
+        register: @escaping @Sendable (HTTPSuspendedConnection) -> Void
+    ) {
         self.shutdownResponse = shutdownResponse
         self.register = register
+    }
+
+    /// A suspension whose shutdown answer is always `shutdownResponse`.
+    public init(shutdownResponse: HTTPResponse, register: @escaping @Sendable (HTTPSuspendedConnection) -> Void) {
+        self.init(shutdownResponse: { shutdownResponse }, register: register)
     }
 }
 

@@ -115,7 +115,7 @@ public final class HTTPServer: Sendable {
             suspensions.stopping = true
             return Array(suspensions.connections.values)
         }
-        for connection in waiting { connection.resume(with: connection.shutdownResponse) }
+        for connection in waiting { connection.resume(with: connection.shutdownResponse()) }
         let open = streams.withLock { streams in
             streams.stopping = true
             return Array(streams.open.values)
@@ -190,7 +190,7 @@ public final class HTTPServer: Sendable {
             // Registered even when stopping: an answer that is ready at once (a change the closed document made
             // durable) is the true one; only a connection still unanswered then gets the shutdown response.
             suspension.register(handle)
-            if stopping { handle.resume(with: suspension.shutdownResponse) }
+            if stopping { handle.resume(with: suspension.shutdownResponse()) }
             return nil
         }
     }

@@ -14,10 +14,10 @@ public final class HTTPSuspendedConnection: @unchecked Sendable {
     }
 
     private let connection: OpaquePointer
-    let shutdownResponse: HTTPResponse
+    let shutdownResponse: @Sendable () -> HTTPResponse
     private let state = Mutex(State.suspended)
 
-    init(connection: OpaquePointer, shutdownResponse: HTTPResponse) {
+    init(connection: OpaquePointer, shutdownResponse: @escaping @Sendable () -> HTTPResponse) {
         self.connection = connection
         self.shutdownResponse = shutdownResponse
     }
