@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Writes Public/openapi.json (OpenAPI 3.1) for the routes Bindery serves. Run after adding a route;
 the test suite checks that every route of the server is described here."""
-import json, os
+import json, os, re
 
 def ref(name): return {"$ref": f"#/components/schemas/{name}"}
+def header(name): return {"$ref": f"#/components/headers/{name}"}
 def param(name, where="path", desc="", schema=None, required=None):
     p = {"name": name, "in": where, "schema": schema or {"type": "string"}}
     if desc: p["description"] = desc
@@ -13,83 +14,134 @@ def json_body(schema, desc=""):
     b = {"required": True, "content": {"application/json": {"schema": schema}}}
     if desc: b["description"] = desc
     return b
-def ok(schema=None, desc="OK", code="200"):
+def ok(schema=None, desc="OK", code="200", headers=(), alternatives=None):
+    """One response: `schema` as application/json, `alternatives` other media types ({type: media type object}),
+    `headers` names of components/headers (X-Store-Seq, which every response carries, is added by `op`)."""
     r = {"description": desc}
-    if schema is not None: r["content"] = {"application/json": {"schema": schema}}
+    if schema is not None or alternatives:
+        r["content"] = {**({"application/json": {"schema": schema}} if schema is not None else {}), **(alternatives or {})}
+    if headers: r["headers"] = {h: header(h) for h in headers}
     return {code: r}
 ERR = {"default": {"description": "An error (API.md §2)", "content": {"application/json": {"schema": ref("Error")}}}}
 ANY = {}
+SSE = {"text/event-stream": {"schema": {"type": "string", "description": "Server-sent events (with Accept: text/event-stream): "
+        "`id:` the seq (on the last event of a seq only), `event: change` or `notification`, `data:` the item's JSON; "
+        "a `: heartbeat` comment every 15 s; `event: error` with the error JSON before a stream that cannot go on ends"}}}
+PLIST = {"application/x-plist": {"schema": {"type": "string", "description": "The same graph as an XML property list"}}}
 entity, oid, kp = param("entity", desc="Entity name"), param("id", desc="Object id"), param("keyPath", desc="Key path: segments joined with '.'")
 name = param("name", desc="Controller name")
 since = param("since", "query", "Sequence number to answer after (default: now)", {"type": "integer", "minimum": 0})
+lastEventID = param("Last-Event-ID", "header", "With Accept: text/event-stream: the seq to resume after (replaces since)", {"type": "integer", "minimum": 0})
 timeout = param("timeout", "query", "Seconds to wait (default 30, max 300)", {"type": "number", "minimum": 0})
 ifmatch = param("If-Match", "header", "ETag the object must have")
-feed = {"type": "object", "properties": {"changes": {"type": "array", "items": ref("Change")}, "last": {"type": "integer"}}}
+feed = {"type": "object", "required": ["changes", "last"], "properties": {"changes": {"type": "array", "items": ref("Change")}, "last": {"type": "integer"}}}
+notificationFeed = {"type": "object", "required": ["notifications", "last"],
+        "properties": {"notifications": {"type": "array", "items": ref("Notification")}, "last": {"type": "integer"}}}
+controllerActions = ["add", "insert", "remove", "selectNext", "selectPrevious", "rearrangeObjects", "fetch", "commitEditing", "discardEditing", "addChild", "insertChild"]
 
-def op(summary, params=(), body=None, responses=None, tags=()):
-    o = {"summary": summary, "responses": {**(responses or ok(ANY)), **ERR}}
+def op(summary, params=(), body=None, responses=None, tags=(), description=None):
+    # Every response carries X-Store-Seq (API.md §4); copies, so that no response object is shared.
+    responses = {code: {**r, "headers": {"X-Store-Seq": header("X-Store-Seq"), **r.get("headers", {})}}
+                 for code, r in {**(responses or ok(ANY)), **ERR}.items()}
+    o = {"summary": summary}
+    if description: o["description"] = description
+    o["responses"] = responses
     if params: o["parameters"] = list(params)
     if body: o["requestBody"] = body
     if tags: o["tags"] = list(tags)
     return o
 
+etag, location = ["ETag"], ["Location"]
 paths = {
   "/healthz": {"get": op("Health", responses=ok({"type": "object", "properties": {"status": {"const": "ok"}}}), tags=["service"])},
   "/metrics": {"get": op("Prometheus metrics", responses={"200": {"description": "Prometheus text", "content": {"text/plain": {"schema": {"type": "string"}}}}}, tags=["service"])},
   "/model": {"get": op("The model", responses=ok(ref("Model")), tags=["model"])},
-  "/model/{entity}": {"get": op("One entity of the model", [entity], tags=["model"])},
+  "/model/{entity}": {"get": op("One entity of the model", [entity], responses=ok({"type": "object"}), tags=["model"])},
   "/objects/{entity}": {
     "get": op("All objects of an entity", [entity,
         param("filter", "query", "NSPredicate format"), param("sort", "query", "e.g. lastName,-salary"),
         param("offset", "query", schema={"type": "integer", "minimum": 0}), param("limit", "query", schema={"type": "integer", "minimum": 0}),
         param("keys", "query", "Comma list of key paths to project")],
-        responses=ok({"type": "object", "properties": {"objects": {"type": "array", "items": ref("Object")}, "count": {"type": "integer"}}}), tags=["objects"]),
+        responses=ok({"type": "object", "required": ["objects", "count"], "properties": {"objects": {"type": "array", "items": ref("Object")}, "count": {"type": "integer"}}}), tags=["objects"]),
     "post": op("Insert an object", [entity, param("If-None-Match", "header", "* makes it create-only")], json_body(ref("Object")),
-        responses=ok(ref("Object"), "Created", "201"), tags=["objects"])},
+        responses=ok(ref("Object"), "Created", "201", headers=location + etag), tags=["objects"])},
   "/objects/{entity}/{id}": {
-    "get": op("An object (ETag; If-None-Match → 304)", [entity, oid, param("If-None-Match", "header")], responses=ok(ref("Object")), tags=["objects"]),
-    "patch": op("Set several keys atomically", [entity, oid, ifmatch], json_body({"type": "object"}), ok(ref("Object")), tags=["objects"]),
-    "delete": op("Delete, applying delete rules", [entity, oid, ifmatch], responses={"204": {"description": "Deleted"}}, tags=["objects"])},
+    "get": op("An object (ETag; If-None-Match → 304)", [entity, oid, param("If-None-Match", "header")],
+        responses={**ok(ref("Object"), headers=etag), **ok(desc="Not modified: If-None-Match names the current ETag", code="304", headers=etag)}, tags=["objects"]),
+    "patch": op("Set several keys atomically", [entity, oid, ifmatch], json_body({"type": "object"}), ok(ref("Object"), headers=etag), tags=["objects"]),
+    "delete": op("Delete, applying delete rules", [entity, oid, ifmatch], responses=ok(desc="Deleted", code="204"), tags=["objects"])},
   "/objects/{entity}/{id}/{keyPath}": {
     "get": op("value(forKeyPath:)", [entity, oid, kp], tags=["objects"]),
-    "put": op("setValue(_:forKeyPath:)", [entity, oid, kp, ifmatch], json_body(ANY), tags=["objects"]),
-    "post": op("Insert into a to-many", [entity, oid, kp, ifmatch, param("index", "query", schema={"type": "integer", "minimum": 0})], json_body(ref("Reference")), tags=["objects"]),
-    "delete": op("Remove the element at the index that ends the path (…/{toManyKeyPath}/{index})", [entity, oid, kp, ifmatch], tags=["objects"])},
+    "put": op("setValue(_:forKeyPath:)", [entity, oid, kp, ifmatch], json_body(ANY), ok(ANY, "The new value", headers=etag), tags=["objects"]),
+    "post": op("Insert into a to-many", [entity, oid, kp, ifmatch, param("index", "query", schema={"type": "integer", "minimum": 0})], json_body(ref("Reference")),
+        ok(ANY, "The relationship's new value", headers=etag), tags=["objects"]),
+    "delete": op("Remove the element at the index that ends the path (…/{toManyKeyPath}/{index})", [entity, oid, kp, ifmatch],
+        responses=ok(ANY, "The relationship's new value", headers=etag), tags=["objects"])},
   "/controllers": {
-    "get": op("All controllers", tags=["controllers"]),
-    "post": op("Create a controller (at most 1,000 created at run time; one more is 503 too-many-controllers)", body=json_body(ref("ControllerDescription")), responses=ok(ANY, "Created", "201"), tags=["controllers"])},
-  "/controllers/{name}": {"get": op("Controller state", [name], tags=["controllers"]), "delete": op("Remove a run-time controller", [name], responses={"204": {"description": "Removed"}}, tags=["controllers"])},
-  "/controllers/{name}/arrangedObjects": {"get": op("Arranged objects (tree: nested nodes)", [name], tags=["controllers"])},
-  "/controllers/{name}/selectedObjects": {"get": op("Selected objects", [name], tags=["controllers"]), "put": op("Select these objects", [name], json_body({"type": "array", "items": ref("Reference")}), tags=["controllers"])},
-  "/controllers/{name}/{keyPath}": {"get": op("KVC on the controller: arrangedObjects/…, selection/…, selectionIndexes, …", [name, kp], tags=["controllers"])},
-  "/controllers/{name}/selection/{keyPath}": {"put": op("Set through the selection", [name, kp], json_body(ANY), tags=["controllers"])},
-  "/controllers/{name}/selectionIndexes": {"put": op("Select by indexes", [name], json_body({"type": "array", "items": {"type": "integer"}}), tags=["controllers"])},
-  "/controllers/{name}/selectionIndexPaths": {"put": op("Select by index paths (tree)", [name], json_body({"type": "array", "items": {"type": "array", "items": {"type": "integer"}}}), tags=["controllers"])},
-  "/controllers/{name}/sortDescriptors": {"put": op("Set sort descriptors", [name], json_body({"type": "array", "items": ref("SortDescriptor")}), tags=["controllers"])},
-  "/controllers/{name}/filterPredicate": {"put": op("Set or clear the filter predicate", [name], json_body({"type": ["string", "null"]}), tags=["controllers"])},
-  "/controllers/{name}/edits": {"get": op("Pending edits", [name], tags=["controllers"])},
-  "/controllers/{name}/edits/{keyPath}": {"put": op("Record a pending edit", [name, kp], json_body(ANY), tags=["controllers"])},
-  "/controllers/{name}/{action}": {"post": op("Target-action: add, insert, remove, selectNext, selectPrevious, rearrangeObjects, fetch, commitEditing, discardEditing, addChild, insertChild",
-        [name, param("action")], {"required": False, "content": {"application/json": {"schema": {"type": "object"}}}}, tags=["controllers"])},
-  "/defaults": {"get": op("User defaults (with hasUnappliedChanges)", tags=["defaults"])},
-  "/defaults/{key}": {"get": op("A default", [param("key")], tags=["defaults"]), "put": op("Set a default", [param("key")], json_body(ANY), tags=["defaults"]), "delete": op("Remove a default", [param("key")], tags=["defaults"])},
-  "/defaults/save": {"post": op("Apply pending defaults", tags=["defaults"])},
-  "/defaults/revert": {"post": op("Drop pending defaults", tags=["defaults"])},
-  "/defaults/revertToInitialValues": {"post": op("Back to the initial values", tags=["defaults"])},
+    "get": op("All controllers", responses=ok({"type": "object", "required": ["controllers"], "properties": {"controllers": {"type": "array", "items": ref("ControllerState")}}}), tags=["controllers"]),
+    "post": op("Create a controller (at most 1,000 created at run time; one more is 503 too-many-controllers)", body=json_body(ref("ControllerDescription")),
+        responses=ok(ref("ControllerState"), "Created", "201", headers=location), tags=["controllers"])},
+  "/controllers/{name}": {"get": op("Controller state", [name], responses=ok(ref("ControllerState")), tags=["controllers"]),
+                          "delete": op("Remove a run-time controller", [name], responses=ok(desc="Removed", code="204"), tags=["controllers"])},
+  "/controllers/{name}/arrangedObjects": {"get": op("Arranged objects (tree: nested nodes)",
+        [name, param("offset", "query", schema={"type": "integer", "minimum": 0}), param("limit", "query", schema={"type": "integer", "minimum": 0})],
+        responses=ok({"type": "array"}, headers=["X-Total-Count"]), tags=["controllers"])},
+  "/controllers/{name}/selectedObjects": {"get": op("Selected objects", [name], responses=ok({"type": "array", "items": ref("Object")}), tags=["controllers"]),
+        "put": op("Select these objects", [name], json_body({"type": "array", "items": ref("Reference")}), ok({"type": "array", "items": ref("Object")}), tags=["controllers"])},
+  # One path item for both: OpenAPI forbids two templated paths that differ only in their parameter names.
+  "/controllers/{name}/{keyPathOrAction}": {
+    "get": op("KVC on the controller", [name, param("keyPathOrAction", desc="A key path of the controller; its segments are joined with '.'")],
+        description="value(forKeyPath:) on the controller: `arrangedObjects/lastName`, `arrangedObjects/@count`, `selection` (a dictionary of every key), "
+                    "`selection/firstName` (a value or a `{\"$marker\"}`), `selectionIndexes`, `canRemove`, … The answer is the raw JSON value.",
+        tags=["controllers"]),
+    "post": op("Target-action on the controller",
+        [name, param("keyPathOrAction", desc="The action", schema={"enum": controllerActions})], {"required": False, "content": {"application/json": {"schema": {"type": "object"}}}},
+        ok(ref("ControllerState")), tags=["controllers"],
+        description="Performs an action: " + ", ".join(controllerActions[:-2]) + "; tree controllers also " + " and ".join(controllerActions[-2:]) + ". "
+                    "The body is optional (`{\"object\": {...}}` for the values of add and insert). Answers the controller's state."),
+  },
+  "/controllers/{name}/selection/{keyPath}": {"put": op("Set through the selection", [name, kp], json_body(ANY), ok(ANY, "The new value"), tags=["controllers"])},
+  "/controllers/{name}/selectionIndexes": {"put": op("Select by indexes", [name], json_body({"type": "array", "items": {"type": "integer"}}), ok({"type": "array", "items": {"type": "integer"}}), tags=["controllers"])},
+  "/controllers/{name}/selectionIndexPaths": {"put": op("Select by index paths (tree)", [name], json_body({"type": "array", "items": {"type": "array", "items": {"type": "integer"}}}),
+        ok({"type": "array", "items": {"type": "array", "items": {"type": "integer"}}}), tags=["controllers"])},
+  "/controllers/{name}/sortDescriptors": {"put": op("Set sort descriptors", [name], json_body({"type": "array", "items": ref("SortDescriptor")}), ok({"type": "array", "items": ref("SortDescriptor")}), tags=["controllers"])},
+  "/controllers/{name}/filterPredicate": {"put": op("Set or clear the filter predicate", [name], json_body({"type": ["string", "null"]}), ok({"type": ["string", "null"]}), tags=["controllers"])},
+  "/controllers/{name}/edits": {"get": op("Pending edits", [name], responses=ok({"type": "object"}), tags=["controllers"])},
+  "/controllers/{name}/edits/{keyPath}": {"put": op("Record a pending edit", [name, kp], json_body(ANY), ok({"type": "object"}, "The pending edits"), tags=["controllers"])},
+  "/defaults": {"get": op("User defaults (with hasUnappliedChanges)", responses=ok(ref("Defaults")), tags=["defaults"])},
+  "/defaults/{key}": {"get": op("A default", [param("key")], tags=["defaults"]), "put": op("Set a default", [param("key")], json_body(ANY), ok(ANY, "The key's value"), tags=["defaults"]),
+                      "delete": op("Remove a default", [param("key")], responses=ok(desc="Removed", code="204"), tags=["defaults"])},
+  "/defaults/save": {"post": op("Apply pending defaults", responses=ok(ref("Defaults")), tags=["defaults"])},
+  "/defaults/revert": {"post": op("Drop pending defaults", responses=ok(ref("Defaults")), tags=["defaults"])},
+  "/defaults/revertToInitialValues": {"post": op("Back to the initial values", responses=ok(ref("Defaults")), tags=["defaults"])},
   "/observers": {"post": op("Observe a key path", body=json_body(ref("ObserverRequest")),
-        responses=ok({"type": "object", "properties": {"id": {"type": "string"}, "since": {"type": "integer"}}}, "Created", "201"), tags=["observing"])},
-  "/observers/{id}/changes": {"get": op("Long-poll an observer's changes (or text/event-stream)", [param("id"), since, timeout], responses=ok(feed), tags=["observing"])},
-  "/observers/{id}": {"delete": op("Stop observing", [param("id")], responses={"204": {"description": "Stopped"}}, tags=["observing"])},
-  "/changes": {"get": op("Long-poll the store's change feed (or text/event-stream)", [since, timeout, param("entity", "query")], responses=ok(feed), tags=["observing"])},
+        responses=ok({"type": "object", "required": ["id", "since"], "properties": {"id": {"type": "string"}, "since": {"type": "integer"}}}, "Created", "201", headers=location), tags=["observing"])},
+  "/observers/{id}/changes": {"get": op("Long-poll an observer's changes (or text/event-stream)", [param("id"), since, timeout, lastEventID],
+        responses=ok(feed, alternatives=SSE), tags=["observing"])},
+  "/observers/{id}": {"delete": op("Stop observing", [param("id")], responses=ok(desc="Stopped", code="204"), tags=["observing"])},
+  "/changes": {"get": op("Long-poll the store's change feed (or text/event-stream)", [since, timeout, param("entity", "query"), lastEventID],
+        responses=ok(feed, alternatives=SSE), tags=["observing"])},
   "/notifications": {
-    "get": op("Long-poll notifications", [since, timeout, param("name", "query"), param("object", "query")], tags=["observing"]),
-    "post": op("Post a notification", body=json_body(ref("NotificationRequest")), tags=["observing"])},
-  "/actions": {"get": op("Actions handled now (X-First-Responder)", [param("X-First-Responder", "header")], tags=["document"])},
+    "get": op("Long-poll notifications (or text/event-stream)", [since, timeout, param("name", "query"), param("object", "query"), lastEventID],
+        responses=ok(notificationFeed, alternatives=SSE), tags=["observing"]),
+    "post": op("Post a notification", body=json_body(ref("NotificationRequest")),
+        responses={**ok({"type": "object", "required": ["posted", "seq"], "properties": {"posted": {"const": True}, "seq": {"type": "integer"}}}, "Posted (postingStyle now, the default)", "201"),
+                   **ok({"type": "object", "required": ["posted", "queued"], "properties": {"posted": {"const": False}, "queued": {"enum": ["asap", "whenIdle"]}}},
+                        "Queued (postingStyle asap or whenIdle; possibly coalesced)", "202")}, tags=["observing"])},
+  "/actions": {"get": op("Actions handled now (X-First-Responder)", [param("X-First-Responder", "header"), param("target", "query", "Only this responder")],
+        responses=ok({"type": "object", "required": ["actions"], "properties": {"actions": {"type": "array", "items": ref("ActionValidation")}}}), tags=["document"])},
   "/actions/{action}": {"post": op("Send an action along the responder chain", [param("action"), param("X-First-Responder", "header")],
-        {"required": False, "content": {"application/json": {"schema": {"type": "object", "properties": {"target": {"type": ["string", "null"]}, "sender": {}}}}}}, tags=["document"])},
-  "/store": {"get": op("Export the graph (Accept: application/x-plist for XML)", responses=ok(ref("Graph")), tags=["document"]),
-             "put": op("Replace the graph (one transaction)", body=json_body(ref("Graph")), tags=["document"])},
+        {"required": False, "content": {"application/json": {"schema": {"type": "object", "properties": {"target": {"type": ["string", "null"]}, "sender": {}}}}}},
+        ok(ANY, "Handled: the document's actions answer {action, responder, seq}; a controller's, its state"), tags=["document"])},
+  "/store": {"get": op("Export the graph (Accept: application/x-plist for XML)", responses=ok(ref("Graph"), alternatives=PLIST), tags=["document"]),
+             "put": op("Replace the graph (one transaction)", body={"required": True, "content": {"application/json": {"schema": ref("Graph")}, **PLIST}},
+                       responses=ok({"type": "object", "required": ["seq", "count"], "properties": {"seq": {"type": "integer"}, "count": {"type": "integer"}}}), tags=["document"])},
 }
+# "Templated paths with the same hierarchy but different templated names MUST NOT exist" (OpenAPI 3.1, Paths Object).
+hierarchies = {}
+for path in paths: hierarchies.setdefault(re.sub(r"\{[^}]*\}", "{}", path), []).append(path)
+clashes = [same for same in hierarchies.values() if len(same) > 1]
+if clashes: raise SystemExit(f"identical templated paths: {clashes}")
 schemas = {
   "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "object", "required": ["code", "message"],
             "properties": {"code": {"type": "string"}, "message": {"type": "string"}, "keyPath": {"type": "string"}, "line": {"type": "integer"}, "column": {"type": "integer"},
@@ -102,10 +154,23 @@ schemas = {
             "kind": {"enum": ["setting", "insertion", "removal", "replacement"]}, "old": {}, "new": {}, "indexes": {"type": "array", "items": {"type": "integer"}}, "prior": {"type": "boolean"}}},
   "ObserverRequest": {"type": "object", "required": ["target", "keyPath"], "properties": {"target": {"type": "string"}, "keyPath": {"type": "string"},
             "options": {"type": "array", "items": {"enum": ["new", "old", "initial", "prior"]}}}},
+  "Notification": {"type": "object", "required": ["seq", "name"], "properties": {"seq": {"type": "integer"}, "name": {"type": "string"}, "object": {}, "userInfo": {}}},
   "NotificationRequest": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "object": {}, "userInfo": {},
             "postingStyle": {"enum": ["now", "asap", "whenIdle"]}, "coalesce": {"type": "array", "items": {"enum": ["name", "sender"]}}}},
   "SortDescriptor": {"type": "object", "required": ["key"], "properties": {"key": {"type": "string"}, "ascending": {"type": "boolean"},
             "selector": {"enum": ["compare:", "caseInsensitiveCompare:", "localizedStandardCompare:"]}}},
+  "ControllerState": {"type": "object", "required": ["name", "kind", "content"], "properties": {
+            "name": {"type": "string"}, "kind": {"enum": ["object", "array", "tree"]}, "content": {"type": "string"}, "entity": {"type": "string"},
+            "count": {"type": "integer", "description": "Arranged objects (tree: root nodes)"}, "declared": {"type": "boolean", "description": "From controllers.json"},
+            "selectionIndexes": {"type": "array", "items": {"type": "integer"}}, "selectionIndexPaths": {"type": "array", "items": {"type": "array", "items": {"type": "integer"}}},
+            "sortDescriptors": {"type": "array", "items": ref("SortDescriptor")}, "filterPredicate": {"type": ["string", "null"]},
+            **{k: {"type": "boolean"} for k in ["isEditing", "canAdd", "canInsert", "canRemove", "canSelectNext", "canSelectPrevious"]}},
+            "additionalProperties": True},
+  "Defaults": {"type": "object", "required": ["values", "appliesImmediately", "hasUnappliedChanges"], "properties": {
+            "values": {"type": "object"}, "appliesImmediately": {"type": "boolean"}, "hasUnappliedChanges": {"type": "boolean"},
+            "pending": {"type": "object"}, "initialValues": {"type": "object"}}},
+  "ActionValidation": {"type": "object", "required": ["action", "responder", "enabled"], "properties": {
+            "action": {"type": "string"}, "responder": {"type": "string"}, "enabled": {"type": "boolean"}}},
   "ControllerDescription": {"type": "object", "required": ["name", "kind", "content"], "properties": {
             "name": {"type": "string"}, "kind": {"enum": ["object", "array", "tree"]}, "content": {"type": "string"},
             "sortDescriptors": {"type": "array", "items": ref("SortDescriptor")}, "filterPredicate": {"type": ["string", "null"]},
@@ -113,9 +178,15 @@ schemas = {
                                                   "alwaysUsesMultipleValuesMarker", "automaticallyRearrangesObjects", "editable"]},
             "childrenKeyPath": {"type": "string"}, "leafKeyPath": {"type": "string"}, "countKeyPath": {"type": "string"}}},
 }
+headers = {
+  "X-Store-Seq": {"description": "The store's sequence number the answer reflects (API.md §4)", "schema": {"type": "integer"}},
+  "ETag": {"description": "\"<seq of the object's last change>\"", "schema": {"type": "string"}},
+  "Location": {"description": "Where the created resource is", "schema": {"type": "string"}},
+  "X-Total-Count": {"description": "The number of arranged objects (tree: root nodes), before offset and limit", "schema": {"type": "integer"}},
+}
 doc = {"openapi": "3.1.0", "info": {"title": "Bindery", "version": "1.0.0",
         "description": "Cocoa Bindings as an HTTP service. The contract is API.md; this document describes the routes the server has."},
-       "servers": [{"url": "http://127.0.0.1:8080"}], "paths": paths, "components": {"schemas": schemas}}
+       "servers": [{"url": "http://127.0.0.1:8080"}], "paths": paths, "components": {"schemas": schemas, "headers": headers}}
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 with open(os.path.join(root, "Public", "openapi.json"), "w") as f:
     json.dump(doc, f, indent=1, ensure_ascii=False)

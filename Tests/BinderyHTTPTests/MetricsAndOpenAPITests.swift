@@ -21,6 +21,10 @@ struct MetricsAndOpenAPITests {
     }
 
     /// Every route the server has is in `Public/openapi.json` (regenerate it with `scripts/gen-openapi.py`).
+    ///
+    /// Templated segments are compared whatever their names (`:name` and `*keyPath` of a route, `{name}` of OpenAPI,
+    /// all as `{}`): OpenAPI forbids two paths that differ only in those names, so `GET /controllers/:name/*keyPath`
+    /// and `POST /controllers/:name/:action` share `/controllers/{name}/{keyPathOrAction}`.
     @Test func openAPIDescribesEveryRoute() throws {
         let document = try Document(fixtureDirectory: packageRoot + "/Fixtures/employees")
         let service = BinderyService(configuration: .init(publicDirectory: packageRoot + "/Public"), document: document)
@@ -28,13 +32,21 @@ struct MetricsAndOpenAPITests {
         let openAPI = try PropertyListValue(jsonBytes: bytes)
         #expect(openAPI["openapi"] == "3.1.0")
         let paths = try #require(openAPI["paths"]?.dictionaryValue)
-        for (method, pattern) in service.routePatterns {
-            let path =
-                "/"
-                + pattern.split(separator: "/").map { part in
-                    part.hasPrefix(":") || part.hasPrefix("*") ? "{\(part.dropFirst())}" : String(part)
+        func hierarchy(_ path: String) -> String {
+            "/"
+                + path.split(separator: "/").map { part in
+                    part.hasPrefix(":") || part.hasPrefix("*") || part.hasPrefix("{") ? "{}" : String(part)
                 }.joined(separator: "/")
-            #expect(paths[path]?[method.lowercased()] != nil, "\(method) \(path) is not in openapi.json")
+        }
+        var documented: [String: PropertyListValue] = [:]
+        for (path, item) in paths {
+            #expect(documented[hierarchy(path)] == nil, "\(path) has the hierarchy of another path in openapi.json")
+            documented[hierarchy(path)] = item
+        }
+        for (method, pattern) in service.routePatterns {
+            #expect(
+                documented[hierarchy(pattern)]?[method.lowercased()] != nil,
+                "\(method) \(pattern) is not in openapi.json")
         }
     }
 }
