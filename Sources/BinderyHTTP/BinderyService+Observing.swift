@@ -130,7 +130,9 @@ extension BinderyService {
         let shutdown = HTTPResponse.json([emptyKey: [], "last": .integer(since ?? 0)])
         return .suspend(
             HTTPSuspension(shutdownResponse: shutdown) { connection in
-                center.poll(pollRequest) { answer in connection.resume(with: render(answer)) }
+                center.poll(pollRequest, isAbandoned: { connection.peerHasClosed }) { answer in
+                    connection.resume(with: render(answer))
+                }
             })
     }
 

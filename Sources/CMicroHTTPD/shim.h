@@ -1,6 +1,7 @@
 #ifndef BINDERY_CMICROHTTPD_SHIM_H
 #define BINDERY_CMICROHTTPD_SHIM_H
 
+#include <errno.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/types.h>
@@ -42,6 +43,21 @@ static inline struct MHD_Daemon *bindery_mhd_start(unsigned int flags, MHD_Acces
 static inline unsigned int bindery_mhd_connection_count(struct MHD_Daemon *daemon) {
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
     return info != NULL ? info->num_connections : 0;
+}
+
+/* Whether the client of a connection has closed or reset it: a non-blocking peek at its socket finds the end of the
+   stream or an error. A request waiting to be read (pipelined) or nothing yet is not. */
+static inline int bindery_mhd_peer_closed(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (info == NULL) {
+        return 0;
+    }
+    char byte;
+    ssize_t received = recv(info->connect_fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (received == 0) {
+        return 1;
+    }
+    return received < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
 }
 
 #endif

@@ -35,6 +35,16 @@ public final class HTTPSuspendedConnection: @unchecked Sendable {
         return first
     }
 
+    /// Whether the client has closed or reset the connection while it is suspended (libmicrohttpd does not watch a
+    /// suspended socket): a non-blocking peek at it. False once resumed. Cheap enough for periodic sweeps.
+    public var peerHasClosed: Bool {
+        // Under the lock, so that no resume (after which libmicrohttpd may close the socket) runs meanwhile.
+        state.withLock { state in
+            guard case .suspended = state else { return false }
+            return bindery_mhd_peer_closed(connection) != 0
+        }
+    }
+
     /// The response given to `resume`, taken once by the server's handler after the resume.
     func takeResponse() -> HTTPResponse? {
         state.withLock { state in

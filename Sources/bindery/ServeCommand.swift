@@ -47,6 +47,9 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Long-polls waiting at once; beyond, 503 too-many-waiters.")
     var maxWaiters = 16_000
 
+    @Option(help: "Observers at once; beyond, 503 too-many-observers.")
+    var maxObservers = 10_000
+
     @Option(help: "HTTP worker threads (default: one per core).")
     var threads = HTTPServerConfiguration.processorCount
 
@@ -60,6 +63,7 @@ struct ServeCommand: ParsableCommand {
         guard history > 0 else { throw ValidationError("--history must be positive") }
         guard observerTtl > 0 else { throw ValidationError("--observer-ttl must be positive") }
         guard maxWaiters > 0 else { throw ValidationError("--max-waiters must be positive") }
+        guard maxObservers > 0 else { throw ValidationError("--max-observers must be positive") }
     }
 
     func run() throws {
@@ -75,7 +79,8 @@ struct ServeCommand: ParsableCommand {
         let observations = ObservationCenter(
             document: document, queue: .main,
             configuration: .init(
-                historyCapacity: history, observerTTL: Double(observerTtl), maxWaiters: maxWaiters))
+                historyCapacity: history, observerTTL: Double(observerTtl), maxWaiters: maxWaiters,
+                maxObservers: maxObservers))
         let service = BinderyService(
             configuration: .init(publicDirectory: publicDirectory, corsOrigin: cors), document: document,
             observations: observations)

@@ -288,9 +288,35 @@ struct ObservingRoutesTests {
             #expect(third.status == 503)
             #expect(third.errorCode == "too-many-waiters")
             #expect(third.header("Retry-After") == "1")
+            // Event streams count against the same limit, and are refused with a status, not a 200 stream.
+            let stream = try client.request("GET", "/changes", headers: ["Accept": "text/event-stream"])
+            #expect(stream.status == 503)
+            #expect(stream.errorCode == "too-many-waiters")
+            #expect(stream.header("Retry-After") == "1")
             _ = try client.request("PUT", "/objects/Employee/4/salary", json: "1")
             #expect(try first().status == 200)
             #expect(try second().status == 200)
+        }
+    }
+
+    /// libmicrohttpd does not watch suspended sockets: long-polls whose clients have gone are found by a peek at
+    /// their sockets and let go, so that they hold no place among the waiters.
+    @Test func longPollsOfClientsThatLeftHoldNoPlace() throws {
+        try withService(observation: .init(maxWaiters: 3)) { client in
+            for _ in 0..<3 {
+                let socket = try client.connect()
+                try client.send(Array("GET /changes?timeout=300 HTTP/1.1\r\nHost: x\r\n\r\n".utf8), on: socket)
+                usleep(50_000)
+                close(socket)
+            }
+            usleep(100_000)
+            let poll = try client.request("GET", "/changes?timeout=0.2")
+            #expect(poll.status == 200, "\(poll.text)")
+            // The places were given back: three more can wait.
+            let waiting = (0..<3).map { _ in background { try client.request("GET", "/changes?timeout=5") } }
+            usleep(300_000)
+            _ = try client.request("PUT", "/objects/Employee/4/salary", json: "1")
+            for wait in waiting { #expect(try wait().status == 200) }
         }
     }
 

@@ -9,10 +9,13 @@ import Testing
 /// KVO cases on the observation center itself (no HTTP): what Cocoa documents and GNUstep/Cappuccino test.
 struct ObservationCenterTests {
     /// A document on a temporary data directory with an observation center on a queue of its own.
-    private func withCenter(_ body: (Document, ObservationCenter) throws -> Void) throws {
+    private func withCenter(
+        _ configuration: ObservationCenter.Configuration = .init(), _ body: (Document, ObservationCenter) throws -> Void
+    ) throws {
         try withTemporaryDirectory { path in
             let document = try openDocument(path)
-            let center = ObservationCenter(document: document, queue: DispatchQueue(label: "test.center"))
+            let center = ObservationCenter(
+                document: document, queue: DispatchQueue(label: "test.center"), configuration: configuration)
             try body(document, center)
             center.answerAllWaiters()
         }
@@ -77,6 +80,22 @@ struct ObservationCenterTests {
             #expect(changes.map { $0["indexes"] } == [[1], [0]])
             #expect(changes.first?["new"] == [["$ref": "Employee/9"]])
             #expect(changes.last?["old"] == [["$ref": "Employee/2"]])
+        }
+    }
+
+    /// Observers are bounded: beyond `maxObservers`, 503 `too-many-observers` with the limit, until one goes.
+    @Test func observersBeyondTheLimitAreRefusedUntilOneGoes() throws {
+        try withCenter(.init(maxObservers: 2)) { _, center in
+            let first = try center.addObserver(target: "Employee/4", keyPath: "salary", options: [])
+            _ = try center.addObserver(target: "Employee/5", keyPath: "department.name", options: ["initial"])
+            let refused = #expect(throws: ObjectGraphError.self) {
+                try center.addObserver(target: "Employee/6", keyPath: "salary", options: [])
+            }
+            #expect(refused?.status == 503)
+            #expect(refused?.code == "too-many-observers")
+            #expect(refused?.fields["limit"] == 2)
+            #expect(center.removeObserver(first.id))
+            _ = try center.addObserver(target: "Employee/6", keyPath: "salary", options: [])
         }
     }
 

@@ -13,6 +13,7 @@ import subprocess
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -70,14 +71,17 @@ class Server:
 
 @pytest.fixture(scope="session")
 def start_server():
-    """Starts extra servers (e.g. with a tiny change history) from BINDERY_BINARY; stops them at the end."""
+    """Starts extra servers (e.g. with a tiny change history) from BINDERY_BINARY; stops them at the end.
+
+    `start_server(*args)` answers a Server; `start_server.stop(server)` stops it (SIGTERM) and
+    `start_server.restart(server)` starts it again on the same port and data directory.
+    """
     started = []
 
-    def start(*args):
+    def launch(args, data, port):
         binary = os.environ.get("BINDERY_BINARY") or str(ROOT / ".build/debug/bindery")
-        data = tempfile.mkdtemp(prefix="bindery-browser-")
         proc = subprocess.Popen(
-            [binary, "serve", "--host", "127.0.0.1", "--port", "0", "--data", data,
+            [binary, "serve", "--host", "127.0.0.1", "--port", str(port), "--data", data,
              "--fixture", str(ROOT / "Fixtures/employees"), "--public", str(ROOT / "Public"), *args],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )
@@ -87,18 +91,42 @@ def start_server():
             line = proc.stdout.readline()
             match = re.search(r"listening on (http://\S+)", line or "")
             if match:
-                return Server(match.group(1))
+                server = Server(match.group(1))
+                server.proc, server.data, server.args = proc, data, args
+                return server
             if not line and proc.poll() is not None:
                 break
         pytest.fail(f"{binary} did not start")
 
+    def stop(server):
+        server.proc.terminate()
+        try:
+            server.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.proc.kill()
+            server.proc.wait()
+
+    def start(*args):
+        return launch(args, tempfile.mkdtemp(prefix="bindery-browser-"), 0)
+
+    def restart(server):
+        if server.proc.poll() is None:
+            stop(server)
+        again = launch(server.args, server.data, urllib.parse.urlsplit(server.url).port)
+        assert again.url == server.url
+        server.proc = again.proc
+        return server
+
+    start.stop = stop
+    start.restart = restart
     yield start
     for proc, data in started:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
         shutil.rmtree(data, ignore_errors=True)
 
 

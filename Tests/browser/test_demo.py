@@ -250,6 +250,55 @@ def test_discard_drops_pending_edits(page, server):
     assert server.get(f"/objects/{jean}/active") is True
 
 
+def test_typing_a_hire_date_keeps_what_is_typed(page, server):
+    page.select_department("Engineering")
+    page.select_employee("Alan Kay")
+    alan = server.employee_named("Alan", "Kay")
+    original = server.get(f"/objects/{alan}/hireDate")
+    day, time_of_day = original["$date"][:10], original["$date"][10:]  # 2014-06-16 in the fixture
+    assert page.value("hireDate") == day != "2015-04-17"
+    # Every pending edit of the hire date the page sends.
+    page.b.execute_script("""
+        window.__dateEdits = [];
+        const fetch = window.fetch;
+        window.fetch = (url, init) => {
+          if (String(url).endsWith('/edits/hireDate')) window.__dateEdits.push(init.body);
+          return fetch(url, init);
+        };""")
+    date = page.field("hireDate")
+
+    def type_segments(keys):
+        # Click the month segment (mm/dd/yyyy), then type digit by digit, as slowly as a person, so
+        # that each change has been sent and answered before the next digit.
+        ActionChains(page.b).move_to_element_with_offset(date, -date.rect["width"] // 2 + 14, 0).click().perform()
+        for key in keys:
+            date.send_keys(key)
+            time.sleep(0.3)
+
+    # A cleared segment leaves the date incomplete (its value is "" meanwhile, as after the first digit
+    # of a month): nothing is sent, and leaving the field so shows the bound date again.
+    type_segments([Keys.BACKSPACE])
+    assert page.value("hireDate") == ""
+    page.b.execute_script("document.activeElement.blur()")
+    page.wait(lambda: page.value("hireDate") == day)
+    assert page.b.execute_script("return window.__dateEdits") == []
+    assert page.edits() == {}
+
+    # A whole date typed segment by segment: the field is not rewritten under the typing.
+    type_segments("04172015")
+    assert page.value("hireDate") == "2015-04-17"
+    page.b.execute_script("document.activeElement.blur()")
+    typed = {"$date": f"2015-04-17{time_of_day}"}  # the time of day is kept
+    page.wait(lambda: page.edits() == {"hireDate": typed})
+    sent = page.b.execute_script("return window.__dateEdits")
+    assert sent and "null" not in sent, f"a date the user did not clear was sent as null: {sent}"
+    page.el("commit").click()
+    page.wait(lambda: server.get(f"/objects/{alan}/hireDate") == typed)
+    page.wait(lambda: "Apr 17, 2015" in page.employee_row("Alan Kay").text)
+    server.put(f"/objects/{alan}/hireDate", original)
+    page.wait(lambda: page.value("hireDate") == day, timeout=LIVE)
+
+
 def test_validation_error_is_shown_and_nothing_changes(page, server):
     page.select_department("Marketing")
     page.select_employee("Annie Easley")
@@ -356,6 +405,65 @@ def test_add_and_remove(page, server):
     assert status == 404
 
 
+def test_remove_several_is_one_undoable_request(page, server):
+    research = server.department_id("Research")
+    made = []
+    for last in ("One", "Two", "Three"):
+        status, body = server.request(
+            "POST", "/objects/Employee", {"firstName": "Removable", "lastName": last, "department": {"$ref": research}}
+        )
+        assert status == 201, body
+        made.append(body["$id"])
+    names = ["Removable One", "Removable Three", "Removable Two"]
+    try:
+        page.select_department("Research", names)
+        page.select_employee("Removable One")
+        page.select_employee("Removable Two", modifier=Keys.SHIFT)
+        page.wait(lambda: sorted(page.selected_employees()) == names)
+        page.b.execute_script("""
+            window.__writes = [];
+            const fetch = window.fetch;
+            window.fetch = (url, init) => {
+              if (init && init.method && init.method !== 'GET') window.__writes.push(init.method + ' ' + url);
+              return fetch(url, init);
+            };""")
+
+        page.el("remove").click()
+        page.wait(lambda: page.employee_names() == [])
+        for id in made:
+            assert server.request("GET", f"/objects/{id}")[0] == 404
+
+        # One undo group: one Undo brings all three back, into their department.
+        page.el("undo").click()
+        page.wait(lambda: sorted(page.employee_names()) == names)
+        for id in made:
+            assert server.get(f"/objects/{id}/department") == {"$ref": research}
+
+        # One request: an entity-mode controller of the page's own, made on the first Remove, deletes
+        # the three at once.
+        remover = page.controllers().get("remover")
+        writes = page.b.execute_script("return window.__writes")
+        assert not [w for w in writes if w.startswith("DELETE /objects/")], writes
+        assert writes.count(f"POST /controllers/{remover}/remove") == 1, writes
+        assert server.get(f"/controllers/{remover}")["content"] == "Employee"
+
+        # It is reused, not made again.
+        tab = page.controllers()["employees"].split("-", 1)[1]
+        page.select_employee("Removable One")
+        page.el("remove").click()
+        page.wait(lambda: sorted(page.employee_names()) == ["Removable Three", "Removable Two"])
+        mine = [c["name"] for c in server.get("/controllers")["controllers"] if c["name"].endswith(f"-{tab}")]
+        assert sorted(mine) == sorted(page.controllers().values())
+        assert server.request("GET", f"/objects/{made[0]}")[0] == 404
+
+        # Leaving the page deletes it with the others.
+        page.b.get("about:blank")
+        page.wait(lambda: server.request("GET", f"/controllers/{remover}")[0] == 404)
+    finally:
+        for id in made:
+            server.request("DELETE", f"/objects/{id}")
+
+
 def test_undo_and_redo(page, server):
     page.select_department("Sales")
     page.select_employee("Jef Raskin")
@@ -429,6 +537,34 @@ def test_two_sessions_stay_in_step_without_reload(page, server, second_browser, 
         second_browser.get("about:blank")  # deletes its controllers (pagehide)
 
 
+def test_change_feed_names_objects_the_page_had_not_read(page, server):
+    research = server.department_id("Research")
+    status, body = server.request(
+        "POST", "/objects/Employee", {"firstName": "Feed", "lastName": "Newcomer", "department": {"$ref": research}}
+    )
+    assert status == 201, body
+    new = body["$id"]
+    try:
+        feed = page.el("feed")
+
+        def targets():
+            items = feed.find_elements(By.CSS_SELECTOR, f'.target[title="{new}"]')
+            return [t.text for t in items]
+
+        # Its attributes (set from nil) are described once the page has read the new employee.
+        page.wait(lambda: len(targets()) >= 2, timeout=LIVE)
+        assert set(targets()) == {"Feed Newcomer"}
+        page.wait(lambda: "+ Feed Newcomer" in feed.text.replace("\n", " "), timeout=LIVE)
+        # Deleted, it keeps the name the page last read.
+        count = len(targets())
+        assert server.request("DELETE", f"/objects/{new}")[0] == 204
+        page.wait(lambda: len(targets()) > count, timeout=LIVE)
+        assert set(targets()) == {"Feed Newcomer"}
+        assert new not in feed.text
+    finally:
+        server.request("DELETE", f"/objects/{new}")
+
+
 def test_reconnects_with_back_off_and_resyncs_after_410(server, start_server):
     small = start_server("--history", "3")  # keeps only the last 3 changes
     b = new_browser()
@@ -453,6 +589,72 @@ def test_reconnects_with_back_off_and_resyncs_after_410(server, start_server):
         small.put(f"/objects/{grace}/salary", 200010)  # and it is live again
         p.wait(lambda: p.value("salary") == "200010", timeout=LIVE)
         allowed = ("ERR_INTERNET_DISCONNECTED", "status of 410", "Failed to fetch")
+        assert p.console_errors(allowed=allowed) == []
+    finally:
+        b.quit()
+
+
+def test_table_fits_its_card_at_laptop_widths(server, screenshots):
+    b = new_browser(width=1280, height=900)
+    try:
+        p = Page(b, server).open()
+        p.select_department("Engineering")
+        b.execute_script("document.activeElement.blur()")
+        for width in (1440, 1366, 1320, 1280, 1240, 1181, 1180, 1100, 1000, 960, 900, 841, 800, 761):
+            b.set_window_size(width, 900)
+            p.wait(lambda: b.execute_script("return window.innerWidth") == width)
+            wrap, status = b.execute_script("""
+                const wrap = document.querySelector('.table-wrap');
+                const th = document.querySelector('#employees-grid th.col-active');
+                return [[wrap.scrollWidth, wrap.clientWidth, wrap.getBoundingClientRect().right],
+                        th.getBoundingClientRect().right];""")
+            assert wrap[0] <= wrap[1], f"at {width} px the table is wider than its card: {wrap[0]} > {wrap[1]}"
+            assert status <= wrap[2] + 0.5, f"at {width} px the Status column is cut off"
+            if width in (1280, 1181, 1000, 800):
+                b.save_screenshot(str(screenshots / f"demo-{width}.png"))
+        assert p.console_errors() == []
+    finally:
+        b.quit()
+
+
+def test_recovers_at_once_after_a_server_restart(start_server):
+    srv = start_server()
+    b = new_browser()
+    try:
+        p = Page(b, srv).open()
+        p.select_department("Sales")
+        p.select_employee("Steve Jobs")
+        state = lambda: b.find_element(By.ID, "connection").get_attribute("data-state")  # noqa: E731
+        label = lambda: b.find_element(By.CLASS_NAME, "connection-label").text  # noqa: E731
+
+        start_server.stop(srv)
+        p.wait(lambda: state() == "offline")
+        # A click while the server is away says so.
+        p.click(lambda: p.employee_row("Susan Kare"))
+        p.wait(lambda: "could not be reached" in p.el("error").text)
+        p.wait(lambda: re.fullmatch(r"Reconnecting in \d+s", label()))
+
+        # The server comes back (on the same data, without the page's controllers): the page probes at
+        # once rather than waiting out a 25 s long-poll, re-creates its controllers as they were, and
+        # says Live only then, with the outage's error gone.
+        t0 = time.monotonic()
+        start_server.restart(srv)
+        p.wait(lambda: state() == "live", timeout=8, message="live again soon after the restart")
+        assert time.monotonic() - t0 < 8
+        assert label() == "Live"
+        assert not p.el("error").is_displayed()
+        assert p.selected_department() == "Sales"
+        emp = p.controllers()["employees"]
+        assert srv.get(f"/controllers/{emp}")["content"] == f"@{p.controllers()['departments']}.selection.employees"
+
+        # Clicks go to the controllers that exist now, and changes by others show at once.
+        p.select_employee("Jef Raskin")
+        assert srv.get(f"/controllers/{emp}/selectedObjects")[0]["lastName"] == "Raskin"
+        assert not p.el("error").is_displayed()
+        jef = srv.employee_named("Jef", "Raskin")
+        srv.put(f"/objects/{jef}/salary", 84500)
+        p.wait(lambda: p.value("salary") == "84500", timeout=LIVE)
+        allowed = ("ERR_CONNECTION_REFUSED", "status of 404", "Failed to fetch")
         assert p.console_errors(allowed=allowed) == []
     finally:
         b.quit()

@@ -11,11 +11,12 @@ typealias ChangeHistory = SequenceHistory<FeedChange>
 /// A bounded history of items in seq order (several may share a seq): what long-poll clients catch up from.
 ///
 /// Holds at most `capacity` items; older ones are dropped whole seq by whole seq, and `compactedThrough` says up to
-/// which seq items may be missing, so a `since` below it is answered 410 rather than with a silent gap. Not
+/// which seq items may be missing, so a `since` below it is answered 410 rather than with a silent gap. The ring
+/// grows by doubling up to `capacity` (an observer's history of 10,000 items costs nothing until it fills). Not
 /// thread-safe: confined to the observation queue.
 struct SequenceHistory<Item: Sequenced> {
     let capacity: Int
-    private var ring: [Item?]
+    private var ring: [Item?] = []
     private var start = 0
     private(set) var count = 0
     /// Changes with seq ≤ this may have been dropped (or predate the history).
@@ -23,25 +24,33 @@ struct SequenceHistory<Item: Sequenced> {
 
     init(capacity: Int, startingAt seq: Int64) {
         self.capacity = max(1, capacity)
-        ring = Array(repeating: nil, count: self.capacity)
         compactedThrough = seq
     }
 
     mutating func append(_ change: Item) {
-        if count == capacity {
+        if count == ring.count, ring.count < capacity {
+            // Grow: the items in order from index 0, then room.
+            let grown = min(capacity, max(16, ring.count * 2))
+            var items = (0..<count).map { ring[(start + $0) % ring.count] }
+            items.append(contentsOf: repeatElement(nil, count: grown - count))
+            ring = items
+            start = 0
+        }
+        let size = ring.count
+        if count == size {
             let dropped = ring[start]!
             compactedThrough = max(compactedThrough, dropped.seq)
             // Drop the rest of that seq too, so a seq is either wholly present or wholly compacted.
             ring[start] = nil
-            start = (start + 1) % capacity
+            start = (start + 1) % size
             count -= 1
             while count > 0, let next = ring[start], next.seq == dropped.seq {
                 ring[start] = nil
-                start = (start + 1) % capacity
+                start = (start + 1) % size
                 count -= 1
             }
         }
-        ring[(start + count) % capacity] = change
+        ring[(start + count) % size] = change
         count += 1
     }
 
@@ -57,11 +66,11 @@ struct SequenceHistory<Item: Sequenced> {
         var high = count
         while low < high {
             let middle = (low + high) / 2
-            if ring[(start + middle) % capacity]!.seq <= since { low = middle + 1 } else { high = middle }
+            if ring[(start + middle) % ring.count]!.seq <= since { low = middle + 1 } else { high = middle }
         }
         var result: [Item] = []
         for offset in low..<count {
-            let change = ring[(start + offset) % capacity]!
+            let change = ring[(start + offset) % ring.count]!
             if include(change) { result.append(change) }
         }
         return result

@@ -20,15 +20,19 @@ public final class ObservationCenter: @unchecked Sendable {
         public var maxWaiters: Int
         /// Seconds between heartbeats on idle event streams.
         public var heartbeatInterval: Double
+        /// Observers at once; beyond, 503 `too-many-observers`. Every commit is matched against every observer, so
+        /// the limit bounds the work per commit as well as memory.
+        public var maxObservers: Int
 
         public init(
             historyCapacity: Int = 100_000, observerTTL: Double = 300, maxWaiters: Int = 16_000,
-            heartbeatInterval: Double = 15
+            heartbeatInterval: Double = 15, maxObservers: Int = 10_000
         ) {
             self.historyCapacity = historyCapacity
             self.observerTTL = observerTTL
             self.maxWaiters = maxWaiters
             self.heartbeatInterval = heartbeatInterval
+            self.maxObservers = maxObservers
         }
     }
 
@@ -37,6 +41,8 @@ public final class ObservationCenter: @unchecked Sendable {
         var since: Int64
         var deadline: Double
         var deliver: @Sendable (PollAnswer) -> Void
+        /// Whether its client has gone (closed or reset its connection) while it waits.
+        var isAbandoned: (@Sendable () -> Bool)?
     }
 
     /// What an event stream (server-sent events) is sent.
@@ -72,6 +78,9 @@ public final class ObservationCenter: @unchecked Sendable {
     /// the same until the next change: emptied by `wakeWaiters`, which follows every change of what answers hold.
     private var answerCache: [String: PollAnswer?] = [:]
     private var nextWaiterID = 0
+    private var lastAbandonedSweep = 0.0
+    /// Seconds between looks for waiters whose clients have gone (a peek at each one's socket).
+    private static let abandonedSweepInterval = 2.0
     private var subscribers: [Int: Subscriber] = [:]
     private let notificationCenter: NotificationCenter
     private let notificationQueue = NotificationQueue()
@@ -118,7 +127,14 @@ public final class ObservationCenter: @unchecked Sendable {
 
     /// Answers `request` now if there is something to answer (or its timeout is 0), else when there is, or when the
     /// timeout passes (with an empty list and the current `last`). `deliver` is called exactly once, on the queue.
-    public func poll(_ request: PollRequest, deliver: @escaping @Sendable (PollAnswer) -> Void) {
+    ///
+    /// `isAbandoned` tells whether the client has gone meanwhile: such waiters are answered (so that their
+    /// connection is let go) every `abandonedSweepInterval` seconds, and at once when the waiters are at their limit,
+    /// so that clients who left hold no place.
+    public func poll(
+        _ request: PollRequest, isAbandoned: (@Sendable () -> Bool)? = nil,
+        deliver: @escaping @Sendable (PollAnswer) -> Void
+    ) {
         queue.async { [self] in
             let since = request.since ?? currentSeq(of: request.source)
             let force = request.timeout <= 0
@@ -126,14 +142,16 @@ public final class ObservationCenter: @unchecked Sendable {
                 deliver(answer)
                 return
             }
-            guard waiters.count < configuration.maxWaiters else {
+            if isFull { releaseAbandonedWaiters() }
+            guard !isFull else {
                 deliver(.tooManyWaiters(retryAfter: 1))
                 return
             }
             nextWaiterID += 1
             if case .observer(let id) = request.source { observers[id]?.activeWaiters += 1 }
             waiters[nextWaiterID] = Waiter(
-                request: request, since: since, deadline: Self.now() + request.timeout, deliver: deliver)
+                request: request, since: since, deadline: Self.now() + request.timeout, deliver: deliver,
+                isAbandoned: isAbandoned)
         }
     }
 
@@ -294,7 +312,24 @@ public final class ObservationCenter: @unchecked Sendable {
     /// `refusal` for a request about to become an event stream, so that it can be answered with a status (410,
     /// 404) instead of a stream that ends at once: a browser's EventSource reconnects after such a stream, forever.
     public func refusal(of request: PollRequest) -> PollAnswer? {
-        onQueue { refusal(request.source, since: request.since ?? currentSeq(of: request.source)) }
+        onQueue {
+            if let refusal = refusal(request.source, since: request.since ?? currentSeq(of: request.source)) {
+                return refusal
+            }
+            if isFull { releaseAbandonedWaiters() }
+            return isFull ? .tooManyWaiters(retryAfter: 1) : nil
+        }
+    }
+
+    /// Whether long-polls and event streams together are at `maxWaiters`.
+    private var isFull: Bool {
+        waiters.count + subscribers.count >= configuration.maxWaiters
+    }
+
+    /// Answers the waiters whose clients have gone, so that their connections are closed and their places freed.
+    private func releaseAbandonedWaiters() {
+        lastAbandonedSweep = Self.now()
+        for (id, waiter) in waiters where waiter.isAbandoned?() == true { finish(waiter: id, force: true) }
     }
 
     private func finish(waiter id: Int, force: Bool) {
@@ -344,6 +379,7 @@ public final class ObservationCenter: @unchecked Sendable {
     private func tick() {
         let now = Self.now()
         for (id, waiter) in waiters where waiter.deadline <= now { finish(waiter: id, force: true) }
+        if now - lastAbandonedSweep >= Self.abandonedSweepInterval { releaseAbandonedWaiters() }
         for (id, subscriber) in subscribers where now - subscriber.lastSent >= configuration.heartbeatInterval {
             subscribers[id]?.lastSent = now
             if !subscriber.send([.heartbeat]) { endSubscription(id) }
@@ -462,6 +498,16 @@ public final class ObservationCenter: @unchecked Sendable {
 
     // MARK: Observers
 
+    /// 503 `too-many-observers` (with `limit`) when `maxObservers` exist; on the queue.
+    private func checkObserverCapacity() throws(ObjectGraphError) {
+        guard observers.count >= configuration.maxObservers else { return }
+        throw ObjectGraphError(
+            status: 503, code: "too-many-observers",
+            message: "\(configuration.maxObservers) observers exist already; delete one (DELETE /observers/{id}) "
+                + "or let unpolled ones expire.",
+            fields: ["limit": .integer(Int64(configuration.maxObservers))])
+    }
+
     /// Registers a KVO observer (`POST /observers`); returns its id and the seq it starts after.
     ///
     /// Errors: 400 `bad-request` for a malformed target or an unknown option; 404 `no-such-object`,
@@ -491,6 +537,7 @@ public final class ObservationCenter: @unchecked Sendable {
         let entity = store.model.entity(named: object.entity)
         let storedKey = entity?.attribute(named: keyPath) != nil || entity?.relationship(named: keyPath) != nil
         return try onQueue { () throws -> (id: String, since: Int64) in
+            try checkObserverCapacity()
             // Read on the queue: every record up to the value's seq is either processed or ignored by `since`.
             nextObserverID += 1
             let id = "o\(nextObserverID)"
@@ -574,6 +621,7 @@ public final class ObservationCenter: @unchecked Sendable {
             guard let externalReader else {
                 throw ObjectGraphError(status: 404, code: "not-found", message: "\(target) cannot be observed here.")
             }
+            try checkObserverCapacity()
             let value = try externalReader(target, keyPath)
             let parsedTarget: KeyValueObserver.Target =
                 target == "defaults" ? .defaults : .controller(String(target.dropFirst("controllers/".count)))

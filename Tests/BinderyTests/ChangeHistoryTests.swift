@@ -1,0 +1,34 @@
+import Testing
+
+@testable import Bindery
+
+/// The bounded history behind `/changes`, observers and notifications.
+struct ChangeHistoryTests {
+    private struct Item: Sequenced, Equatable {
+        var seq: Int64
+        var tag: Int
+    }
+
+    /// The ring grows as items come (nothing is set aside for a capacity never used), keeps them in order across
+    /// growth, and past its capacity drops whole seqs from the front, saying up to which seq it dropped.
+    @Test func growsInOrderThenDropsWholeSeqs() {
+        var history = SequenceHistory<Item>(capacity: 40, startingAt: 0)
+        #expect(history.changes(after: 0).isEmpty)
+        for n in 1...30 { history.append(Item(seq: Int64(n), tag: n)) }
+        #expect(history.changes(after: 0).map(\.tag) == Array(1...30))
+        #expect(history.changes(after: 25).map(\.tag) == [26, 27, 28, 29, 30])
+        #expect(history.covers(since: 0))
+        // Seq 31 holds three items, then the ring is full and each new item drops the oldest seq.
+        for tag in 31...33 { history.append(Item(seq: 31, tag: tag)) }
+        for n in 34...50 { history.append(Item(seq: Int64(n - 2), tag: n)) }
+        #expect(history.count <= 40)
+        #expect(!history.covers(since: 0))
+        let kept = history.changes(after: history.compactedThrough)
+        #expect(kept == history.changes(after: 0))
+        #expect(kept.last?.tag == 50)
+        #expect(kept.map(\.seq) == kept.map(\.seq).sorted())
+        // A seq is kept whole or not at all.
+        let seq31 = kept.filter { $0.seq == 31 }.count
+        #expect(seq31 == 0 || seq31 == 3)
+    }
+}
