@@ -131,6 +131,10 @@ public final class BinderyService: HTTPResponder {
         .error(.bodyTooLarge(limit: limit))
     }
 
+    public func respondToMalformedRequest(_ request: HTTPRequest, status: Int, reason: String) -> HTTPResponse {
+        .error(APIError(status: status, code: status == 501 ? "not-implemented" : "bad-request", message: reason))
+    }
+
     /// Counts the response and adds the headers every response carries: `X-Store-Seq` (a handler that knows the
     /// seq its answer reflects sets it itself, else the store's current seq is used, no further than is durable:
     /// `Document.acknowledgedSeq`) and

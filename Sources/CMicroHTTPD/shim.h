@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/types.h>
 #include <sys/socket.h>
 #include <sys/select.h>
@@ -43,6 +44,67 @@ static inline struct MHD_Daemon *bindery_mhd_start(unsigned int flags, MHD_Acces
 static inline unsigned int bindery_mhd_connection_count(struct MHD_Daemon *daemon) {
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
     return info != NULL ? info->num_connections : 0;
+}
+
+/* What is wrong with a request's framing (RFC 9112 §5.1, §6.1, §6.3), read from its header fields before its body:
+   BINDERY_FRAMING_OK, or one of the others. libmicrohttpd takes the first of several Content-Length fields, reads a
+   body both chunked and with a Content-Length, keeps a field name with white space before its colon as another
+   name, and waits forever for a body in a transfer coding it does not know: each lets a body be read as requests. */
+enum {
+    BINDERY_FRAMING_OK = 0,
+    BINDERY_FRAMING_CONFLICTING_LENGTHS = 1,
+    BINDERY_FRAMING_LENGTH_AND_CHUNKED = 2,
+    BINDERY_FRAMING_UNKNOWN_CODING = 3,
+    BINDERY_FRAMING_BAD_FIELD_NAME = 4,
+};
+
+struct bindery_framing_scan {
+    const char *length;
+    int problem;
+    int has_coding;
+};
+
+static inline enum MHD_Result bindery_framing_field(void *cls, enum MHD_ValueKind kind, const char *key,
+                                                   const char *value) {
+    (void)kind;
+    struct bindery_framing_scan *scan = cls;
+    if (key == NULL) {
+        return MHD_YES;
+    }
+    for (const char *c = key; *c != '\0'; c++) {
+        if (*c == ' ' || *c == '\t' || (unsigned char)*c < 0x20 || *c == 0x7f) {
+            scan->problem = BINDERY_FRAMING_BAD_FIELD_NAME;
+            return MHD_NO;
+        }
+    }
+    if (strcasecmp(key, "Content-Length") == 0) {
+        if (scan->length != NULL && (value == NULL || strcmp(scan->length, value) != 0)) {
+            scan->problem = BINDERY_FRAMING_CONFLICTING_LENGTHS;
+            return MHD_NO;
+        }
+        scan->length = value != NULL ? value : "";
+    } else if (strcasecmp(key, "Transfer-Encoding") == 0) {
+        scan->has_coding = 1;
+        /* Only chunked is supported, alone (spaces around it allowed). */
+        const char *start = value != NULL ? value : "";
+        while (*start == ' ' || *start == '\t') start++;
+        size_t length = strlen(start);
+        while (length > 0 && (start[length - 1] == ' ' || start[length - 1] == '\t')) length--;
+        if (length != 7 || strncasecmp(start, "chunked", 7) != 0) {
+            scan->problem = BINDERY_FRAMING_UNKNOWN_CODING;
+            return MHD_NO;
+        }
+    }
+    return MHD_YES;
+}
+
+static inline int bindery_mhd_framing_problem(struct MHD_Connection *connection) {
+    struct bindery_framing_scan scan = {NULL, BINDERY_FRAMING_OK, 0};
+    MHD_get_connection_values(connection, MHD_HEADER_KIND, bindery_framing_field, &scan);
+    if (scan.problem == BINDERY_FRAMING_OK && scan.has_coding && scan.length != NULL) {
+        scan.problem = BINDERY_FRAMING_LENGTH_AND_CHUNKED;
+    }
+    return scan.problem;
 }
 
 /* Whether the client of a connection has closed or reset it: a non-blocking peek at its socket finds the end of the

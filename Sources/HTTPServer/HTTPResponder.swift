@@ -35,6 +35,9 @@ public protocol HTTPResponder: Sendable {
     func respond(to request: consuming HTTPRequest) -> HTTPHandlerResult
     /// The answer to a request whose body went over the limit; the body has been read and dropped.
     func respondToOversizedBody(_ request: HTTPRequest, limit: Int) -> HTTPResponse
+    /// The answer to a request refused for its framing (`status` 400 or 501, `reason` a sentence), before its body
+    /// was read; the server closes the connection after it.
+    func respondToMalformedRequest(_ request: HTTPRequest, status: Int, reason: String) -> HTTPResponse
     /// The headers every response carries, whatever answered it (a handler, a resumed or shut-down suspension, the
     /// body limit): called on the server's thread for each response just before it is sent, after the response's
     /// own headers went in, with the request's header fields (`requestHeader`, any case) and a function that adds
@@ -50,5 +53,9 @@ extension HTTPResponder {
 
     public func respondToOversizedBody(_ request: HTTPRequest, limit: Int) -> HTTPResponse {
         HTTPResponse(status: 413, contentType: "text/plain", text: "request body over \(limit) bytes\n")
+    }
+
+    public func respondToMalformedRequest(_ request: HTTPRequest, status: Int, reason: String) -> HTTPResponse {
+        HTTPResponse(status: status, contentType: "text/plain", text: reason + "\n")
     }
 }

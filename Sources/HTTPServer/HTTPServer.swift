@@ -140,8 +140,15 @@ public final class HTTPServer: Sendable {
     /// The per-request state behind libmicrohttpd's `*con_cls`, made only when a request has a body or is suspended;
     /// until then `*con_cls` holds `headerSeen`.
     final class RequestContext {
+        /// Why the request is answered without its body.
+        enum Refusal {
+            case bodyTooLarge
+            /// Ambiguous framing (RFC 9112 §6): answered, then the connection is closed.
+            case malformed(status: Int, reason: String)
+        }
+
         var body: [UInt8] = []
-        var bodyTooLarge = false
+        var refusal: Refusal?
         var suspended: HTTPSuspendedConnection?
     }
 
@@ -173,8 +180,14 @@ public final class HTTPServer: Sendable {
         let request = HTTPRequest(
             method: method, rawPath: rawURL, query: Self.query(of: connection), headers: Self.headers(of: connection),
             body: body)
-        if existing?.bodyTooLarge == true {
+        switch existing?.refusal {
+        case nil: break
+        case .bodyTooLarge?:
             return responder.respondToOversizedBody(request, limit: configuration.maxBodySize)
+        case .malformed(let status, let reason)?:
+            var response = responder.respondToMalformedRequest(request, status: status, reason: reason)
+            response.headers.append(("Connection", "close"))
+            return response
         }
         switch responder.respond(to: consume request) {
         case .response(let response):
@@ -201,20 +214,34 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    /// Whether a request that asks for `100 Continue` announces a body over the limit: it is answered 413 at once.
-    fileprivate func refusesBodyUpFront(_ connection: OpaquePointer) -> Bool {
+    /// Why a request is answered as soon as its header is in, before its body is read (nil: it is not). Such an
+    /// answer closes the connection: libmicrohttpd does not read the body of a request it answered first.
+    fileprivate func refusalUpFront(_ connection: OpaquePointer) -> RequestContext.Refusal? {
+        switch Int(bindery_mhd_framing_problem(connection)) {
+        case Int(BINDERY_FRAMING_OK): break
+        case Int(BINDERY_FRAMING_CONFLICTING_LENGTHS):
+            return .malformed(status: 400, reason: "The request has Content-Length fields that differ.")
+        case Int(BINDERY_FRAMING_LENGTH_AND_CHUNKED):
+            return .malformed(status: 400, reason: "The request has both Transfer-Encoding and Content-Length.")
+        case Int(BINDERY_FRAMING_UNKNOWN_CODING):
+            return .malformed(status: 501, reason: "The only transfer coding taken is chunked.")
+        default:
+            return .malformed(status: 400, reason: "A header field name holds white space or a control character.")
+        }
+        // A request that waits for `100 Continue` with a body over the limit gets its 413 before sending the body
+        // (RFC 9110 §10.1.1).
         guard let expect = MHD_lookup_connection_value(connection, .HEADER_KIND, "Expect"),
             strcasecmp(expect, "100-continue") == 0,
             let length = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length"),
-            let size = UInt64(String(cString: length))
-        else { return false }
-        return size > UInt64(configuration.maxBodySize)
+            let size = UInt64(String(cString: length)), size > UInt64(configuration.maxBodySize)
+        else { return nil }
+        return .bodyTooLarge
     }
 
     fileprivate func append(body data: UnsafePointer<CChar>, count: Int, to context: RequestContext) {
-        guard !context.bodyTooLarge else { return }
+        guard context.refusal == nil else { return }
         if context.body.count + count > configuration.maxBodySize {
-            context.bodyTooLarge = true
+            context.refusal = .bodyTooLarge
             context.body = []
             return
         }
@@ -380,12 +407,10 @@ private let accessHandler: MHD_AccessHandlerCallback = {
         guard contextSlot.pointee != nil else {
             // First call: only the header is in.
             contextSlot.pointee = HTTPServer.headerSeen
-            guard server.refusesBodyUpFront(connection) else { return .YES }
-            // Answered before `100 Continue` goes out (RFC 9110 §10.1.1); libmicrohttpd closes the connection
-            // rather than read the body.
-            HTTPServer.context(in: contextSlot).bodyTooLarge = true
+            guard let refusal = server.refusalUpFront(connection) else { return .YES }
+            HTTPServer.context(in: contextSlot).refusal = refusal
             let response = server.handle(
-                connection: connection, rawURL: url.map { String(cString: $0) } ?? "/",
+                connection: connection, rawURL: originForm(url),
                 method: method.map(methodName) ?? "GET", contextSlot: contextSlot)
             return response.map { server.queue($0, on: connection) } ?? .YES
         }
@@ -397,11 +422,23 @@ private let accessHandler: MHD_AccessHandlerCallback = {
             return .YES
         }
         let response = server.handle(
-            connection: connection, rawURL: url.map { String(cString: $0) } ?? "/",
+            connection: connection, rawURL: originForm(url),
             method: method.map(methodName) ?? "GET", contextSlot: contextSlot)
         guard let response else { return .YES }  // suspended: answered after `resume`
         return server.queue(response, on: connection)
     }
+}
+
+/// The path of a request target: the origin form (`/path`) as it is, the absolute form (`http://host/path`, which a
+/// server must accept, RFC 9112 §3.2.2) without its scheme and authority. libmicrohttpd has split off the query.
+private func originForm(_ url: UnsafePointer<CChar>?) -> String {
+    guard let url else { return "/" }
+    let target = String(cString: url)
+    guard target.first != "/", let scheme = target.firstRange(of: "://"),
+        ["http", "https"].contains(target[..<scheme.lowerBound].lowercased())
+    else { return target }
+    let afterAuthority = target[scheme.upperBound...].drop { $0 != "/" }
+    return afterAuthority.isEmpty ? "/" : String(afterAuthority)
 }
 
 /// The request method as a string: the common ones as literals, which need no validation or storage.

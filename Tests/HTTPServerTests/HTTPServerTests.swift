@@ -112,6 +112,42 @@ struct HTTPServerTests {
         }
     }
 
+    /// RFC 9112 §5.1, §6.1, §6.3: a request whose body length is ambiguous is refused before its body is read, and
+    /// the connection closed, so that no part of a body is ever read as the next request (request smuggling).
+    @Test func ambiguousFramingIsRefusedAndTheConnectionClosed() throws {
+        try withServer { _, _, client in
+            let smuggled = "GET /echo/smuggled HTTP/1.1\r\nHost: x\r\n\r\n"
+            let cases: [(head: String, status: String)] = [
+                ("Content-Length: 6\r\nContent-Length: \(6 + smuggled.utf8.count)", "400"),
+                ("Transfer-Encoding: chunked\r\nContent-Length: 4", "400"),
+                ("Content-Length : \(smuggled.utf8.count)", "400"),
+                ("Transfer-Encoding: gzip, chunked", "501"),
+            ]
+            for (head, status) in cases {
+                let request = "PUT /echo HTTP/1.1\r\nHost: x\r\n\(head)\r\n\r\nhello!" + smuggled
+                // `exchange` reads until the server closes: a kept-alive connection would time the read out.
+                let answer = String(decoding: try client.exchange(Array(request.utf8)), as: UTF8.self)
+                #expect(answer.hasPrefix("HTTP/1.1 \(status)"), "\(head): \(answer)")
+                #expect(!answer.contains("smuggled"), "\(head)")
+            }
+            // Equal duplicates are one length (RFC 9112 §6.3 lets a server take them).
+            let equal =
+                "PUT /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+            #expect(String(decoding: try client.exchange(Array(equal.utf8)), as: UTF8.self).contains("body=2"))
+        }
+    }
+
+    /// RFC 9112 §3.2.2: a server must accept the absolute form of a request target.
+    @Test func absoluteFormTargetsAreRoutedByTheirPath() throws {
+        try withServer { _, _, client in
+            for target in ["http://example.com/echo/a?x=1", "HTTP://example.com:80/echo/a?x=1"] {
+                let request = "GET \(target) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                let answer = String(decoding: try client.exchange(Array(request.utf8)), as: UTF8.self)
+                #expect(answer.contains("GET echo|a ?x=1"), "\(target): \(answer)")
+            }
+        }
+    }
+
     @Test func keepsConnectionsAliveAcrossRequests() throws {
         try withServer { _, _, client in
             let two =
