@@ -3,6 +3,8 @@
 // The page creates two array controllers of its own (so each tab has its own selection):
 //   departments-<tab>  content "Department"
 //   employees-<tab>    content "@departments-<tab>.selection.employees"
+// and, on the first Remove, a third one that deletes employees in one undoable step:
+//   remover-<tab>      content "Employee" (entity mode: its `remove` deletes the selected objects)
 // It renders their arrangedObjects, drives their selectionIndexes, sortDescriptors and
 // filterPredicate, edits through the employees controller's pending edits and selection proxy, and
 // stays live with one long-poll on the store's change feed (GET /changes): any committed change, by
@@ -36,6 +38,7 @@
   const tab = Math.random().toString(36).slice(2, 10).padEnd(8, '0');
   const DEP = `departments-${tab}`;
   const EMP = `employees-${tab}`;
+  const REMOVER = `remover-${tab}`;
 
   const $ = (id) => document.getElementById(id);
   const el = {
@@ -78,6 +81,7 @@
     ready: false,
   };
   const dirty = new Set(); // fields typed into and not yet sent as pending edits
+  const typing = new Set(); // fields the user has typed into since they got focus: not re-rendered until blur
   const editTimers = new Map();
   const inflightEdits = new Set();
   let lastPredicate = null;
@@ -86,6 +90,9 @@
   let generation = 0; // bumped by every local mutation; a sync started before one is not rendered
   let stopped = false;
   let pollAbort = null;
+  let removerCreated = false;
+  let connectionError = false; // the error shown is a request that failed because the server was away
+  const names = new Map(); // every object id → name the page has read, kept after the object goes (the feed)
   const stats = { resyncs: 0, reconnects: 0 };
 
   // ---------------------------------------------------------------------------------------------
@@ -128,6 +135,7 @@
 
   // ---------------------------------------------------------------------------------------------
   // Sync: read the controllers and render. Coalesced: one at a time, and one more if asked meanwhile.
+  // Answers whether the last read succeeded.
 
   let syncing = null;
   let syncAgain = false;
@@ -138,19 +146,32 @@
       return syncing;
     }
     syncing = (async () => {
+      let ok = false;
+      let restored = false;
       do {
         syncAgain = false;
         try {
           await syncOnce();
+          ok = true;
         } catch (e) {
-          if (e instanceof APIError && e.code === 'no-such-controller' && !stopped) {
-            await createControllers(); // the server restarted, or something deleted them
-            syncAgain = true;
-          } else {
-            setConnection('offline', 'Server unreachable');
+          ok = false;
+          if (e instanceof APIError && e.code === 'no-such-controller' && !stopped && !restored) {
+            // The server restarted, or something deleted them: create them again (once per sync).
+            restored = await restoreControllers().then(
+              () => true,
+              () => false,
+            );
+            if (restored) {
+              syncAgain = true;
+              continue;
+            }
           }
+          setConnection('offline', 'Server unreachable');
         }
       } while (syncAgain && !stopped);
+      if (ok && restored) clearConnectionError(); // what failed on the lost controllers is moot now
+      if (ok && el.connection.dataset.state === 'offline') wake(); // the server is back: reconnect now
+      return ok;
     })().finally(() => {
       syncing = null;
     });
@@ -183,6 +204,8 @@
     state.people = new Map(
       ((people.data && people.data.objects) || []).map((o) => [o.$id, { firstName: o.firstName, lastName: o.lastName }]),
     );
+    for (const [id, p] of state.people) names.set(id, personName(p));
+    for (const d of state.departments) names.set(d.$id, d.name);
     if (actions.data && Array.isArray(actions.data.actions)) {
       const enabled = (name) => actions.data.actions.some((a) => a.action === name && a.enabled);
       state.actions = { undo: enabled('undo'), redo: enabled('redo') };
@@ -380,7 +403,10 @@
       const input = field[key];
       const edited = Object.prototype.hasOwnProperty.call(state.edits, key);
       input.closest('.field').classList.toggle('is-edited', edited);
-      if (dirty.has(key) || editTimers.has(key)) continue; // the user's typing wins until it is sent
+      // The user's typing wins until it is sent, and while the field keeps the focus (rewriting a
+      // date input's value would also reset the segment being typed).
+      if (typing.has(key) && document.activeElement !== input) typing.delete(key); // disabled meanwhile
+      if (dirty.has(key) || editTimers.has(key) || typing.has(key)) continue;
       const value = edited ? state.edits[key] : selection[key];
       showValue(key, input, noSelection ? { $marker: 'NoSelection' } : value);
     }
@@ -430,6 +456,7 @@
   // Errors
 
   function showError(e) {
+    connectionError = !!(e && e.connection);
     if (!e) {
       el.error.hidden = true;
       el.error.replaceChildren();
@@ -451,13 +478,33 @@
     }
   }
 
+  // Clears the error shown if it only said that the server was away (or had lost the page's
+  // controllers): called once the page is live and in step again.
+  function clearConnectionError() {
+    if (connectionError) showError(null);
+  }
+
   // Runs fn; shows its error next to the form instead of throwing. Answers fn's result, or undefined.
+  // When the server has lost the page's controllers (it restarted), makes them again and retries once.
   async function guarded(fn) {
     try {
       return await fn();
-    } catch (e) {
-      if (e instanceof APIError) showError(e);
-      else showError({ message: `The server could not be reached (${e.message}).`, details: {} });
+    } catch (error) {
+      let e = error;
+      if (e instanceof APIError && e.code === 'no-such-controller' && !stopped) {
+        try {
+          await restoreControllers();
+          return await fn();
+        } catch (again) {
+          e = again;
+        }
+      }
+      if (e instanceof APIError) {
+        showError(e);
+        connectionError = e.code === 'no-such-controller';
+      } else {
+        showError({ message: `The server could not be reached (${e.message}).`, details: {}, connection: true });
+      }
       return undefined;
     }
   }
@@ -465,6 +512,10 @@
   // ---------------------------------------------------------------------------------------------
   // Pending edits
 
+  // A date input with a segment still being typed (`04/dd/2014`) has no value, and says badInput.
+  const incompleteDate = (input) => input.type === 'date' && input.value === '' && input.validity.badInput;
+
+  // The field's value as a pending edit, or undefined when there is nothing to send.
   function readField(key) {
     const input = field[key];
     switch (key) {
@@ -473,6 +524,7 @@
         return Number(input.value);
       }
       case 'hireDate': {
+        if (incompleteDate(input)) return undefined; // never a date the user did not clear
         if (!input.value) return null;
         const current = state.edits.hireDate || state.selection.hireDate;
         const time = current && current.$date ? current.$date.slice(10) : 'T00:00:00.000Z';
@@ -514,6 +566,10 @@
       return Promise.resolve();
     }
     const value = readField(key);
+    if (value === undefined) {
+      dirty.delete(key);
+      return Promise.resolve();
+    }
     const p = mutate(() => guarded(() => api('PUT', ctl(EMP, `/edits/${key}`), value)))
       .finally(() => inflightEdits.delete(p));
     dirty.delete(key);
@@ -534,6 +590,21 @@
     for (const timer of editTimers.values()) clearTimeout(timer);
     editTimers.clear();
     dirty.clear();
+    typing.clear();
+  }
+
+  // The user changed a field: send it as a pending edit after `delay` ms, unless it is a date still
+  // being typed, which waits for its last segment (its `change` says "" meanwhile).
+  function fieldChanged(key, delay) {
+    const input = field[key];
+    if (document.activeElement === input && input.type !== 'checkbox' && input.tagName !== 'SELECT') typing.add(key);
+    if (incompleteDate(input)) {
+      clearTimeout(editTimers.get(key));
+      editTimers.delete(key);
+      dirty.delete(key);
+      return;
+    }
+    scheduleEdit(key, delay);
   }
 
   field.hireDate.addEventListener('focus', () => {
@@ -542,11 +613,25 @@
 
   for (const key of FIELDS) {
     const input = field[key];
-    const immediate = input.type === 'checkbox' || input.tagName === 'SELECT' || input.type === 'date';
-    if (!immediate) input.addEventListener('input', () => scheduleEdit(key, 500));
+    const immediate = input.type === 'checkbox' || input.tagName === 'SELECT';
+    // A date input fires `change` for every segment typed, so it waits like a text field (the
+    // calendar's pick too); the others send on `change` (a checkbox, a select, a text field left).
+    const wait = key === 'hireDate' ? 500 : 0;
+    if (!immediate) input.addEventListener('input', () => fieldChanged(key, 500));
     input.addEventListener('change', () => {
-      if (immediate && input.type === 'checkbox') input.indeterminate = false;
-      scheduleEdit(key, 0);
+      if (input.type === 'checkbox') input.indeterminate = false;
+      fieldChanged(key, wait);
+    });
+    input.addEventListener('blur', () => {
+      const typed = typing.delete(key);
+      if (editTimers.has(key)) {
+        clearTimeout(editTimers.get(key));
+        editTimers.delete(key);
+        sendEdit(key); // left the field: send what it says now (and re-read)
+      } else if (typed && state.ready) {
+        if (incompleteDate(input)) renderForm(); // left half typed: show the bound value again
+        requestSync(); // and anything that changed while the field was left alone
+      }
     });
   }
 
@@ -760,17 +845,56 @@
   });
 
   // The employees controller's content is a relationship whose inverse (department) is required, so
-  // its `remove` action is refused (API.md §5); removing an employee from the page deletes it.
+  // its `remove` action is refused (API.md §5); removing employees from the page deletes them. One
+  // DELETE each would be one undo step each, and not all or nothing: the page's entity-mode
+  // controller (created on the first Remove, then reused) selects them all and deletes them with one
+  // `remove`, one transaction and one undo group.
+  async function createRemover() {
+    await api('POST', '/controllers', {
+      name: REMOVER,
+      kind: 'array',
+      content: 'Employee',
+      avoidsEmptySelection: false, // an employee deleted elsewhere leaves the selection, no neighbour joins it
+      selectsInsertedObjects: false,
+    }).catch((e) => {
+      if (!(e instanceof APIError && e.status === 409)) throw e;
+    });
+    removerCreated = true;
+    noteControllers();
+  }
+
+  async function deleteEmployees(ids) {
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        if (!removerCreated) await createRemover();
+        const { data: chosen } = await api('PUT', ctl(REMOVER, '/selectedObjects'), ids.map(($ref) => ({ $ref })));
+        if (!Array.isArray(chosen) || !chosen.length) return; // deleted elsewhere already
+        await api('POST', ctl(REMOVER, '/remove'));
+        return;
+      } catch (e) {
+        if (attempt > 0 || !(e instanceof APIError && e.code === 'no-such-controller')) throw e;
+        removerCreated = false; // the server restarted, or someone deleted it: create it again
+      }
+    }
+  }
+
+  let removing = false;
   el.remove.addEventListener('click', async () => {
-    await flushEdits();
-    const ids = ((state.emp && state.emp.selectionIndexes) || []).map((i) => idOf(state.employees[i])).filter((x) => x);
-    if (!ids.length) return;
-    await mutate(() =>
-      guarded(async () => {
-        for (const id of ids) await api('DELETE', `/objects/${id}`);
-        showError(null);
-      }),
-    );
+    if (removing) return;
+    removing = true;
+    try {
+      await flushEdits();
+      const ids = ((state.emp && state.emp.selectionIndexes) || []).map((i) => idOf(state.employees[i])).filter((x) => x);
+      if (!ids.length) return;
+      await mutate(() =>
+        guarded(async () => {
+          await deleteEmployees(ids);
+          showError(null);
+        }),
+      );
+    } finally {
+      removing = false;
+    }
   });
 
   // ---------------------------------------------------------------------------------------------
@@ -804,61 +928,91 @@
   }
 
   // A sleep that the browser's `online` event cuts short, so a reconnect does not wait out its back-off.
+  // Answers true when it was cut short.
   let wake = () => {};
   const sleep = (ms) =>
     new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
+      const timer = setTimeout(() => resolve(false), ms);
       wake = () => {
         clearTimeout(timer);
-        resolve();
+        resolve(true);
       };
     });
   window.addEventListener('online', () => wake());
 
+  // Sleeps ms, counting the seconds left down in the connection label ("Reconnecting in 3s").
+  async function countdown(ms, what) {
+    const until = Date.now() + ms;
+    for (let left = ms; left > 0 && !stopped; left = until - Date.now()) {
+      setConnection('offline', `${what} in ${Math.ceil(left / 1000)}s`);
+      if (await sleep(((left - 1) % 1000) + 1)) break; // to the next whole second, or woken
+    }
+  }
+
+  const PROBE_TIMEOUT = 5000; // ms a probe may take before it counts as failed
+
   async function pollChanges(since) {
     let backoff = 500;
+    // After a failed poll the next one is a probe (timeout=0) that answers at once, rather than a long
+    // poll the server would hold for POLL_TIMEOUT when nothing changed; once it answers, the page
+    // re-reads its controllers (re-creating them if the server restarted) before it says Live.
+    let failed = false;
     while (!stopped) {
       pollAbort = new AbortController();
+      const abort = pollAbort;
+      const probeTimer = failed ? setTimeout(() => abort.abort(), PROBE_TIMEOUT) : null;
       try {
-        const res = await fetch(`/changes?since=${since}&timeout=${POLL_TIMEOUT}`, {
+        if (failed) setConnection('offline', 'Reconnecting…');
+        const res = await fetch(`/changes?since=${since}&timeout=${failed ? 0 : POLL_TIMEOUT}`, {
           headers: { Accept: 'application/json' },
           signal: pollAbort.signal,
         });
         const body = await res.json().catch(() => null);
+        clearTimeout(probeTimer);
         if (res.status === 410) {
           // The history moved past us: re-read everything, carry on from the current seq.
           setConnection('resync', 'Re-syncing…');
           since = (body && body.error && body.error.current) || since;
           stats.resyncs += 1;
           appendNote(`History compacted past #${(body && body.error && body.error.oldest) ?? '?'}: re-synced`);
-          await requestSync();
-          if (el.connection.dataset.state === 'resync') setConnection('live', 'Live');
+          if (!(await requestSync())) throw new Error('re-sync failed');
+          if (failed) stats.reconnects += 1;
+          failed = false;
+          clearConnectionError();
+          setConnection('live', 'Live');
           backoff = 500;
           continue;
         }
         if (res.status === 503) {
           const wait = Number(res.headers.get('Retry-After')) || 1;
-          setConnection('offline', `Busy, retrying in ${wait}s`);
-          await sleep(wait * 1000);
+          await countdown(wait * 1000, 'Busy, retrying');
           continue;
         }
         if (!res.ok || !body || !Array.isArray(body.changes)) throw new Error(`HTTP ${res.status}`);
-        setConnection('live', 'Live');
-        if (backoff > 500) {
+        const caughtUp = failed;
+        if (failed) {
+          // Back after an error: catch up before saying Live, so that a click goes to controllers
+          // that exist and the page shows what the server has.
+          setConnection('resync', 'Re-syncing…');
+          if (!(await requestSync())) throw new Error('re-sync failed');
           stats.reconnects += 1;
-          requestSync(); // reconnected after an error: catch up
+          failed = false;
+          clearConnectionError();
         }
+        setConnection('live', 'Live');
         backoff = 500;
         if (body.changes.length) {
-          appendFeed(body.changes);
-          requestSync();
+          // Described once the sync has read the objects they name (a new employee, say).
+          const changes = body.changes;
+          if (caughtUp) appendFeed(changes);
+          else requestSync().then(() => appendFeed(changes));
         }
         if (typeof body.last === 'number') since = body.last;
       } catch (e) {
+        clearTimeout(probeTimer);
         if (stopped) return;
-        const wait = backoff + Math.random() * backoff * 0.3;
-        setConnection('offline', `Reconnecting in ${Math.ceil(wait / 1000)}s`);
-        await sleep(wait);
+        failed = true;
+        await countdown(backoff + Math.random() * backoff * 0.3, 'Reconnecting');
         backoff = Math.min(backoff * 2, 15000);
       }
     }
@@ -873,7 +1027,8 @@
     const p = state.people.get(target);
     if (p) return personName(p);
     const d = state.departments.find((x) => x.$id === target);
-    return d ? d.name : target;
+    if (d) return d.name;
+    return names.get(target) || target; // deleted since: the name the page last read
   }
 
   function formatValue(v) {
@@ -922,7 +1077,7 @@
   // ---------------------------------------------------------------------------------------------
   // Start and stop
 
-  async function createControllers() {
+  async function createControllers(emp = {}) {
     const create = (body) =>
       api('POST', '/controllers', body).catch((e) => {
         if (!(e instanceof APIError && e.status === 409)) throw e;
@@ -937,8 +1092,27 @@
       name: EMP,
       kind: 'array',
       content: `@${DEP}.selection.employees`,
-      sortDescriptors: SORTS.name.map((d) => ({ key: d.key, ascending: true, selector: d.selector })),
+      sortDescriptors: emp.sortDescriptors || SORTS.name.map((d) => ({ key: d.key, ascending: true, selector: d.selector })),
+      filterPredicate: emp.filterPredicate || undefined,
     });
+  }
+
+  // The server no longer has the page's controllers (it restarted, or someone deleted them): creates
+  // them again as the page last showed them, with the same sort, filter and selection.
+  async function restoreControllers() {
+    const emp = state.emp || {};
+    const department = idOf(state.departments[state.depSelection[0]]);
+    const employees = (emp.selectionIndexes || []).map((i) => idOf(state.employees[i])).filter((x) => x);
+    removerCreated = false; // made again when next needed
+    noteControllers();
+    await createControllers(emp);
+    if (department) await api('PUT', ctl(DEP, '/selectedObjects'), [{ $ref: department }]);
+    if (employees.length) await api('PUT', ctl(EMP, '/selectedObjects'), employees.map(($ref) => ({ $ref })));
+  }
+
+  // Names the page's controllers in the footer.
+  function noteControllers() {
+    el.names.textContent = (removerCreated ? [DEP, EMP, REMOVER] : [DEP, EMP]).join(', ');
   }
 
   const ORPHANS = 'bindery.orphanControllers';
@@ -979,7 +1153,7 @@
   }
 
   async function start() {
-    el.names.textContent = `${DEP}, ${EMP}`;
+    noteControllers();
     let backoff = 500;
     for (;;) {
       try {
@@ -990,9 +1164,8 @@
         setTimeout(reapOrphans, 1000);
         return;
       } catch (e) {
-        setConnection('offline', `Server unreachable, retrying in ${Math.ceil(backoff / 1000)}s`);
         if (e instanceof APIError) showError(e);
-        await sleep(backoff);
+        await countdown(backoff, 'Server unreachable, retrying');
         backoff = Math.min(backoff * 2, 15000);
       }
     }
@@ -1002,10 +1175,11 @@
     stopped = true;
     if (pollAbort) pollAbort.abort();
     // Best effort: the detail first, as the server refuses to remove a controller that another
-    // follows (409). The two requests may race, so both are also noted for the next page load in this
-    // browser to remove if they are still there (reapOrphans).
-    noteOrphan(EMP, DEP);
-    for (const name of [EMP, DEP]) {
+    // follows (409). The requests may race, so all are also noted for the next page load in this
+    // browser to remove if they are still there (reapOrphans). The remover follows nothing.
+    const mine = removerCreated ? [REMOVER, EMP, DEP] : [EMP, DEP];
+    noteOrphan(...mine);
+    for (const name of mine) {
       fetch(ctl(name), { method: 'DELETE', keepalive: true }).catch(() => {});
     }
   });
@@ -1019,7 +1193,7 @@
   });
 
   // Exposed for the browser test and for curious people with a console open.
-  window.bindery = { controllers: { departments: DEP, employees: EMP }, sync: requestSync, stats };
+  window.bindery = { controllers: { departments: DEP, employees: EMP, remover: REMOVER }, sync: requestSync, stats };
 
   start();
 })();

@@ -268,8 +268,8 @@ def test_typing_a_hire_date_keeps_what_is_typed(page, server):
     date = page.field("hireDate")
 
     def type_segments(keys):
-        # Click the month segment (mm/dd/yyyy), then type digit by digit, as slowly as a person, so
-        # that each change has been sent and answered before the next digit.
+        # Click the month segment (mm/dd/yyyy), then type key by key at a person's pace, which leaves
+        # the page time to send and re-render between keys if it were to.
         ActionChains(page.b).move_to_element_with_offset(date, -date.rect["width"] // 2 + 14, 0).click().perform()
         for key in keys:
             date.send_keys(key)
@@ -624,8 +624,12 @@ def test_recovers_at_once_after_a_server_restart(start_server):
         p = Page(b, srv).open()
         p.select_department("Sales")
         p.select_employee("Steve Jobs")
-        state = lambda: b.find_element(By.ID, "connection").get_attribute("data-state")  # noqa: E731
-        label = lambda: b.find_element(By.CLASS_NAME, "connection-label").text  # noqa: E731
+
+        def state():
+            return b.find_element(By.ID, "connection").get_attribute("data-state")
+
+        def label():
+            return b.find_element(By.CLASS_NAME, "connection-label").text
 
         start_server.stop(srv)
         p.wait(lambda: state() == "offline")
