@@ -23,12 +23,14 @@ static inline size_t bindery_mhd_unescape_none(void *cls, struct MHD_Connection 
    MHD_add_connection); `thread_pool_size` <= 1 means one thread. */
 static inline struct MHD_Daemon *bindery_mhd_start(unsigned int flags, MHD_AccessHandlerCallback handler,
                                                    void *handler_cls, MHD_RequestCompletedCallback completed,
-                                                   void *completed_cls, unsigned int thread_pool_size,
+                                                   void *completed_cls, MHD_NotifyConnectionCallback connection,
+                                                   void *connection_cls, unsigned int thread_pool_size,
                                                    unsigned int connection_limit, unsigned int connection_timeout,
                                                    size_t connection_memory_limit) {
     struct MHD_OptionItem options[16];
     int n = 0;
     options[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, completed_cls};
+    options[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)connection, connection_cls};
     options[n++] = (struct MHD_OptionItem){MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)bindery_mhd_unescape_none, NULL};
     options[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, (intptr_t)connection_limit, NULL};
     options[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)connection_timeout, NULL};
@@ -44,6 +46,18 @@ static inline struct MHD_Daemon *bindery_mhd_start(unsigned int flags, MHD_Acces
 static inline unsigned int bindery_mhd_connection_count(struct MHD_Daemon *daemon) {
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
     return info != NULL ? info->num_connections : 0;
+}
+
+/* The socket of a connection, or -1. */
+static inline int bindery_mhd_connection_fd(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info != NULL ? info->connect_fd : -1;
+}
+
+/* What the connection-notification callback stored for a connection (its socket context), or NULL. */
+static inline void *bindery_mhd_socket_context(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return info != NULL ? info->socket_context : NULL;
 }
 
 /* What is wrong with a request's framing (RFC 9112 §5.1, §6.1, §6.3), read from its header fields before its body:
@@ -110,12 +124,12 @@ static inline int bindery_mhd_framing_problem(struct MHD_Connection *connection)
 /* Whether the client of a connection has closed or reset it: a non-blocking peek at its socket finds the end of the
    stream or an error. A request waiting to be read (pipelined) or nothing yet is not. */
 static inline int bindery_mhd_peer_closed(struct MHD_Connection *connection) {
-    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
-    if (info == NULL) {
+    int fd = bindery_mhd_connection_fd(connection);
+    if (fd < 0) {
         return 0;
     }
     char byte;
-    ssize_t received = recv(info->connect_fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    ssize_t received = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
     if (received == 0) {
         return 1;
     }

@@ -41,10 +41,13 @@ public final class HTTPServer: Sendable {
     private let streams = Mutex((open: [ObjectIdentifier: HTTPStream](), stopping: false))
     /// Suspended connections not yet completed, and whether new suspensions must be answered at once.
     private let suspensions = Mutex((connections: [ObjectIdentifier: HTTPSuspendedConnection](), stopping: false))
+    /// Each connection's deadline for its next request header (`idleTimeout`).
+    fileprivate let headerDeadlines: HeaderDeadlines
 
     public init(configuration: HTTPServerConfiguration, responder: any HTTPResponder) {
         self.configuration = configuration
         self.responder = responder
+        headerDeadlines = HeaderDeadlines(timeout: configuration.idleTimeout)
     }
 
     /// The bound port while running (the real one when the configuration asked for port 0).
@@ -76,7 +79,8 @@ public final class HTTPServer: Sendable {
         // owner keeps the server alive while it runs.
         let context = Unmanaged.passUnretained(self).toOpaque()
         let daemon = bindery_mhd_start(
-            flags, accessHandler, context, requestCompleted, context, UInt32(max(1, configuration.threads)),
+            flags, accessHandler, context, requestCompleted, context, connectionNotified, context,
+            UInt32(max(1, configuration.threads)),
             // The acceptor enforces the limit; libmicrohttpd's own (split per worker) is set so that no worker ever
             // reaches it: version 0.9.75 can deadlock a worker that did, on shutdown.
             UInt32(clamping: configuration.connectionLimit * max(1, configuration.threads)),
@@ -407,6 +411,7 @@ private let accessHandler: MHD_AccessHandlerCallback = {
         guard contextSlot.pointee != nil else {
             // First call: only the header is in.
             contextSlot.pointee = HTTPServer.headerSeen
+            clock(of: connection)?.requestStarted()
             guard let refusal = server.refusalUpFront(connection) else { return .YES }
             HTTPServer.context(in: contextSlot).refusal = refusal
             let response = server.handle(
@@ -466,7 +471,31 @@ private let streamReleased: MHD_ContentReaderFreeCallback = { cls in
     stream.released()
 }
 
-private let requestCompleted: MHD_RequestCompletedCallback = { cls, _, contextSlot, _ in
+/// The connection's header clock (its socket context), kept from `MHD_CONNECTION_NOTIFY_STARTED` to `CLOSED`.
+private func clock(of connection: OpaquePointer) -> HeaderDeadlines.Clock? {
+    bindery_mhd_socket_context(connection).map { Unmanaged<HeaderDeadlines.Clock>.fromOpaque($0).takeUnretainedValue() }
+}
+
+/// Gives each connection a header clock when it starts (retained in its socket context) and drops it when it closes.
+private let connectionNotified: MHD_NotifyConnectionCallback = { cls, connection, socketContext, code in
+    guard let cls, let connection, let socketContext else { return }
+    let deadlines = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().headerDeadlines
+    // The codes by value: MHD_CONNECTION_NOTIFY_STARTED is 0, MHD_CONNECTION_NOTIFY_CLOSED 1.
+    switch code.rawValue {
+    case 0:
+        let clock = deadlines.started(socket: bindery_mhd_connection_fd(connection))
+        socketContext.pointee = Unmanaged.passRetained(clock).toOpaque()
+    case 1:
+        guard let stored = socketContext.pointee else { return }
+        socketContext.pointee = nil
+        deadlines.closed(Unmanaged<HeaderDeadlines.Clock>.fromOpaque(stored).takeRetainedValue())
+    default:
+        break
+    }
+}
+
+private let requestCompleted: MHD_RequestCompletedCallback = { cls, connection, contextSlot, _ in
+    if let connection { clock(of: connection)?.requestEnded() }
     guard let cls, let contextSlot, let stored = contextSlot.pointee else { return }
     contextSlot.pointee = nil
     guard stored != HTTPServer.headerSeen else { return }

@@ -248,6 +248,45 @@ struct HTTPServerTests {
         #expect(server.suspendedCount == 0)
     }
 
+    /// libmicrohttpd restarts its idle timeout at every byte: a header trickled a byte at a time is cut off by the
+    /// header deadline (the idle timeout from when the connection began waiting), while a suspended request, which
+    /// is not waiting for a header, is not.
+    @Test func aTrickledHeaderIsCutOffButASuspendedRequestIsNot() throws {
+        try withServer(idleTimeout: 1) { _, responder, client in
+            let answer = Mutex<TestResponse?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                answer.withLock { $0 = try? client.request("GET", "/wait") }
+                done.signal()
+            }
+            let socket = try client.connect()
+            defer { close(socket) }
+            let started = Date()
+            var cutOff = false
+            for byte in Array("GET /echo HTTP/1.1\r\nHost: x\r\nX-Slow: ".utf8) + Array(repeating: 97, count: 40) {
+                var one = byte
+                if Glibc.send(socket, &one, 1, Int32(MSG_NOSIGNAL)) != 1 {
+                    cutOff = true
+                    break
+                }
+                // A peek that finds the end of the stream: the server shut the connection down.
+                var peek: UInt8 = 0
+                if recv(socket, &peek, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) == 0 {
+                    cutOff = true
+                    break
+                }
+                usleep(100_000)
+            }
+            #expect(cutOff)
+            #expect(Date().timeIntervalSince(started) < 3.5)
+            // The suspended request outlived the deadline and is still answered.
+            let waiter = try #require(try responder.waitForWaiters(1).first)
+            waiter.resume(with: HTTPResponse(status: 200, contentType: "text/plain", text: "late"))
+            #expect(done.wait(timeout: .now() + 5) == .success)
+            #expect(answer.withLock { $0?.text } == "late")
+        }
+    }
+
     @Test func survivesGarbage() throws {
         try withServer { _, _, client in
             let garbage: [[UInt8]] = [

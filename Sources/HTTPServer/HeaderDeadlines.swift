@@ -1,0 +1,89 @@
+import Dispatch
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A deadline for each connection's next request header: a connection that has not sent a whole header within
+/// `timeout` of starting to wait for one (when it was accepted, or when its last answer went out) is shut down.
+///
+/// libmicrohttpd restarts a connection's idle timeout at every byte, so without this a client that trickles a header
+/// a byte at a time holds its connection for ever, and enough of them take every connection (slowloris). Requests
+/// being handled, answered or suspended (long-polls) are not waiting for a header and have no deadline.
+///
+/// `@unchecked Sendable`: besides its locked and atomic state it holds a dispatch timer, which is set up in `init`
+/// and only cancelled, in `deinit`; dispatch sources are safe to use from any thread.
+final class HeaderDeadlines: @unchecked Sendable {
+    /// One connection's clock.
+    final class Clock: Sendable {
+        let socket: Int32
+        /// Monotonic nanoseconds at which the connection began waiting for a header; 0 while a request is in.
+        let waitingSince: Atomic<UInt64>
+
+        init(socket: Int32, now: UInt64) {
+            self.socket = socket
+            waitingSince = Atomic(now)
+        }
+
+        /// A request's header is in.
+        func requestStarted() {
+            waitingSince.store(0, ordering: .relaxed)
+        }
+
+        /// The answer went out: the next header is waited for from now.
+        func requestEnded() {
+            waitingSince.store(HeaderDeadlines.now(), ordering: .relaxed)
+        }
+    }
+
+    private let timeout: UInt64
+    private let clocks = Mutex<[ObjectIdentifier: Clock]>([:])
+    private let timer: any DispatchSourceTimer
+
+    /// Looks for late connections every `timeout / 2` seconds (at most every 5 s) while it lives.
+    init(timeout seconds: Int) {
+        timeout = UInt64(max(1, seconds)) * 1_000_000_000
+        timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "bindery.header-deadlines"))
+        let interval = min(5.0, Double(max(1, seconds)) / 2)
+        timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(100))
+        timer.setEventHandler { [weak self] in self?.shutDownLateConnections() }
+        timer.resume()
+    }
+
+    deinit {
+        timer.cancel()
+    }
+
+    /// A connection was accepted: its clock, to keep until `closed`.
+    func started(socket: Int32) -> Clock {
+        let clock = Clock(socket: socket, now: Self.now())
+        clocks.withLock { $0[ObjectIdentifier(clock)] = clock }
+        return clock
+    }
+
+    /// The connection is closing; libmicrohttpd closes its socket after this.
+    func closed(_ clock: Clock) {
+        _ = clocks.withLock { $0.removeValue(forKey: ObjectIdentifier(clock)) }
+    }
+
+    /// Shuts down (both ways) the sockets of connections past their deadline: libmicrohttpd then reads the end of
+    /// the stream and closes them. Under the lock, so that no socket is closed (and its number reused) meanwhile.
+    private func shutDownLateConnections() {
+        let now = Self.now()
+        clocks.withLock { clocks in
+            for clock in clocks.values {
+                let since = clock.waitingSince.load(ordering: .relaxed)
+                guard since != 0, now > since, now - since > timeout else { continue }
+                clock.waitingSince.store(0, ordering: .relaxed)
+                shutdown(clock.socket, Int32(SHUT_RDWR))
+            }
+        }
+    }
+
+    static func now() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+    }
+}
