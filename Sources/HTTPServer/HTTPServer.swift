@@ -41,7 +41,7 @@ public final class HTTPServer: Sendable {
     private let streams = Mutex((open: [ObjectIdentifier: HTTPStream](), stopping: false))
     /// Suspended connections not yet completed, and whether new suspensions must be answered at once.
     private let suspensions = Mutex((connections: [ObjectIdentifier: HTTPSuspendedConnection](), stopping: false))
-    /// Each connection's deadline for its next request header (`idleTimeout`).
+    /// Each connection's deadline for receiving its next request (`idleTimeout`).
     fileprivate let headerDeadlines: HeaderDeadlines
 
     public init(configuration: HTTPServerConfiguration, responder: any HTTPResponder) {
@@ -411,7 +411,6 @@ private let accessHandler: MHD_AccessHandlerCallback = {
         guard contextSlot.pointee != nil else {
             // First call: only the header is in.
             contextSlot.pointee = HTTPServer.headerSeen
-            clock(of: connection)?.requestStarted()
             guard let refusal = server.refusalUpFront(connection) else { return .YES }
             HTTPServer.context(in: contextSlot).refusal = refusal
             let response = server.handle(
@@ -426,6 +425,8 @@ private let accessHandler: MHD_AccessHandlerCallback = {
             uploadDataSize.pointee = 0
             return .YES
         }
+        // The whole request is in.
+        clock(of: connection)?.requestReceived()
         let response = server.handle(
             connection: connection, rawURL: originForm(url),
             method: method.map(methodName) ?? "GET", contextSlot: contextSlot)
@@ -471,12 +472,12 @@ private let streamReleased: MHD_ContentReaderFreeCallback = { cls in
     stream.released()
 }
 
-/// The connection's header clock (its socket context), kept from `MHD_CONNECTION_NOTIFY_STARTED` to `CLOSED`.
+/// The connection's request clock (its socket context), kept from `MHD_CONNECTION_NOTIFY_STARTED` to `CLOSED`.
 private func clock(of connection: OpaquePointer) -> HeaderDeadlines.Clock? {
     bindery_mhd_socket_context(connection).map { Unmanaged<HeaderDeadlines.Clock>.fromOpaque($0).takeUnretainedValue() }
 }
 
-/// Gives each connection a header clock when it starts (retained in its socket context) and drops it when it closes.
+/// Gives each connection a request clock when it starts (retained in its socket context) and drops it when it closes.
 private let connectionNotified: MHD_NotifyConnectionCallback = { cls, connection, socketContext, code in
     guard let cls, let connection, let socketContext else { return }
     let deadlines = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().headerDeadlines

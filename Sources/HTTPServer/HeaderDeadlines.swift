@@ -5,12 +5,13 @@ import Synchronization
     import Glibc
 #endif
 
-/// A deadline for each connection's next request header: a connection that has not sent a whole header within
-/// `timeout` of starting to wait for one (when it was accepted, or when its last answer went out) is shut down.
+/// A deadline for receiving each connection's next request: a connection that has not sent a whole request (header
+/// and body) within `timeout` of starting to wait for one (when it was accepted, or when its last answer went out)
+/// is shut down.
 ///
-/// libmicrohttpd restarts a connection's idle timeout at every byte, so without this a client that trickles a header
+/// libmicrohttpd restarts a connection's idle timeout at every byte, so without this a client that trickles a request
 /// a byte at a time holds its connection for ever, and enough of them take every connection (slowloris). Requests
-/// being handled, answered or suspended (long-polls) are not waiting for a header and have no deadline.
+/// being handled, answered or suspended (long-polls) are not waiting for a request and have no deadline.
 ///
 /// `@unchecked Sendable`: besides its locked and atomic state it holds a dispatch timer, which is set up in `init`
 /// and only cancelled, in `deinit`; dispatch sources are safe to use from any thread.
@@ -18,7 +19,7 @@ final class HeaderDeadlines: @unchecked Sendable {
     /// One connection's clock.
     final class Clock: Sendable {
         let socket: Int32
-        /// Monotonic nanoseconds at which the connection began waiting for a header; 0 while a request is in.
+        /// Monotonic nanoseconds at which the connection began waiting for a request; 0 while one is handled.
         let waitingSince: Atomic<UInt64>
 
         init(socket: Int32, now: UInt64) {
@@ -26,12 +27,12 @@ final class HeaderDeadlines: @unchecked Sendable {
             waitingSince = Atomic(now)
         }
 
-        /// A request's header is in.
-        func requestStarted() {
+        /// A whole request is in.
+        func requestReceived() {
             waitingSince.store(0, ordering: .relaxed)
         }
 
-        /// The answer went out: the next header is waited for from now.
+        /// The answer went out: the next request is waited for from now.
         func requestEnded() {
             waitingSince.store(HeaderDeadlines.now(), ordering: .relaxed)
         }
