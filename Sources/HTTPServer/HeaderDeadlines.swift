@@ -1,9 +1,9 @@
+// SHUT_RDWR comes from sys/socket.h through the shim: built with --static-swift-stdlib, Glibc's module does not
+// export it.
+private import CMicroHTTPD
 import Dispatch
+import Glibc
 import Synchronization
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// A deadline for receiving each connection's next request: a connection that has not sent a whole request (header
 /// and body) within `timeout` of starting to wait for one (when it was accepted, or when its last answer went out)
