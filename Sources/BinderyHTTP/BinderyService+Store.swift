@@ -17,8 +17,13 @@ extension BinderyService {
     private static let plistType = "application/x-plist"
 
     private static func exportStore(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {
-        let (graph, seq) = document.store.read { view in (view.exportGraph(), view.seq) }
+        var (graph, seq) = document.store.read { view in (view.exportGraph(), view.seq) }
+        // Its `seq` too, which clients follow the feed from: at most what is durable (`Document.acknowledgedSeq`).
         let acknowledged = document.acknowledgedSeq(seq)
+        if acknowledged != seq, case .dictionary(var fields) = graph {
+            fields["seq"] = .integer(acknowledged)
+            graph = .dictionary(fields)
+        }
         let accept = request.request.header("Accept")?.lowercased() ?? ""
         if accept.contains(plistType) || accept.contains("application/xml") {
             return .response(

@@ -82,8 +82,9 @@ static inline enum MHD_Result bindery_framing_field(void *cls, enum MHD_ValueKin
                                                    const char *value) {
     (void)kind;
     struct bindery_framing_scan *scan = cls;
-    if (key == NULL) {
-        return MHD_YES;
+    if (key == NULL || key[0] == '\0') {
+        scan->problem = BINDERY_FRAMING_BAD_FIELD_NAME;
+        return MHD_NO;
     }
     for (const char *c = key; *c != '\0'; c++) {
         if (*c == ' ' || *c == '\t' || (unsigned char)*c < 0x20 || *c == 0x7f) {
@@ -98,16 +99,13 @@ static inline enum MHD_Result bindery_framing_field(void *cls, enum MHD_ValueKin
         }
         scan->length = value != NULL ? value : "";
     } else if (strcasecmp(key, "Transfer-Encoding") == 0) {
-        scan->has_coding = 1;
-        /* Only chunked is supported, alone (spaces around it allowed). */
-        const char *start = value != NULL ? value : "";
-        while (*start == ' ' || *start == '\t') start++;
-        size_t length = strlen(start);
-        while (length > 0 && (start[length - 1] == ' ' || start[length - 1] == '\t')) length--;
-        if (length != 7 || strncasecmp(start, "chunked", 7) != 0) {
+        /* Only chunked, once, and exactly as libmicrohttpd reads it (it skips leading white space only): anything it
+           would not decode as chunked, it would read as a body until the connection closes. */
+        if (scan->has_coding || value == NULL || strcasecmp(value, "chunked") != 0) {
             scan->problem = BINDERY_FRAMING_UNKNOWN_CODING;
             return MHD_NO;
         }
+        scan->has_coding = 1;
     }
     return MHD_YES;
 }

@@ -37,7 +37,14 @@ public final class UserDefaultsController: Sendable {
             }
             switch fields["initialValues"] ?? .null {
             case .null: break
-            case .dictionary(let values): initialValues = values
+            case .dictionary(let values):
+                for (key, value) in values {
+                    if key.isEmpty || key.hasPrefix("$") { throw Self.bad("\"\(key)\" cannot name a default.") }
+                    if let reserved = value.reservedKey(allowingReferences: false) {
+                        throw Self.bad("\(key) may not hold a dictionary key \"\(reserved)\" starting with $.")
+                    }
+                }
+                initialValues = values
             default: throw Self.bad("\"initialValues\" is a JSON object of keys and values.")
             }
         }

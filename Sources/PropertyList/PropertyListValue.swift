@@ -82,10 +82,13 @@ public enum PropertyListValue: Sendable, Hashable {
         return nil
     }
 
-    /// The value with every real that holds an integer (`3.0`) written as that integer, inside arrays and
-    /// dictionaries too: two values are equal as `NSNumber`s compare (by value) when these forms are equal.
+    /// The value with every real that holds an integer (`3.0`) written as that integer, and every boolean as 0 or 1,
+    /// inside arrays and dictionaries too: two values are equal as `NSNumber`s compare (by value, `@YES` equal to `@1`)
+    /// when these forms are equal.
     public var numbersByValue: PropertyListValue {
         switch self {
+        case .boolean(let value):
+            return .integer(value ? 1 : 0)
         case .real(let real):
             guard real.rounded() == real, real >= -9.223_372_036_854_775_808e18, real < 9.223_372_036_854_775_808e18
             else { return self }

@@ -271,13 +271,17 @@ struct PersistenceProcessTests {
                 let threads = onThreads(4) { writer in
                     let client = server.client
                     for n in 0..<1_000_000 {
-                        let path = n.isMultiple(of: 2) ? "/controllers/departments/selectionIndexes" : "/healthz"
+                        // Selection changes (seqs of their own), reads, and exports (whose body tells a seq too).
+                        let (method, path) = [
+                            ("PUT", "/controllers/departments/selectionIndexes"), ("GET", "/healthz"),
+                            ("GET", "/store"),
+                        ][n % 3]
                         guard
-                            let response = try? client.request(
-                                n.isMultiple(of: 2) ? "PUT" : "GET", path, json: "[\((n + writer) % 5)]"),
+                            let response = try? client.request(method, path, json: "[\((n + writer) % 5)]"),
                             let seq = response.header("X-Store-Seq").flatMap({ Int64($0) })
                         else { return }
-                        told.withLock { $0 = max($0, seq) }
+                        let exported = response.json?["seq"]?.integerValue ?? 0
+                        told.withLock { $0 = max($0, seq, exported) }
                     }
                 }
                 Thread.sleep(forTimeInterval: 0.5 + 0.2 * Double(round))

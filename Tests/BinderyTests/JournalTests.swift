@@ -19,7 +19,7 @@ struct JournalTests {
         Journal(
             directory: DataDirectory(path: NSTemporaryDirectory()), policy: policy,
             file: try FileIO.open("/dev/full", O_WRONLY), firstSeq: 1, size: 0, seq: 0, recordsSinceSnapshot: 0,
-            snapshotRecords: 1_000, snapshotBytes: 1 << 20, deliver: {},
+            snapshotRecords: 1_000, snapshotBytes: 1 << 20, deliver: { _ in },
             rollBack: { [rolledBack] in rolledBack.count.withLock { $0 += 1 } })
     }
 

@@ -270,11 +270,16 @@ struct PersistenceTests {
 
     /// With group commit the flusher delivers each group to the commit observers, before its requests are answered;
     /// snapshots (which rotate the journal and flush under the store's lock) answer nobody early.
-    @Test func batchAnswersEachCommitAfterItsObserversSawIt() throws {
+    @Test func batchDeliversOnlyWhatIsDurableAndAnswersEachCommitAfterItsObserversSawIt() throws {
         try withTemporaryDirectory { path in
             let document = try openDocument(path, fsync: .batch, snapshotRecords: 7)
             let delivered = Mutex<[Int64]>([])
-            document.addCommitObserver { record in delivered.withLock { $0.append(record.seq) } }
+            // Observers hear of a change only once it is durable: a crash can no longer take it back.
+            let notDurable = Mutex(0)
+            document.addCommitObserver { record in
+                delivered.withLock { $0.append(record.seq) }
+                if document.acknowledgedSeq(.max) < record.seq { notDurable.withLock { $0 += 1 } }
+            }
             let early = Mutex(0)
             DispatchQueue.concurrentPerform(iterations: 4) { worker in
                 for n in 0..<25 {
@@ -294,6 +299,7 @@ struct PersistenceTests {
                 }
             }
             #expect(early.withLock { $0 } == 0)
+            #expect(notDurable.withLock { $0 } == 0)
             // The fixture's seed (seq 1) was delivered to nobody; every change after it, once and in order.
             #expect(delivered.withLock { $0 } == Array(2...101))
         }

@@ -72,6 +72,21 @@ struct EditingTests {
         #expect(try h.json("salary", of: neighbour) == salary)
     }
 
+    /// A re-sort that only changes the order of the selected objects keeps the edits: they are for the same objects.
+    @Test func selectedObjectsReordered_editsKept() throws {
+        let h = try Harness()
+        try h.employees(options: ["automaticallyRearrangesObjects": true])
+        try h.select([0, 1])
+        let names = try h.selectedNames()
+        try h.registry.setPendingEdit(7, forKeyPath: "salary", controller: "e")
+        let first = try #require(try h.value("selectedObjects", of: "e").arrayValue?.first?["$ref"]?.stringValue)
+        try h.set("lastName", of: first, to: "Zzz")
+        h.registry.synchronize()
+        #expect(try Set(h.selectedNames()) == Set(names.dropFirst() + ["Zzz"]))
+        #expect(try h.value("isEditing") == true)
+        #expect(try h.registry.edits(controller: "e") == ["salary": 7])
+    }
+
     @Test func discardEditing_dropsEdits_modelUnchanged() throws {
         let h = try Harness()
         try h.employees()

@@ -85,5 +85,12 @@ struct UserDefaultsControllerTests {
             try UserDefaultsController.Configuration(json: ["appliesImmediately": "yes"])
         }
         #expect(throws: ObjectGraphError.self) { try UserDefaultsController.Configuration(json: ["other": 1]) }
+        // API.md §1: keys starting with $ are the tags'; the fixture's initial values follow the rule PUT follows.
+        for initial: PropertyListValue in [["$x": 1], ["k": ["$x": 1]], ["k": [["$ref": "Employee/1"]]]] {
+            let refused = #expect(throws: ObjectGraphError.self) {
+                try UserDefaultsController.Configuration(json: ["initialValues": initial])
+            }
+            #expect(refused?.code == "bad-defaults", "\(initial)")
+        }
     }
 }

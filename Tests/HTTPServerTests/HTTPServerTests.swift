@@ -128,6 +128,8 @@ struct HTTPServerTests {
                 ("Transfer-Encoding: chunked\r\nContent-Length: 4", "400"),
                 ("Content-Length : \(smuggled.utf8.count)", "400"),
                 ("Transfer-Encoding: gzip, chunked", "501"),
+                ("Transfer-Encoding: chunked ", "501"),
+                ("Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked", "501"),
             ]
             for (head, status) in cases {
                 let request = "PUT /echo HTTP/1.1\r\nHost: x\r\n\(head)\r\n\r\nhello!" + smuggled

@@ -103,6 +103,12 @@ struct CollectionOperatorTests {
             try tx.setValue([3.0, 1.0], forKeyPath: "tags", of: ObjectID(reference: "Person/dick")!)
         }
         #expect(try store.json("people.@distinctUnionOfObjects.tags", of: "Group/g") == [[3, 1]])
+        // A boolean is the number 0 or 1, as NSNumber's @YES equals @1 (and as predicates compare them).
+        try store.transaction { tx in
+            try tx.setValue([1], forKeyPath: "tags", of: ObjectID(reference: "Person/tom")!)
+            try tx.setValue([true], forKeyPath: "tags", of: ObjectID(reference: "Person/dick")!)
+        }
+        #expect(try store.json("people.@distinctUnionOfArrays.tags", of: "Group/g") == [1])
     }
 
     @Test func nestedOperators() throws {

@@ -172,7 +172,8 @@ struct PredicateEvaluationTests {
         for (format, expected) in [
             ("label BEGINSWITH 'é'", true), ("label BEGINSWITH 'e'", false), ("label ENDSWITH 'cru'", true),
             ("label CONTAINS 'écr'", true), ("label CONTAINS 'e'", false), ("label == 'écru'", true),
-            ("label BEGINSWITH[d] 'e'", true),
+            ("label BEGINSWITH[d] 'e'", true), ("label LIKE 'écru'", true), ("label LIKE '?cru'", true),
+            ("label LIKE '*é*'", true),
         ] {
             #expect(try ObjectGraph.Predicate(format: format).evaluate(with: decomposed, resolver: world) == expected)
         }

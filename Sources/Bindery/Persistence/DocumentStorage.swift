@@ -102,7 +102,7 @@ final class DocumentStorage: Sendable {
         journal = Journal(
             directory: directory, policy: options.fsync, file: file, firstSeq: firstSeq, size: size, seq: store.seq,
             recordsSinceSnapshot: replayed, snapshotRecords: options.snapshotRecords,
-            snapshotBytes: options.snapshotBytes, deliver: { store.deliverCommitted() },
+            snapshotBytes: options.snapshotBytes, deliver: { store.deliverCommitted(through: $0) },
             rollBack: { [rolledBack] in
                 Self.reload(store, from: directory, report: report)
                 rolledBack.handler.withLock { $0 }?()

@@ -26,7 +26,7 @@ final class Journal: Sendable {
     let snapshotRecords: Int
     let snapshotBytes: Int
     /// Run by the flusher after each flush, before the requests it made durable are answered (`batch`).
-    private let deliver: @Sendable () -> Void
+    private let deliver: @Sendable (_ durableSeq: Int64) -> Void
     /// Brings the store back to what the files hold, after a failed flush (`batch`).
     private let rollBack: @Sendable () -> Void
     private let state: Mutex<State>
@@ -77,7 +77,7 @@ final class Journal: Sendable {
     init(
         directory: DataDirectory, policy: FsyncPolicy, file: OwnedFileDescriptor, firstSeq: Int64, size: Int,
         seq: Int64, recordsSinceSnapshot: Int, snapshotRecords: Int, snapshotBytes: Int,
-        deliver: @escaping @Sendable () -> Void, rollBack: @escaping @Sendable () -> Void
+        deliver: @escaping @Sendable (_ durableSeq: Int64) -> Void, rollBack: @escaping @Sendable () -> Void
     ) {
         self.directory = directory
         self.policy = policy
@@ -287,20 +287,24 @@ final class Journal: Sendable {
     /// those.
     private func answerWaiters() {
         let woken = delivering.withLock { _ in
-            let pass = state.withLock { state in
+            let (pass, durable) = state.withLock { state in
                 state.passes += 1
-                return state.passes
+                return (state.passes, state.durableSeq)
             }
-            deliver()
-            return state.withLock { Self.takeReadyWaiters(&$0, before: pass) }
+            // Only what is durable: observers must never hear of a change that a crash could still take back.
+            deliver(durable)
+            return state.withLock { Self.takeReadyWaiters(&$0, before: pass, deliveredThrough: durable) }
         }
         for (done, error) in woken { done(error) }
     }
 
     private typealias ReadyWaiter = (@Sendable (ObjectGraphError?) -> Void, ObjectGraphError?)
 
-    /// Removes and returns the waiters that came before delivery pass `pass` and that are served, with their outcome.
-    private static func takeReadyWaiters(_ state: inout State, before pass: Int) -> [ReadyWaiter] {
+    /// Removes and returns the waiters that came before delivery pass `pass` and that are served, with their outcome:
+    /// those whose change was delivered (it is durable), and once the journal failed or closed, all of them.
+    private static func takeReadyWaiters(_ state: inout State, before pass: Int, deliveredThrough delivered: Int64)
+        -> [ReadyWaiter]
+    {
         let failure: ObjectGraphError?
         switch state.lifecycle {
         case .open: failure = nil
@@ -310,7 +314,7 @@ final class Journal: Sendable {
         var ready: [ReadyWaiter] = []
         state.waiters.removeAll { waiter in
             guard waiter.pass < pass else { return false }
-            if waiter.seq <= state.durableSeq {
+            if waiter.seq <= delivered {
                 ready.append((waiter.done, nil))
                 return true
             }

@@ -1,7 +1,8 @@
 /// A compiled `LIKE` pattern: `*` matches any run of characters, `?` exactly one, `\` escapes the next one.
 ///
-/// The pattern is compiled once (already folded for `[c]`/`[d]`); matching walks Unicode scalars with the classic
-/// backtrack-to-the-last-star algorithm: O(n·m) at worst, no allocation.
+/// The pattern is compiled once (already folded for `[c]`/`[d]`); matching walks the Unicode scalars of the composed
+/// forms (NFC, so that both spellings of `é` match, and `?` takes `é` whole) with the classic backtrack-to-the-last-star
+/// algorithm: O(n·m) at worst, no allocation for ASCII.
 struct LikePattern: Sendable, Hashable {
     enum Element: Sendable, Hashable {
         case scalar(Unicode.Scalar)
@@ -14,7 +15,7 @@ struct LikePattern: Sendable, Hashable {
     init(_ pattern: String) {
         var elements: [Element] = []
         var escaped = false
-        for scalar in pattern.unicodeScalars {
+        for scalar in StringFolding.composed(pattern).unicodeScalars {
             if escaped {
                 elements.append(.scalar(scalar))
                 escaped = false
@@ -33,7 +34,7 @@ struct LikePattern: Sendable, Hashable {
 
     /// Whether the whole of `string` matches.
     func matches(_ string: String) -> Bool {
-        let scalars = string.unicodeScalars
+        let scalars = StringFolding.composed(string).unicodeScalars
         var position = scalars.startIndex
         var element = 0
         var starElement: Int? = nil

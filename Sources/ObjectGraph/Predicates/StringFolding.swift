@@ -58,6 +58,12 @@ enum StringFolding {
         return string.utf8.reversed().starts(with: suffix.utf8.reversed())
     }
 
+    /// The string in its composed form (NFC), so that canonically equivalent spellings have the same scalars; ASCII
+    /// as it is.
+    static func composed(_ string: String) -> String {
+        isASCII(string) ? string : string.precomposedStringWithCanonicalMapping
+    }
+
     static func isASCII(_ string: String) -> Bool {
         string.utf8.allSatisfy { $0 < 0x80 }
     }

@@ -186,11 +186,12 @@ public final class ObjectStore: Sendable {
         delivery.withLock { $0.pending.removeAll { $0.seq > seq } }
     }
 
-    /// Delivers every record committed so far to `didCommit` on the calling thread (with `defersDelivery`, the only
-    /// way records are delivered). When another thread is delivering, it returns at once: that thread takes them.
-    public func deliverCommitted() {
+    /// Delivers the records committed so far, up to seq `limit`, to `didCommit` on the calling thread (with
+    /// `defersDelivery`, the only way records are delivered; the journal delivers what is durable). When another
+    /// thread is delivering, it returns at once: that thread takes them.
+    public func deliverCommitted(through limit: Int64 = .max) {
         guard let didCommit = hooks.didCommit, claimDelivery() else { return }
-        drain(didCommit, through: nil)
+        drain(didCommit, through: nil, upTo: limit)
     }
 
     /// Makes the caller the deliverer, unless another thread is delivering or nothing waits.
@@ -202,10 +203,21 @@ public final class ObjectStore: Sendable {
         }
     }
 
-    private func drain(_ didCommit: @escaping @Sendable (ChangeRecord) -> Void, through seq: Int64?) {
+    /// Delivers pending records in batches until none is left, or until the record of `seq` is out; never one after
+    /// `limit` (they stay pending for a later pass).
+    private func drain(
+        _ didCommit: @escaping @Sendable (ChangeRecord) -> Void, through seq: Int64?, upTo limit: Int64 = .max
+    ) {
         while true {
             let batch = delivery.withLock { queue in
-                let batch = queue.pending.takeAll()
+                var batch: [ChangeRecord]
+                if let last = queue.pending.last, last.seq > limit {
+                    let count = queue.pending.prefix { $0.seq <= limit }.count
+                    batch = Array(queue.pending.prefix(count))
+                    queue.pending.removeFirst(count)
+                } else {
+                    batch = queue.pending.takeAll()
+                }
                 if batch.isEmpty { queue.isDelivering = false }
                 return batch
             }
