@@ -83,6 +83,20 @@ struct ObservationCenterTests {
         }
     }
 
+    /// Observer ids are not reused by another run (another center): a client still polling an observer from before
+    /// a restart gets 404, never another observer's changes.
+    @Test func observerIdsDifferFromOneRunToTheNext() throws {
+        try withCenter { document, center in
+            let first = try center.addObserver(target: "Employee/4", keyPath: "salary", options: [])
+            let nextRun = ObservationCenter(document: document, queue: DispatchQueue(label: "test.next-run"))
+            let other = try nextRun.addObserver(target: "Employee/5", keyPath: "salary", options: [])
+            #expect(first.id.hasPrefix("o1-"))
+            #expect(other.id.hasPrefix("o1-"))
+            #expect(first.id != other.id)
+            nextRun.answerAllWaiters()
+        }
+    }
+
     /// Observers are bounded: beyond `maxObservers`, 503 `too-many-observers` with the limit, until one goes.
     @Test func observersBeyondTheLimitAreRefusedUntilOneGoes() throws {
         try withCenter(.init(maxObservers: 2)) { _, center in

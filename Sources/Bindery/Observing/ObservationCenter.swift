@@ -73,6 +73,9 @@ public final class ObservationCenter: @unchecked Sendable {
     private var processedSeq: Int64
     private var observers: [String: KeyValueObserver] = [:]
     private var nextObserverID = 0
+    /// Part of every observer id, different in every run: observers do not outlive the process, and a client still
+    /// polling one from before a restart must get 404, not the changes of another observer that took its number.
+    private let runToken = String(UInt32.random(in: 0..<(1 << 30)), radix: 36)
     private var waiters: [Int: Waiter] = [:]
     /// Answers (nil: nothing yet) by source and `since`, built and encoded once for every poll and waiter that asks
     /// the same until the next change: emptied by `wakeWaiters`, which follows every change of what answers hold.
@@ -540,7 +543,7 @@ public final class ObservationCenter: @unchecked Sendable {
             try checkObserverCapacity()
             // Read on the queue: every record up to the value's seq is either processed or ignored by `since`.
             nextObserverID += 1
-            let id = "o\(nextObserverID)"
+            let id = "o\(nextObserverID)-\(runToken)"
             // Read and start watching under the store's lock, so that no commit falls between the two. With
             // `initial`, in the commit that gives the initial change its seq (it starts right after `since`).
             let read = { [self] (view: ReadView) throws -> PropertyListValue in
@@ -626,7 +629,7 @@ public final class ObservationCenter: @unchecked Sendable {
             let parsedTarget: KeyValueObserver.Target =
                 target == "defaults" ? .defaults : .controller(String(target.dropFirst("controllers/".count)))
             nextObserverID += 1
-            let id = "o\(nextObserverID)"
+            let id = "o\(nextObserverID)-\(runToken)"
             // The state is read on this queue, where its changes are found too (`externalTargetDidChange`).
             let initialSeq = options.contains(.initial) ? try store.advanceSeq() : nil
             let since = initialSeq.map { $0 - 1 } ?? processedSeq
