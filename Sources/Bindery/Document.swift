@@ -131,7 +131,22 @@ public final class Document: Sendable {
         hooks.journal.withLock { $0 = append }
         // The undo groups of changes rolled back after a failed flush are gone with them.
         storage.rolledBack.handler.withLock { $0 = { undoManager.removeAllActions() } }
+        if storage.recoveredFromCrash {
+            // Commits the crash lost may have been seen (with `batch`, read before their flush, with their seqs as
+            // ETags): seqs go on past any of them, so that none is given to another change.
+            do {
+                try storage.journal.waitUntilDurable(try store.advanceSeq(by: Self.seqsSkippedAfterACrash))
+            } catch {
+                close()
+                throw (error as? ObjectGraphError)
+                    ?? ObjectGraphError(status: 500, code: "storage-error", message: "\(dataDirectory): \(error)")
+            }
+        }
     }
+
+    /// How far the seq jumps at the first start after a crash: far more than the commits that can wait for one
+    /// group flush (with `batch`, the only ones a crash can lose after they were seen).
+    public static let seqsSkippedAfterACrash: Int64 = 1_000_000
 
     deinit {
         close()

@@ -58,6 +58,16 @@ extension Document {
     var graphWithVersions: PropertyListValue { store.read { $0.snapshot() } }
 }
 
+extension PropertyListValue {
+    /// A `graphWithVersions` as the first start after a crash has it: the same objects and versions, the seq moved
+    /// on by `Document.seqsSkippedAfterACrash`.
+    var afterCrash: PropertyListValue {
+        guard case .dictionary(var fields) = self, case .integer(let seq) = fields["seq"] else { return self }
+        fields["seq"] = .integer(seq + Document.seqsSkippedAfterACrash)
+        return .dictionary(fields)
+    }
+}
+
 /// The journal segments of a data directory, oldest first.
 func segments(in path: String) throws -> [String] {
     try FileManager.default.contentsOfDirectory(atPath: path).filter { $0.hasPrefix("journal-") }.sorted()

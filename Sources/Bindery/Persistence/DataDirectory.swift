@@ -21,6 +21,8 @@ struct DataDirectory: Sendable {
     let path: String
 
     static let savedName = "saved.bin"
+    /// Written (durably) by a clean close, removed (durably) when a run starts: without it, the last run crashed.
+    static let closedCleanlyName = "closed-cleanly"
 
     func file(_ name: String) -> String { path + "/" + name }
 

@@ -24,6 +24,8 @@ final class DocumentStorage: Sendable {
 
     let directory: DataDirectory
     let journal: Journal
+    /// Whether the last run on this directory stopped without a clean close (a crash, kill -9, power loss).
+    let recoveredFromCrash: Bool
     private let lockFile: OwnedFileDescriptor
     private let snapshots = DispatchQueue(label: "bindery.snapshots")
     private let progress: Mutex<Progress>
@@ -60,7 +62,15 @@ final class DocumentStorage: Sendable {
         self.directory = directory
         lockFile = try directory.lock()
         try directory.removeTemporaryFiles()
+        let marker = directory.file(DataDirectory.closedCleanlyName)
+        let closedCleanly = FileManager.default.fileExists(atPath: marker)
         let (snapshots, segments) = try directory.contents()
+        recoveredFromCrash = !closedCleanly && !(snapshots.isEmpty && segments.isEmpty)
+        if closedCleanly {
+            // From now on a crash must be noticed at the next start.
+            unlink(marker)
+            try FileIO.syncDirectory(path)
+        }
         var snapshotSeq: Int64 = 0
         var savedSeq: Int64?
         let file: OwnedFileDescriptor
@@ -198,7 +208,7 @@ final class DocumentStorage: Sendable {
                     break
                 }
                 if record.seq <= store.seq { continue }
-                guard record.seq == store.seq + 1 else {
+                guard record.firstSeq == store.seq + 1 else {
                     throw ObjectGraphError(
                         status: 500, code: "journal-gap",
                         message: "\(path): record \(record.seq) follows \(store.seq); records are missing.")
@@ -369,6 +379,15 @@ final class DocumentStorage: Sendable {
         if !journal.close() {
             report("the journal was not fully written at shutdown")
             clean = false
+        }
+        if clean {
+            do throws(ObjectGraphError) {
+                try FileIO.writeDurably(
+                    [], to: directory.file(DataDirectory.closedCleanlyName), directory: directory.path)
+            } catch {
+                report(
+                    "marking the clean close failed (the next start will skip seqs as after a crash): \(error.message)")
+            }
         }
         return clean
     }

@@ -3,14 +3,20 @@ import PropertyList
 extension ChangeRecord {
     /// The record as a property list (and so as JSON through the `PropertyList` codec), for the journal:
     /// `{"seq", "lastAssignedID", "changes": [{"kind", "target", "key", "old", "new", "indexes"}...], "inserted",
-    /// "updated", "deleted"}` (absent `old`/`new` are left out; a null value is written as null).
+    /// "updated", "deleted"}` (absent `old`/`new` are left out; a null value is written as null), and `"from"` (the
+    /// first seq) for a record that skips seqs.
     public var json: PropertyListValue {
         func ids(_ list: [ObjectID]) -> PropertyListValue { .array(list.map { .string($0.description) }) }
-        return [
+        var json: PropertyListValue = [
             "seq": .integer(seq), "lastAssignedID": .integer(lastAssignedID),
             "changes": .array(changes.map(\.json)), "inserted": ids(inserted), "updated": ids(updated),
             "deleted": ids(deleted),
         ]
+        if firstSeq != seq, case .dictionary(var fields) = json {
+            fields["from"] = .integer(firstSeq)
+            json = .dictionary(fields)
+        }
+        return json
     }
 
     /// `json.jsonBytes()` written directly, without building the property list (the journal encodes every record):
@@ -24,6 +30,10 @@ extension ChangeRecord {
         }
         writer.append("],\"deleted\":")
         Self.write(deleted, to: &writer)
+        if firstSeq != seq {
+            writer.append(",\"from\":")
+            writer.append(String(firstSeq))
+        }
         writer.append(",\"inserted\":")
         Self.write(inserted, to: &writer)
         writer.append(",\"lastAssignedID\":")
@@ -51,6 +61,11 @@ extension ChangeRecord {
             throw Self.bad("a change record needs \"seq\" and \"changes\".")
         }
         self.seq = seq
+        switch json["from"] {
+        case nil: self.firstSeq = seq
+        case .integer(let first)? where first >= 1 && first <= seq: self.firstSeq = first
+        default: throw Self.bad("\"from\" must be a seq no later than \"seq\".")
+        }
         self.lastAssignedID = json["lastAssignedID"]?.integerValue ?? 0
         var list: [Change] = []
         list.reserveCapacity(changes.count)

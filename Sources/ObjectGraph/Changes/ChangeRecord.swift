@@ -6,9 +6,11 @@ import PropertyList
 /// included, so applying them in order (`ObjectStore.apply(_:)`) recreates the state exactly and applying their
 /// inverses in reverse order undoes the transaction. `inserted`, `updated` and `deleted` summarize the objects
 /// touched (an object inserted and deleted in the same transaction is in none). `lastAssignedID` is the store's
-/// server-assigned id counter after the transaction.
+/// server-assigned id counter after the transaction. `firstSeq` is `seq` except for a record that skips seqs
+/// (`ObjectStore.advanceSeq(by:)`): it follows the store's seq `firstSeq - 1` and leaves it at `seq`.
 public struct ChangeRecord: Sendable, Hashable {
     public var seq: Int64
+    public var firstSeq: Int64
     public var changes: [Change]
     public var inserted: [ObjectID]
     public var updated: [ObjectID]
@@ -17,9 +19,10 @@ public struct ChangeRecord: Sendable, Hashable {
 
     public init(
         seq: Int64, changes: [Change], inserted: [ObjectID] = [], updated: [ObjectID] = [], deleted: [ObjectID] = [],
-        lastAssignedID: Int64 = 0
+        lastAssignedID: Int64 = 0, firstSeq: Int64? = nil
     ) {
         self.seq = seq
+        self.firstSeq = firstSeq ?? seq
         self.changes = changes
         self.inserted = inserted
         self.updated = updated

@@ -69,6 +69,17 @@ public final class ObjectStore: Sendable {
         try transaction { $0.takesSeq = true }.seq
     }
 
+    /// Commits a record of no changes that moves the seq `step` ahead, skipping `step - 1` seqs (a record that says
+    /// so, for the journal's replay): after a crash that may have lost commits whose seqs were already seen (read
+    /// before they were durable), no seq a client saw is ever given to another change. Returns the new seq.
+    @discardableResult
+    public func advanceSeq(by step: Int64) throws -> Int64 {
+        try transaction { transaction in
+            transaction.takesSeq = true
+            transaction.seqStep = max(1, step)
+        }.seq
+    }
+
     /// `advanceSeq()`, reading the store in the same critical section: `body` sees every change before the seq
     /// and none after it (an observer's `initial` value, stamped with that seq).
     public func advanceSeq<T: Sendable>(reading body: (ReadView) throws -> T) throws -> (seq: Int64, value: T) {
@@ -87,7 +98,7 @@ public final class ObjectStore: Sendable {
     /// nothing changes.
     public func apply(_ record: ChangeRecord) throws(ObjectGraphError) {
         try state.withLock { (state: inout GraphState) throws(ObjectGraphError) in
-            guard record.seq == state.seq + 1 else {
+            guard record.firstSeq == state.seq + 1 else {
                 throw ObjectGraphError(
                     status: 409, code: "conflict",
                     message: "Change record \(record.seq) does not follow the store's seq \(state.seq).")
@@ -153,7 +164,7 @@ public final class ObjectStore: Sendable {
             return TransactionResult(value: value, record: nil, seq: state.seq)
         }
         try transaction.validate()
-        let seq = state.seq + 1
+        let seq = state.seq + transaction.seqStep
         guard let record = transaction.changeRecord(seq: seq) else {
             return TransactionResult(value: value, record: nil, seq: state.seq)
         }

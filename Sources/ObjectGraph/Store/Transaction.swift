@@ -17,6 +17,8 @@ public final class Transaction {
     /// Set by `ObjectStore.advanceSeq()`: the transaction commits (with a record of no changes) although it changes
     /// nothing.
     var takesSeq = false
+    /// How far the commit moves the store's seq: 1, or more for `ObjectStore.advanceSeq(by:)` (seqs skipped).
+    var seqStep: Int64 = 1
     let startLastAssignedID: Int64
 
     init(state: GraphState) {
@@ -241,7 +243,7 @@ public final class Transaction {
         }
         return ChangeRecord(
             seq: seq, changes: changes, inserted: inserted, updated: updated, deleted: deleted,
-            lastAssignedID: state.lastAssignedID)
+            lastAssignedID: state.lastAssignedID, firstSeq: state.seq + 1)
     }
 
     /// Makes the transaction's changes current: the seq, and the version of every object it touched.
