@@ -163,7 +163,7 @@ extension SortKey {
         // Each key's slot among the distinct keys (-1: null), then the slots' order.
         var slots = [Int32](repeating: -1, count: count)
         var integers: [Int64: Int32] = [:]
-        var strings: [String: Int32] = [:]
+        var strings: [CollationBytes: Int32] = [:]
         var distinctIntegers: [Int64] = []
         var distinctStrings: [String] = []
         for index in 0..<count {
@@ -182,11 +182,11 @@ extension SortKey {
                 }
             case .string(let value):
                 guard distinctIntegers.isEmpty else { return nil }
-                if let slot = strings[value] {
+                if let slot = strings[CollationBytes(value)] {
                     slots[index] = slot
                 } else {
                     let slot = Int32(distinctStrings.count)
-                    strings[value] = slot
+                    strings[CollationBytes(value)] = slot
                     distinctStrings.append(value)
                     slots[index] = slot
                 }
@@ -204,5 +204,24 @@ extension SortKey {
         var rankOfSlot = [Int32](repeating: 0, count: ascending.count)
         for (position, slot) in ascending.enumerated() { rankOfSlot[slot] = Int32(position + 1) }
         return slots.map { $0 < 0 ? 0 : rankOfSlot[Int($0)] }
+    }
+}
+
+/// A collation form (`ValueComparison.collationForm`) hashed and compared by its UTF-8 bytes: collation forms are
+/// canonical, so equal bytes are equal strings, and a `String` key would normalize non-ASCII text at every hash.
+private struct CollationBytes: Hashable {
+    let form: String
+
+    init(_ form: String) {
+        self.form = form
+    }
+
+    static func == (lhs: CollationBytes, rhs: CollationBytes) -> Bool {
+        lhs.form.utf8.elementsEqual(rhs.form.utf8)
+    }
+
+    func hash(into hasher: inout Hasher) {
+        var form = form
+        form.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
     }
 }

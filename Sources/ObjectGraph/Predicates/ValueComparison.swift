@@ -141,14 +141,13 @@ enum ValueComparison {
     /// the scalars of their canonical decomposition, so an accented letter sorts right after its base letter
     /// (`Ångström` before `Bob`, `Éclair` before `Zebra`, `cafe` before `café`).
     static func order(_ lhs: String, _ rhs: String) -> ComparisonResult {
-        if lhs == rhs { return .orderedSame }
-        return literalOrder(collationForm(lhs), collationForm(rhs))
+        literalOrder(collationForm(lhs), collationForm(rhs))
     }
 
     /// The form of `string` whose bytes compare in `order(_:_:)`'s order: its canonical decomposition (NFD), or the
     /// string itself when it is ASCII. Canonically equivalent strings have the same form.
     static func collationForm(_ string: String) -> String {
-        StringFolding.isASCII(string) ? string : string.decomposedStringWithCanonicalMapping
+        StringFolding.isASCII(string) ? string : CanonicalDecomposition.of(string)
     }
 
     /// Byte order of the UTF-8 forms, which is Unicode scalar order.
