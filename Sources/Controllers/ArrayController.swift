@@ -187,7 +187,11 @@ final class ArrayController: Controller {
                     index = oldIndex ?? arranged.count
                 } else {
                     let keys = sortKeys(of: object, view: view)
-                    index = ordering.insertionIndex(for: keys, count: arranged.count) { arrangedKeys[$0] }
+                    // Among equal keys, content order: where the stable full sort (`rearrangeObjects`) puts it.
+                    let position = contentPosition(of: object) ?? Int.max
+                    index = ordering.insertionIndex(
+                        for: keys, count: arranged.count, keysAt: { arrangedKeys[$0] },
+                        precedes: { position < self.contentPosition(of: self.arranged[$0]) ?? Int.max })
                     arrangedKeys.insert(keys, at: index)
                 }
                 arranged.insert(object, at: index)

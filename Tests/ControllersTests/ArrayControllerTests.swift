@@ -5,6 +5,18 @@ import PropertyList
 import Testing
 
 struct ControllerDefaultsTests {
+    /// An object re-sorted on its own goes among its equals by content order, where `rearrangeObjects` (a stable
+    /// sort of the content) puts it, so a later full re-arrangement moves nothing.
+    @Test func automaticRearrangement_equalKeys_contentOrderAsAFullSort() throws {
+        let h = try Harness()
+        try h.employees(options: ["automaticallyRearrangesObjects": true])
+        try h.set("lastName", of: "Employee/ann", to: "Baker")
+        let incremental = try h.value("arrangedObjects.firstName")
+        #expect(incremental == ["Ann", "Bob", "Cy", "Dee", "Eve"])
+        try h.registry.perform("rearrangeObjects", controller: "e")
+        #expect(try h.value("arrangedObjects.firstName") == incremental)
+    }
+
     @Test func create_omittedOptions_useCocoaDefaults() throws {
         let h = try Harness()
         let state = try h.employees()

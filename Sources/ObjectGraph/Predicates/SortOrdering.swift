@@ -144,13 +144,18 @@ public struct SortOrdering: Sendable, Hashable {
     }
 
     /// Where a subject with `keys` goes in a sorted sequence of `count` subjects: after every subject that is not
-    /// ordered after it (so equal subjects keep their order of arrival). O(log count) calls to `keysAt`.
-    public func insertionIndex(for keys: Keys, count: Int, keysAt: (Int) throws -> Keys) rethrows -> Int {
+    /// ordered after it (so equal subjects keep their order of arrival), or, given `precedes` (whether the subject
+    /// comes before the one at an index among equals: their order in the content, as a stable full sort has it),
+    /// among its equals by that. O(log count) calls to `keysAt`.
+    public func insertionIndex(
+        for keys: Keys, count: Int, keysAt: (Int) throws -> Keys, precedes: ((Int) -> Bool)? = nil
+    ) rethrows -> Int {
         var low = 0
         var high = count
         while low < high {
             let middle = low + (high - low) / 2
-            if compare(keys, try keysAt(middle)) == .orderedAscending {
+            let order = compare(keys, try keysAt(middle))
+            if order == .orderedAscending || (order == .orderedSame && precedes?(middle) == true) {
                 high = middle
             } else {
                 low = middle + 1
