@@ -92,7 +92,8 @@ public final class Document: Sendable {
                 didCommit: { record in hooks.didCommit(record) },
                 capture: { record, view in hooks.capture(record, view) },
                 // With group commit, the journal's flusher delivers each group before answering its requests.
-                defersDelivery: options.fsync == .batch))
+                defersDelivery: options.fsync == .batch,
+                awaitsDelivery: { seq in hooks.awaitsDelivery(seq) }))
         self.store = store
         let dataPath = fixtureDirectory + "/data.json"
         do {
@@ -129,6 +130,7 @@ public final class Document: Sendable {
             undoManager.didCommit(record)
         }
         hooks.journal.withLock { $0 = append }
+        hooks.delivery.withLock { $0 = DeliveryHook { seq in journal.deliveryAwaited(seq) } }
         // The undo groups of changes rolled back after a failed flush are gone with them.
         storage.rolledBack.handler.withLock { $0 = { undoManager.removeAllActions() } }
         if storage.recoveredFromCrash {
@@ -210,6 +212,12 @@ private final class CommitHooks: Sendable {
         for observer in observers.withLock({ $0 }) { observer(record) }
     }
 
+    let delivery = Mutex<DeliveryHook?>(nil)
+
+    func awaitsDelivery(_ seq: Int64) {
+        delivery.withLock { $0 }?.body(seq)
+    }
+
     let captures = Mutex<[@Sendable (ChangeRecord, ReadView) -> Void]>([])
 
     func capture(_ record: ChangeRecord, _ view: ReadView) {
@@ -223,6 +231,15 @@ final class CommitHook: Sendable {
     let body: @Sendable (ChangeRecord) throws -> Void
 
     init(_ body: @escaping @Sendable (ChangeRecord) throws -> Void) {
+        self.body = body
+    }
+}
+
+/// The journal's `deliveryAwaited`, boxed like `CommitHook`.
+final class DeliveryHook: Sendable {
+    let body: @Sendable (Int64) -> Void
+
+    init(_ body: @escaping @Sendable (Int64) -> Void) {
         self.body = body
     }
 }

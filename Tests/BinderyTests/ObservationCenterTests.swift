@@ -97,6 +97,66 @@ struct ObservationCenterTests {
         }
     }
 
+    /// With `batch`, a commit nobody waits for (an observer's `initial`, a controller's seq) reaches the observers
+    /// once flushed, however the flush and its queueing for delivery interleave; a poll from the registration's
+    /// `since` that would answer at once waits for the `initial` change rather than miss it.
+    @Test func withBatchInitialChangesArriveAndImmediatePollsGetThem() throws {
+        try withTemporaryDirectory { path in
+            let document = try openDocument(path, fsync: .batch)
+            let center = ObservationCenter(document: document, queue: DispatchQueue(label: "test.batch-center"))
+            defer { center.answerAllWaiters() }
+            for round in 0..<40 {
+                let (id, since) = try center.addObserver(target: "Employee/4", keyPath: "salary", options: ["initial"])
+                let result = Mutex<PollAnswer?>(nil)
+                let done = DispatchSemaphore(value: 0)
+                center.poll(PollRequest(source: .observer(id), since: since, timeout: 0)) { answer in
+                    result.withLock { $0 = answer }
+                    done.signal()
+                }
+                #expect(done.wait(timeout: .now() + 5) == .success)
+                guard case .items(let json, _)? = result.withLock({ $0 }) else {
+                    Issue.record("round \(round): no answer")
+                    continue
+                }
+                #expect(json["changes"]?.arrayValue?.first?["new"] == 154_000, "round \(round)")
+                #expect(center.removeObserver(id))
+            }
+        }
+    }
+
+    /// Notification seqs go on from one run to the next: a `since` kept from an earlier run is answered 410, never
+    /// with the next run's notifications.
+    @Test func notificationSeqsGoOnFromOneRunToTheNext() throws {
+        try withTemporaryDirectory { path in
+            let document = try openDocument(path)
+            func post(_ center: ObservationCenter) throws -> Int64 {
+                try #require(try center.post(name: "Ping", object: .null, userInfo: [:], style: "now", coalesce: []))
+            }
+            let firstRun = ObservationCenter(document: document, queue: DispatchQueue(label: "test.run1"))
+            var last: Int64 = 0
+            for _ in 0..<3 { last = try post(firstRun) }
+            #expect(last == 3)
+            let nextRun = ObservationCenter(document: document, queue: DispatchQueue(label: "test.run2"))
+            var next: Int64 = 0
+            for _ in 0..<5 { next = try post(nextRun) }
+            #expect(next > last + 5)
+            let result = Mutex<PollAnswer?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            nextRun.poll(PollRequest(source: .notifications(name: nil, object: nil), since: last, timeout: 0)) {
+                answer in
+                result.withLock { $0 = answer }
+                done.signal()
+            }
+            #expect(done.wait(timeout: .now() + 5) == .success)
+            guard case .compacted? = result.withLock({ $0 }) else {
+                Issue.record("a since from the earlier run was answered \(String(describing: result.withLock { $0 }))")
+                return
+            }
+            firstRun.answerAllWaiters()
+            nextRun.answerAllWaiters()
+        }
+    }
+
     /// Observers are bounded: beyond `maxObservers`, 503 `too-many-observers` with the limit, until one goes.
     @Test func observersBeyondTheLimitAreRefusedUntilOneGoes() throws {
         try withCenter(.init(maxObservers: 2)) { _, center in

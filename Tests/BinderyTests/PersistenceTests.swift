@@ -101,6 +101,19 @@ struct PersistenceTests {
         }
     }
 
+    /// A `closed-cleanly` marker that cannot be removed refuses the start: a crash of that run would go unnoticed.
+    @Test func aCleanCloseMarkerThatCannotGoRefusesTheStart() throws {
+        try withTemporaryDirectory { path in
+            do { _ = try openDocument(path) }
+            let marker = path + "/closed-cleanly"
+            #expect(FileManager.default.fileExists(atPath: marker))
+            try FileManager.default.removeItem(atPath: marker)
+            try FileManager.default.createDirectory(atPath: marker + "/inside", withIntermediateDirectories: true)
+            let refused = #expect(throws: ObjectGraphError.self) { try openDocument(path) }
+            #expect(refused?.code == "storage-error")
+        }
+    }
+
     @Test func crashWithoutCloseReplaysTheJournal() throws {
         try withTemporaryDirectory { path in
             let document = try openDocument(path, fsync: .always)

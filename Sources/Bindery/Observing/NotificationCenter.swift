@@ -1,3 +1,4 @@
+import Foundation
 import ObjectGraph
 import PropertyList
 
@@ -55,12 +56,41 @@ public struct PostedNotification: Sendable, Sequenced {
 /// NSNotificationCenter for long-poll clients: posted notifications, numbered, kept in a bounded history.
 ///
 /// Confined to the observation queue.
+///
+/// Notifications are not kept across restarts, but their seqs go on from one run to the next: the center reserves
+/// seqs in blocks of `reservation` in a file of the data directory (`notification-seqs`, written durably once per
+/// block) and starts after the last reserved one, so that a client's `since` from an earlier run is answered 410,
+/// never with another run's notifications.
 final class NotificationCenter {
     private(set) var history: SequenceHistory<PostedNotification>
-    private(set) var lastSeq: Int64 = 0
+    private(set) var lastSeq: Int64
+    /// The seqs up to this one are reserved in the file (nil: no file, seqs start at 0 in every run).
+    private var reservedThrough: Int64
+    private let reservationFile: String?
+    private static let reservation: Int64 = 10_000
 
-    init(capacity: Int) {
-        history = SequenceHistory(capacity: capacity, startingAt: 0)
+    /// A center whose seqs go on after the ones reserved in `reservationFile` (nil: they start at 0).
+    init(capacity: Int, reservationFile: String? = nil) {
+        var start: Int64 = 0
+        if let reservationFile, let bytes = try? FileIO.read(reservationFile),
+            let reserved = Int64(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+        {
+            start = max(0, reserved)
+        }
+        lastSeq = start
+        reservedThrough = start
+        self.reservationFile = reservationFile
+        history = SequenceHistory(capacity: capacity, startingAt: start)
+    }
+
+    /// Reserves the next block when `lastSeq` reached the reserved ones; a failed write is retried at the next post.
+    private func reserveIfNeeded() {
+        guard let reservationFile, lastSeq >= reservedThrough else { return }
+        let next = lastSeq + Self.reservation
+        let directory = (reservationFile as NSString).deletingLastPathComponent
+        if (try? FileIO.writeDurably([Array("\(next)\n".utf8)], to: reservationFile, directory: directory)) != nil {
+            reservedThrough = next
+        }
     }
 
     /// Posts now; returns the notification's seq.
@@ -71,6 +101,7 @@ final class NotificationCenter {
 
     @discardableResult
     func post(name: String, object: PropertyListValue, info: PostedNotification.Info) -> PostedNotification {
+        reserveIfNeeded()
         lastSeq += 1
         let notification = PostedNotification(seq: lastSeq, name: name, object: object, info: info)
         history.append(notification)

@@ -110,7 +110,8 @@ public final class ObservationCenter: @unchecked Sendable {
         let seq = document.store.seq
         history = ChangeHistory(capacity: configuration.historyCapacity, startingAt: seq)
         processedSeq = seq
-        notificationCenter = NotificationCenter(capacity: configuration.historyCapacity)
+        notificationCenter = NotificationCenter(
+            capacity: configuration.historyCapacity, reservationFile: document.dataDirectory + "/notification-seqs")
         queue.setSpecific(key: Self.queueKey, value: ObjectIdentifier(self))
         let receptionist = Receptionist(queue: queue) { [weak self] records in self?.receive(records) }
         document.addCommitObserver(receptionist.observe)
@@ -140,7 +141,15 @@ public final class ObservationCenter: @unchecked Sendable {
     ) {
         queue.async { [self] in
             let since = request.since ?? currentSeq(of: request.source)
-            let force = request.timeout <= 0
+            // An observer's `initial` change whose record is not processed yet (with `batch`, not yet flushed) is
+            // waited for, up to a second, even by a poll that would answer at once: it is due from `since`.
+            var timeout = request.timeout
+            if case .observer(let id) = request.source, let initialSeq = observers[id]?.initialSeq,
+                initialSeq > processedSeq, since < initialSeq
+            {
+                timeout = max(timeout, 1)
+            }
+            let force = timeout <= 0
             if let answer = force ? answer(request.source, since: since, force: true) : sharedAnswer(request, since) {
                 deliver(answer)
                 return
@@ -153,7 +162,7 @@ public final class ObservationCenter: @unchecked Sendable {
             nextWaiterID += 1
             if case .observer(let id) = request.source { observers[id]?.activeWaiters += 1 }
             waiters[nextWaiterID] = Waiter(
-                request: request, since: since, deadline: Self.now() + request.timeout, deliver: deliver,
+                request: request, since: since, deadline: Self.now() + timeout, deliver: deliver,
                 isAbandoned: isAbandoned)
         }
     }

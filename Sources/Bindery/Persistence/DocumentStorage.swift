@@ -67,8 +67,8 @@ final class DocumentStorage: Sendable {
         let (snapshots, segments) = try directory.contents()
         recoveredFromCrash = !closedCleanly && !(snapshots.isEmpty && segments.isEmpty)
         if closedCleanly {
-            // From now on a crash must be noticed at the next start.
-            unlink(marker)
+            // From now on a crash must be noticed at the next start: a marker that cannot go refuses the start.
+            guard unlink(marker) == 0 else { throw FileIO.error("unlink", marker) }
             try FileIO.syncDirectory(path)
         }
         var snapshotSeq: Int64 = 0

@@ -257,6 +257,15 @@ final class Journal: Sendable {
         if wakesFlusher { flusherWake.signal() }
     }
 
+    /// A committed record now waits for delivery (`ObjectStoreHooks.awaitsDelivery`): when a flush already covered
+    /// it, the flusher's delivery pass may have run before the store queued it, so the flusher passes again (a write's
+    /// own waiter would also bring that about, but a commit nobody waits for, a controller's seq, would wait for the
+    /// next unrelated write).
+    func deliveryAwaited(_ seq: Int64) {
+        guard policy == .batch, state.withLock({ $0.durableSeq >= seq }) else { return }
+        flusherWake.signal()
+    }
+
     /// The flusher thread (`batch`): woken by the first record queued after it last took the queue (or by a rotation),
     /// it writes and flushes everything queued by then, delivers the committed records, then answers the waiters that
     /// flush covers.

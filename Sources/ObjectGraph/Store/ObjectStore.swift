@@ -57,7 +57,11 @@ public final class ObjectStore: Sendable {
                 throw error
             }
         }
-        if !hooks.defersDelivery { deliverPending(through: result.record?.seq) }
+        if !hooks.defersDelivery {
+            deliverPending(through: result.record?.seq)
+        } else if let seq = result.record?.seq {
+            hooks.awaitsDelivery?(seq)
+        }
         return result
     }
 

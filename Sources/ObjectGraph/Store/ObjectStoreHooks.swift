@@ -11,6 +11,10 @@
 /// flush made durable are answered after their changes reached the observers, and one thread delivers a whole group).
 /// Neither runs for transactions that changed nothing, nor for `ObjectStore.apply(_:)` (journal replay).
 ///
+/// `awaitsDelivery` (with `defersDelivery`) runs after the lock is released with the seq of each committed record,
+/// which now waits in the store's queue: a deliverer that ran between the record's `willCommit` and its queueing
+/// (the journal's flusher can flush a record that early) missed it, and must be told to pass again.
+///
 /// `capture` runs under the store's lock right after a record committed, with a read view of the state just after it
 /// (its seq is the record's): for readers that must see every committed state exactly, such as the KVO receptionist
 /// capturing the values of observed key paths. It may only read the view, briefly, and must not call out.
@@ -19,16 +23,18 @@ public struct ObjectStoreHooks: Sendable {
     public var didCommit: (@Sendable (ChangeRecord) -> Void)?
     public var capture: (@Sendable (ChangeRecord, ReadView) -> Void)?
     public var defersDelivery: Bool
+    public var awaitsDelivery: (@Sendable (Int64) -> Void)?
 
     public init(
         willCommit: (@Sendable (ChangeRecord) throws -> Void)? = nil,
         didCommit: (@Sendable (ChangeRecord) -> Void)? = nil,
         capture: (@Sendable (ChangeRecord, ReadView) -> Void)? = nil,
-        defersDelivery: Bool = false
+        defersDelivery: Bool = false, awaitsDelivery: (@Sendable (Int64) -> Void)? = nil
     ) {
         self.willCommit = willCommit
         self.didCommit = didCommit
         self.capture = capture
         self.defersDelivery = defersDelivery
+        self.awaitsDelivery = awaitsDelivery
     }
 }
