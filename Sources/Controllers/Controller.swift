@@ -205,9 +205,11 @@ class Controller {
     /// Drops the pending edits when the selection is no longer the objects they were made for (the content changed
     /// under them: an object deleted or moved elsewhere), so they never go to other objects; reports `isEditing`.
     func dropEditsOfAnotherSelection(in context: ControllerContext) {
+        // Runs for every controller after every commit: nothing to compute unless there are edits.
+        guard isEditing else { return }
         let selected = selectedObjects
         // The same objects in another order (a re-sort) are still the objects the edits are for.
-        guard isEditing, selected != editedObjects, Set(selected) != Set(editedObjects) else { return }
+        guard selected != editedObjects, Set(selected) != Set(editedObjects) else { return }
         pendingEdits = []
         context.emit(self, .isEditing)
     }

@@ -510,6 +510,12 @@ public final class ObservationCenter: @unchecked Sendable {
 
     // MARK: Observers
 
+    /// Adds a new observer; its `initial` change, if any, waits for the record of its seq. On the queue.
+    private func install(_ observer: KeyValueObserver) {
+        observers[observer.id] = observer
+        if let initial = observer.initialChange { pendingInitial[initial.seq] = (observer.id, initial) }
+    }
+
     /// 503 `too-many-observers` (with `limit`) when `maxObservers` exist; on the queue.
     private func checkObserverCapacity() throws(ObjectGraphError) {
         guard observers.count >= configuration.maxObservers else { return }
@@ -570,12 +576,11 @@ public final class ObservationCenter: @unchecked Sendable {
                 let (read, seq) = try store.read { view in (try read(view), view.seq) }
                 (value, since) = (read, max(seq, processedSeq))
             }
-            let observer = KeyValueObserver(
-                id: id, target: .object(object), keyPath: keyPath, options: parsedOptions, since: since,
-                initialSeq: initialSeq, storedKey: storedKey, value: value,
-                capacity: min(configuration.historyCapacity, 10_000), now: Self.now())
-            observers[id] = observer
-            if let initial = observer.initialChange { pendingInitial[initial.seq] = (id, initial) }
+            install(
+                KeyValueObserver(
+                    id: id, target: .object(object), keyPath: keyPath, options: parsedOptions, since: since,
+                    initialSeq: initialSeq, storedKey: storedKey, value: value,
+                    capacity: min(configuration.historyCapacity, 10_000), now: Self.now()))
             return (id, since)
         }
     }
@@ -642,12 +647,11 @@ public final class ObservationCenter: @unchecked Sendable {
             // The state is read on this queue, where its changes are found too (`externalTargetDidChange`).
             let initialSeq = options.contains(.initial) ? try store.advanceSeq() : nil
             let since = initialSeq.map { $0 - 1 } ?? processedSeq
-            let observer = KeyValueObserver(
-                id: id, target: parsedTarget, keyPath: keyPath, options: options, since: since,
-                initialSeq: initialSeq, storedKey: false, value: value,
-                capacity: min(configuration.historyCapacity, 10_000), now: Self.now())
-            observers[id] = observer
-            if let initial = observer.initialChange { pendingInitial[initial.seq] = (id, initial) }
+            install(
+                KeyValueObserver(
+                    id: id, target: parsedTarget, keyPath: keyPath, options: options, since: since,
+                    initialSeq: initialSeq, storedKey: false, value: value,
+                    capacity: min(configuration.historyCapacity, 10_000), now: Self.now()))
             return (id, since)
         }
     }

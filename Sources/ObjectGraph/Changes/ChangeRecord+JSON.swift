@@ -7,16 +7,13 @@ extension ChangeRecord {
     /// first seq) for a record that skips seqs.
     public var json: PropertyListValue {
         func ids(_ list: [ObjectID]) -> PropertyListValue { .array(list.map { .string($0.description) }) }
-        var json: PropertyListValue = [
+        var fields: [String: PropertyListValue] = [
             "seq": .integer(seq), "lastAssignedID": .integer(lastAssignedID),
             "changes": .array(changes.map(\.json)), "inserted": ids(inserted), "updated": ids(updated),
             "deleted": ids(deleted),
         ]
-        if firstSeq != seq, case .dictionary(var fields) = json {
-            fields["from"] = .integer(firstSeq)
-            json = .dictionary(fields)
-        }
-        return json
+        if firstSeq != seq { fields["from"] = .integer(firstSeq) }
+        return .dictionary(fields)
     }
 
     /// `json.jsonBytes()` written directly, without building the property list (the journal encodes every record):
