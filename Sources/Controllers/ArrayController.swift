@@ -14,9 +14,10 @@ import PropertyList
 /// - when the selected objects disappear (removed, filtered out) and `avoidsEmptySelection`, the neighbour is
 ///   selected: the object now at the first formerly selected index, or the last one; when the whole content was
 ///   replaced (a master's selection changed) the first object is;
-/// - an empty selection set by a client is honoured until a client selects again; otherwise new content with
-///   nothing selected selects its first object when `avoidsEmptySelection`;
-/// - indexes past the end are clipped.
+/// - an empty selection set by a client is honoured until a client selects again or the content is replaced
+///   (a master's selection changed); otherwise new content with nothing selected selects its first object when
+///   `avoidsEmptySelection`;
+/// - indexes past the end are dropped.
 final class ArrayController: Controller {
     var arranged: [ObjectID] = []
     /// Each arranged object's sort keys (parallel to `arranged`; empty without sort descriptors).
@@ -25,8 +26,6 @@ final class ArrayController: Controller {
     var isSorted = true
     /// Sorted, unique, in range.
     var selectionIndexes: [Int] = []
-    /// A client asked for an empty selection; `avoidsEmptySelection` leaves it empty until a client selects again.
-    var explicitlyEmpty = false
     var ordering = SortOrdering([])
     /// Keys whose change on a content object changes its own place (first steps of the sort and filter key paths).
     var directKeys: Set<String> = []
@@ -66,16 +65,15 @@ final class ArrayController: Controller {
             guard let key = change.key, let target = change.target else { continue }
             let isMember = contentSet.contains(target)
             touchesContent = touchesContent || isMember
-            if isMember && directKeys.contains(key) {
-                if !candidates.contains(target) { candidates.append(target) }
-            } else if indirectKeys.contains(key) {
-                needsFull = true
-            }
+            if isMember && directKeys.contains(key) && !candidates.contains(target) { candidates.append(target) }
+            // A key can be both (`lastName` with `manager.lastName`): the change may move other objects too.
+            if indirectKeys.contains(key) { needsFull = true }
         }
         if touchesContent { context.emit(self, .arrangedObjects) }
         if !selectionIndexes.isEmpty { context.emit(self, .selection) }
         guard options.automaticallyRearrangesObjects, needsFull || !candidates.isEmpty else { return }
-        if needsFull || candidates.count > 64 || !isSorted {
+        // Content that holds an object twice (a key path through to-manys) is re-arranged whole.
+        if needsFull || candidates.count > 64 || !isSorted || content.count != contentSet.count {
             rearrange(in: context)
         } else {
             rearrange(candidates, in: context)
@@ -238,9 +236,13 @@ final class ArrayController: Controller {
         }
     }
 
-    /// `setSelectionIndexes:` from a client: out-of-range indexes are clipped; an empty selection is honoured.
+    /// `setSelectionIndexes:` from a client: out-of-range indexes are dropped; an empty selection is honoured. When
+    /// every asked index is out of range and `avoidsEmptySelection`, the last object is selected.
     func selectIndexes(_ indexes: [Int], in context: ControllerContext) {
-        let selection = Array(Set(indexes.filter { $0 >= 0 && $0 < arranged.count })).sorted()
+        var selection = Array(Set(indexes.filter { $0 >= 0 && $0 < arranged.count })).sorted()
+        if selection.isEmpty, !indexes.isEmpty, options.avoidsEmptySelection, !arranged.isEmpty {
+            selection = [arranged.count - 1]
+        }
         let oldSelected = selectedObjects
         let changed = selection != selectionIndexes
         selectionIndexes = selection

@@ -33,6 +33,9 @@ class Controller {
         didSet { contentPositions = nil }
     }
     var contentSet: Set<ObjectID> = []
+    /// A client asked for an empty selection; `avoidsEmptySelection` leaves it empty until a client selects again or
+    /// the content is replaced by other objects.
+    var explicitlyEmpty = false
     /// Each content object's index in `content`, made when first asked for after the content changed.
     private var contentPositions: [ObjectID: Int]?
     /// The entity of the content objects, when the model tells it.
@@ -87,8 +90,10 @@ class Controller {
         contentEntity = resolved.entity
         owner = resolved.owner
         guard resolved.objects != content else { return false }
+        let oldSet = contentSet
         content = resolved.objects
         contentSet = Set(content)
+        if !content.isEmpty && contentSet.isDisjoint(with: oldSet) { explicitlyEmpty = false }
         context.emit(self, .content)
         return true
     }
@@ -96,7 +101,8 @@ class Controller {
     /// The index of `object` in the content (in O(1) after one O(n) pass per content change); nil when it is not in.
     func contentPosition(of object: ObjectID) -> Int? {
         if contentPositions == nil {
-            contentPositions = Dictionary(uniqueKeysWithValues: content.enumerated().map { ($1, $0) })
+            contentPositions = Dictionary(
+                content.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
         }
         return contentPositions?[object]
     }
@@ -153,8 +159,10 @@ class Controller {
     /// values (or any several with `alwaysUsesMultipleValuesMarker`): `MultipleValues`. Other errors (a malformed
     /// key path) are thrown. Cost: one compiled key-path evaluation per selected object, stopping at the first
     /// difference.
-    func selectionValue(_ keyPath: String, in view: ReadView) throws(ObjectGraphError) -> SelectionValue {
-        let selected = selectedObjects
+    func selectionValue(_ keyPath: String, in view: ReadView, of objects: [ObjectID]? = nil) throws(ObjectGraphError)
+        -> SelectionValue
+    {
+        let selected = objects ?? selectedObjects
         guard !selected.isEmpty else { return .marker(.noSelection) }
         if selected.count > 1 && options.alwaysUsesMultipleValuesMarker { return .marker(.multipleValues) }
         var compiled: CompiledKeyPath?

@@ -15,34 +15,36 @@ extension ControllerRegistry {
 
     // MARK: Selection
 
-    /// `PUT /controllers/{name}/selectionIndexes`: out-of-range indexes are clipped, an empty selection is kept.
+    /// `PUT /controllers/{name}/selectionIndexes` (array and object controllers): out-of-range indexes are dropped, an
+    /// empty selection is kept.
     @discardableResult
     public func setSelectionIndexes(_ indexes: [Int], controller name: String) throws -> PropertyListValue {
-        try changingSelection(name) { controller, context throws(ObjectGraphError) in
-            if let array = controller as? ArrayController {
-                array.selectIndexes(indexes, in: context)
-            } else if let tree = controller as? TreeController {
-                tree.selectIndexPaths(indexes.map { [$0] }, in: context)
-            } else if indexes.contains(0) != !controller.selectedObjects.isEmpty {
+        let check = { (controller: Controller) throws(ObjectGraphError) in
+            if controller is TreeController {
+                throw ObjectGraphError.undefinedKey("selectionIndexes", entity: "Controller \(name)")
+            }
+            if controller is ObjectController, indexes.contains(0) == controller.selectedObjects.isEmpty {
                 throw ObjectGraphError(
                     status: 422, code: "validation-failed",
                     message: "An object controller's selection is its content; it cannot be changed.",
                     fields: ["keyPath": "selectionIndexes"])
             }
         }
+        return try changingSelection(name, checking: check) { controller, context in
+            (controller as? ArrayController)?.selectIndexes(indexes, in: context)
+        }
     }
 
-    /// `PUT /controllers/{name}/selectionIndexPaths` (tree controllers; an array controller takes one-element paths).
+    /// `PUT /controllers/{name}/selectionIndexPaths` (tree controllers).
     @discardableResult
     public func setSelectionIndexPaths(_ paths: [[Int]], controller name: String) throws -> PropertyListValue {
-        try changingSelection(name) { controller, context throws(ObjectGraphError) in
-            if let tree = controller as? TreeController {
-                tree.selectIndexPaths(paths, in: context)
-            } else if let array = controller as? ArrayController {
-                array.selectIndexes(paths.compactMap { $0.count == 1 ? $0[0] : nil }, in: context)
-            } else {
+        let check = { (controller: Controller) throws(ObjectGraphError) in
+            guard controller is TreeController else {
                 throw ObjectGraphError.undefinedKey("selectionIndexPaths", entity: "Controller \(name)")
             }
+        }
+        return try changingSelection(name, checking: check) { controller, context in
+            (controller as? TreeController)?.selectIndexPaths(paths, in: context)
         }
     }
 
@@ -55,18 +57,26 @@ extension ControllerRegistry {
     }
 
     /// Commits pending edits, then changes the selection and lets details follow; answers the controller's state.
+    /// `check` refuses the request before anything is committed (and again with the lock taken for the change).
     private func changingSelection(
-        _ name: String, _ change: (Controller, ControllerContext) throws(ObjectGraphError) -> Void
+        _ name: String, checking check: (Controller) throws(ObjectGraphError) -> Void = { _ in },
+        _ change: (Controller, ControllerContext) throws(ObjectGraphError) -> Void
     ) throws -> PropertyListValue {
-        // The controller's own editors, then those of every controller that follows it: a master's new selection
-        // gives its details new content, and their edits must not move to other objects.
-        for editing in try [name] + followers(of: name) { try commitPendingEdits(editing, beforeSelectionChange: true) }
+        try session { _, context in try check(try context.controller(name)) }
+        try commitEditsBeforeSelectionChange(name)
         return try session { registry, context in
             let controller = try context.controller(name)
+            try check(controller)
             try change(controller, context)
             Self.followMasters(registry, context: context)
             return controller.state(in: context)
         }
+    }
+
+    /// Commits the pending edits of the controller's own editors, then those of every controller that follows it: a
+    /// master's new selection gives its details new content, and their edits must not move to other objects.
+    private func commitEditsBeforeSelectionChange(_ name: String) throws {
+        for editing in try [name] + followers(of: name) { try commitPendingEdits(editing, beforeSelectionChange: true) }
     }
 
     /// The controllers whose content follows `name`, directly or through other controllers, masters first.
@@ -103,10 +113,18 @@ extension ControllerRegistry {
         try rearranging(name, key: .filterPredicate) { description in description.filterPredicate = predicate }
     }
 
+    /// A new sort or filter may select other objects, so pending edits are committed first, as for a selection change.
     private func rearranging(
         _ name: String, key: ControllerChange.Key, _ change: (inout ControllerDescription) -> Void
     ) throws -> PropertyListValue {
-        try session { registry, context in
+        try session { _, context in
+            let controller = try context.controller(name)
+            guard controller is ArrayController || controller is TreeController else {
+                throw ObjectGraphError.undefinedKey(key.rawValue, entity: "Controller \(name)")
+            }
+        }
+        try commitEditsBeforeSelectionChange(name)
+        return try session { registry, context in
             let controller = try context.controller(name)
             guard controller is ArrayController || controller is TreeController else {
                 throw ObjectGraphError.undefinedKey(key.rawValue, entity: "Controller \(name)")
@@ -129,26 +147,30 @@ extension ControllerRegistry {
     // MARK: Setting through the selection and editing
 
     /// `PUT /controllers/{name}/selection/{keyPath}`: sets the value on every selected object in one transaction;
-    /// answers the selection's new value for the key path.
+    /// answers the key path's new value on the objects it was set on (also when the change moved them out of the
+    /// selection).
     @discardableResult
     public func setSelectionValue(_ value: PropertyListValue, forKeyPath keyPath: String, controller name: String)
         throws -> PropertyListValue
     {
-        let edit = try session { _, context -> ModelEdit in
+        let objects = try session { _, context -> [ObjectID] in
             let controller = try context.controller(name)
             guard controller.options.editable else { throw ObjectGraphError.notEditable(name) }
             let objects = controller.selectedObjects
             guard !objects.isEmpty else {
                 throw ObjectGraphError.actionDisabled("setValue", of: name, "nothing is selected.")
             }
-            return .setValues(objects: objects, edits: [PendingEdit(keyPath: keyPath, value: value)])
+            return objects
         }
-        let (_, record) = try transact(edit)
+        let (_, record) = try transact(
+            .setValues(objects: objects, edits: [PendingEdit(keyPath: keyPath, value: value)]))
         return try session(seq: record?.seq) { registry, context in
             if let record, record.seq > registry.lastProcessedSeq {
                 Self.process(record, registry: &registry, context: context)
             }
-            return try context.controller(name).selectionValue(keyPath, in: context.view).json
+            let view = context.view
+            let controller = try context.controller(name)
+            return try controller.selectionValue(keyPath, in: view, of: objects.filter { view.contains($0) }).json
         }
     }
 

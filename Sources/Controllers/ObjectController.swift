@@ -18,6 +18,8 @@ final class ObjectController: Controller {
     }
 
     override var canAdd: Bool { options.editable && isEntityMode }
+    /// NSObjectController has no `insert:`.
+    override var canInsert: Bool { false }
     override var canRemove: Bool { options.editable && selectedObjects.count == 1 }
 
     override func resolveContent(in context: ControllerContext) -> (

@@ -17,7 +17,6 @@ final class TreeController: Controller {
     var roots: [Node] = []
     /// Valid, unique, in depth-first order.
     var selectionIndexPaths: [[Int]] = []
-    var explicitlyEmpty = false
     var ordering = SortOrdering([])
     /// Every object in the tree.
     var nodeSet: Set<ObjectID> = []

@@ -119,6 +119,42 @@ struct EditingTests {
         #expect(try h.selection() == [0])
     }
 
+    @Test func selectionRequestOfTheWrongKind_refusedBeforeEditsAreCommitted() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.make(["name": "org", "kind": "tree", "content": "Employee", "childrenKeyPath": "directReports"])
+        try h.make(["name": "one", "kind": "object", "content": "Employee/bob"])
+        try h.registry.setPendingEdit(1, forKeyPath: "salary", controller: "e")
+        try h.registry.setPendingEdit(2, forKeyPath: "salary", controller: "one")
+        expectError("undefined-key", status: 404) { try h.registry.setSelectionIndexPaths([[3]], controller: "e") }
+        expectError("undefined-key", status: 404) { try h.registry.setSelectionIndexes([1], controller: "org") }
+        expectError("undefined-key", status: 404) { try h.registry.setSelectionIndexPaths([[0]], controller: "one") }
+        expectError("validation-failed", status: 422) { try h.registry.setSelectionIndexes([], controller: "one") }
+        #expect(try h.selection() == [0])
+        #expect(try h.value("selectionIndexPaths", of: "org") == [[0]])
+        #expect(try h.json("salary", of: "Employee/ann") == 300)
+        #expect(try h.json("salary", of: "Employee/bob") == 200)
+        #expect(try h.value("isEditing") == true)
+        #expect(try h.value("isEditing", of: "one") == true)
+    }
+
+    /// A filter or sort change may select other objects: the edits are committed first, as for a selection change.
+    @Test func filterChangeHidingTheEditedObject_commitsEditsFirst_invalidEdits422AndFilterKept() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.registry.setPendingEdit(-1, forKeyPath: "salary", controller: "e")
+        expectError("validation-failed", status: 422) {
+            try h.registry.setFilterPredicate(try Predicate(format: "salary > 1000"), controller: "e")
+        }
+        #expect(try h.names().count == 5)
+        #expect(try h.value("isEditing") == true)
+        try h.registry.setPendingEdit(7, forKeyPath: "salary", controller: "e")
+        try h.registry.setFilterPredicate(try Predicate(format: "salary > 150"), controller: "e")
+        #expect(try h.json("salary", of: "Employee/ann") == 7)
+        #expect(try h.names() == ["Baker", "Evans"])
+        #expect(try h.value("isEditing") == false)
+    }
+
     @Test func objectController_commitEditing_appliesToContent() throws {
         let h = try Harness()
         try h.make(["name": "o", "kind": "object", "content": "Employee/cy"])

@@ -28,6 +28,17 @@ struct MasterDetailTests {
         #expect(h.reported(.selection, of: "person"))
     }
 
+    /// An empty selection asked by a client is for that content: new content from the master selects again.
+    @Test func detail_emptiedByClient_masterChange_avoidsEmptySelectionAgain() throws {
+        let h = try harness()
+        try h.select([2], "departments")
+        try h.select([], "staff")
+        #expect(try h.value("selection.lastName", of: "person") == marker("NoSelection"))
+        try h.select([1], "departments")
+        #expect(try h.selectedNames("staff") == ["Dunn"])
+        #expect(try h.value("selection.firstName", of: "person") == "Dee")
+    }
+
     @Test func detail_masterMultipleSelection_hasNoContent() throws {
         let h = try harness()
         try h.select([1, 2], "departments")
@@ -126,6 +137,26 @@ struct AutomaticRearrangingTests {
         #expect(try h.names() == ["Dunn", "Archer", "Baker", "Cole", "Evans"])
         try h.set("name", of: "Department/2", to: "Zoology")
         #expect(try h.names() == ["Archer", "Baker", "Cole", "Evans", "Dunn"])
+    }
+
+    /// `lastName` is both a direct key (the object's own) and an indirect one (its reports' `manager.lastName`).
+    @Test func keyBothDirectAndIndirect_automaticallyRearrangesOn_movesTheOtherObjectsToo() throws {
+        let h = try Harness()
+        try h.employees(sort: "manager.lastName,lastName", options: ["automaticallyRearrangesObjects": true])
+        #expect(try h.names() == ["Archer", "Dunn", "Baker", "Cole", "Evans"])
+        try h.set("lastName", of: "Employee/ann", to: "Zorn")
+        #expect(try h.names() == ["Dunn", "Zorn", "Evans", "Baker", "Cole"])
+    }
+
+    /// KVC through a to-many then a to-one gives the same object once per element (Cocoa's `valueForKeyPath:`).
+    @Test func contentWithDuplicates_sortKeyChange_rearrangesWhole() throws {
+        let h = try Harness()
+        try h.employees(
+            content: "Department/1.employees.department", sort: "name",
+            options: ["automaticallyRearrangesObjects": true])
+        #expect(try h.value("arrangedObjects.@count") == 4)
+        try h.set("name", of: "Department/1", to: "Zed")
+        #expect(try h.value("arrangedObjects.name") == ["Zed", "Zed", "Zed", "Zed"])
     }
 
     @Test func contentChangeElsewhere_alwaysRearranges() throws {
