@@ -26,6 +26,11 @@ final class TreeController: Controller {
     var watchedKeys: Set<String> = []
     /// Keys whose change on any object may change the tree (later steps of the key paths).
     var indirectKeys: Set<String> = []
+    /// The last rebuild stopped expanding at `maxNodes`.
+    var isTruncated = false
+    /// The most nodes a tree is built with: an object reached along several paths is a node on each, so a children
+    /// key path that meets the same objects again (`department.employees`) would grow the tree exponentially.
+    static let maxNodes = 200_000
 
     override init(description: ControllerDescription, isDeclared: Bool) {
         super.init(description: description, isDeclared: isDeclared)
@@ -84,6 +89,8 @@ final class TreeController: Controller {
         let oldSelected = selectedObjects
         var seen: Set<ObjectID> = []
         var flat: [ObjectID] = []
+        var budget = Self.maxNodes
+        isTruncated = false
         func build(_ object: ObjectID, ancestors: inout Set<ObjectID>, depth: Int) -> Node {
             seen.insert(object)
             flat.append(object)
@@ -94,9 +101,15 @@ final class TreeController: Controller {
             guard !isLeaf, depth < 64, let value = try? view.value(forKeyPath: childrenKeyPath, of: object) else {
                 return Node(object: object, children: [], isLeaf: isLeaf)
             }
+            var childObjects = value.objectIDs.filter { !ancestors.contains($0) }
+            if childObjects.count > budget {
+                isTruncated = true
+                childObjects = []
+            }
+            budget -= childObjects.count
             ancestors.insert(object)
             defer { ancestors.remove(object) }
-            let children = sorted(value.objectIDs.filter { !ancestors.contains($0) }, view: view).map {
+            let children = sorted(childObjects, view: view).map {
                 build($0, ancestors: &ancestors, depth: depth + 1)
             }
             return Node(object: object, children: children, isLeaf: false)
@@ -146,6 +159,11 @@ final class TreeController: Controller {
     }
 
     func checkDeclaration(model: ObjectModel) throws {
+        if isTruncated {
+            throw ControllerDescription.bad(
+                "The tree would have more than \(Self.maxNodes) nodes (\"childrenKeyPath\" \(childrenKeyPath) reaches "
+                    + "the same objects along many paths).", field: "childrenKeyPath")
+        }
         guard let entity = contentEntity else { return }
         guard model.relationship(from: entity, keyPath: childrenKeyPath)?.isToMany == true else {
             throw ControllerDescription.bad(

@@ -25,6 +25,24 @@ struct TreeControllerTests {
         return node?["object"]
     }
 
+    /// Every employee of a department of twelve is a child of every other: 12! paths, refused instead of built.
+    @Test func tree_childrenKeyPathMeetingTheSameObjects_refusedPastTheNodeLimit() throws {
+        var objects: [PropertyListValue] = [["$id": "Department/1", "name": "Sales"]]
+        for index in 0..<12 {
+            objects.append([
+                "$id": .string("Employee/\(index)"), "firstName": "F", "lastName": .string("L\(index)"),
+                "department": ref("Department/1"),
+            ])
+        }
+        let h = try Harness(objects: .array(objects))
+        expectError("bad-controller", status: 400) {
+            try h.make([
+                "name": "web", "kind": "tree", "content": "Employee", "childrenKeyPath": "department.employees",
+            ])
+        }
+        #expect(!h.registry.contains("web"))
+    }
+
     @Test func tree_rootsFromFilter_childrenNested_withIndexPaths() throws {
         let h = try harness()
         let roots = try h.value("arrangedObjects", of: "org")
