@@ -85,6 +85,24 @@ struct ObservationCenterTests {
 
     /// Observer ids are not reused by another run (another center): a client still polling an observer from before
     /// a restart gets 404, never another observer's changes.
+    /// Deleting an object nullifies its relationships: one change per key, not a second one from the re-read.
+    @Test func deletionAndUndoOfTheTarget_reportRelationshipKeysOnce() throws {
+        try withCenter { document, center in
+            let (manager, since) = try center.addObserver(
+                target: "Employee/2", keyPath: "manager", options: ["new", "old"])
+            let (reports, _) = try center.addObserver(
+                target: "Employee/2", keyPath: "directReports", options: ["new", "old"])
+            try document.transaction { try $0.delete(ObjectID(entity: "Employee", id: "2")) }
+            _ = try document.undo()
+            let managerChanges = try poll(center, manager, since: since)
+            #expect(managerChanges.map { $0["new"] } == [.null, ["$ref": "Employee/1"]])
+            #expect(Set(managerChanges.compactMap { $0["seq"] }).count == 2)
+            let reportChanges = try poll(center, reports, since: since)
+            #expect(reportChanges.count == 2)
+            #expect(reportChanges.last?["new"]?.arrayValue?.count == 2)
+        }
+    }
+
     @Test func observerIdsDifferFromOneRunToTheNext() throws {
         try withCenter { document, center in
             let first = try center.addObserver(target: "Employee/4", keyPath: "salary", options: [])

@@ -478,10 +478,12 @@ public final class ObservationCenter: @unchecked Sendable {
                 continue
             }
             var rereads = false
+            var reported = false
             for change in record.changes where change.target == id || change.kind == .reset {
                 switch change.kind {
                 case .setting, .insertion, .removal, .replacement:
                     guard change.key == observer.keyPath else { continue }
+                    reported = true
                     observer.emit(
                         FeedChange(
                             seq: record.seq, target: id.description, keyPath: observer.keyPath, kind: change.kind,
@@ -490,8 +492,10 @@ public final class ObservationCenter: @unchecked Sendable {
                     rereads = true
                 }
             }
-            // The value a later re-read (a whole-graph replacement: revertToSaved, PUT /store) is compared with.
-            if rereads {
+            // The value a later re-read (a whole-graph replacement: revertToSaved, PUT /store) is compared with. A
+            // deletion or creation that the record already reported for this key (a nullified relationship) is not
+            // reported again.
+            if rereads && !reported {
                 reread.append(observer)
             } else if let value = capturedValues[observer.id] {
                 observer.lastValue = value
