@@ -136,6 +136,10 @@ extension BinderyService {
             })
     }
 
+    /// Unsent bytes a client may leave behind on an event stream before the stream ends with `client-too-slow` (the
+    /// client reconnects with `Last-Event-ID`); a single event larger than this is still sent when nothing waits.
+    static let maxUnsentEventBytes = 4 << 20
+
     /// The same feed as server-sent events: `id:` is the seq, `event: change` (or `notification`), a heartbeat
     /// comment when idle, `event: error` before the stream ends when it cannot go on.
     private static func eventStream(_ request: PollRequest, center: ObservationCenter) -> HTTPResponse {
@@ -152,6 +156,18 @@ extension BinderyService {
                     case .error(let body): text += "event: error\ndata: \(body.jsonString())\n\n"
                     case .heartbeat: text += ": heartbeat\n\n"
                     }
+                }
+                let unsent = stream.bufferedCount
+                if unsent > 0 && unsent + text.utf8.count > maxUnsentEventBytes {
+                    let error: PropertyListValue = [
+                        "error": [
+                            "code": "client-too-slow",
+                            "message": .string(
+                                "\(unsent) bytes of events were not read yet; reconnect with Last-Event-ID."),
+                        ]
+                    ]
+                    stream.write(Array("event: error\ndata: \(error.jsonString())\n\n".utf8))
+                    return false
                 }
                 return stream.write(Array(text.utf8))
             },

@@ -10,6 +10,8 @@ import Synchronization
 public final class HTTPStream: @unchecked Sendable {
     private struct State {
         var buffer: [UInt8] = []
+        /// Where the unsent bytes of `buffer` begin (sent bytes are dropped in bulk, not on every read).
+        var start = 0
         var finished = false
         var released = false
         var parked = false
@@ -31,6 +33,11 @@ public final class HTTPStream: @unchecked Sendable {
     /// Called once when the stream ends (finished and sent, or the client went away).
     public func onClose(_ handler: @escaping @Sendable () -> Void) {
         closeHandler.withLock { $0 = handler }
+    }
+
+    /// The bytes written and not yet sent (the client reads slower than the stream is written when this grows).
+    public var bufferedCount: Int {
+        state.withLock { $0.buffer.count - $0.start }
     }
 
     /// Appends bytes; returns false once the stream has ended.
@@ -69,12 +76,20 @@ public final class HTTPStream: @unchecked Sendable {
     /// The content reader: copies buffered bytes, ends the stream, or parks the connection until `write`.
     func read(into destination: UnsafeMutablePointer<CChar>, max: Int) -> Int {
         state.withLock { state in
-            if !state.buffer.isEmpty {
-                let count = min(max, state.buffer.count)
+            if state.start < state.buffer.count {
+                let count = min(max, state.buffer.count - state.start)
                 state.buffer.withUnsafeBufferPointer { source in
-                    UnsafeMutableRawPointer(destination).copyMemory(from: source.baseAddress!, byteCount: count)
+                    UnsafeMutableRawPointer(destination).copyMemory(
+                        from: source.baseAddress! + state.start, byteCount: count)
                 }
-                state.buffer.removeFirst(count)
+                state.start += count
+                if state.start == state.buffer.count {
+                    state.buffer.removeAll(keepingCapacity: state.buffer.capacity <= 1 << 16)
+                    state.start = 0
+                } else if state.start >= 1 << 16 && state.start * 2 >= state.buffer.count {
+                    state.buffer.removeFirst(state.start)
+                    state.start = 0
+                }
                 return count
             }
             if state.finished { return -1 }  // MHD_CONTENT_READER_END_OF_STREAM
@@ -92,6 +107,7 @@ public final class HTTPStream: @unchecked Sendable {
             state.released = true
             state.connection = nil
             state.buffer = []
+            state.start = 0
         }
         let handler = closeHandler.withLock { handler in
             defer { handler = nil }

@@ -450,6 +450,22 @@ struct ObservingRoutesTests {
     }
 }
 
+/// How many times `needle` occurs in `haystack` (not overlapping).
+private func occurrences(of needle: [UInt8], in haystack: [UInt8]) -> Int {
+    guard let first = needle.first, haystack.count >= needle.count else { return 0 }
+    var count = 0
+    var index = 0
+    while index <= haystack.count - needle.count {
+        if haystack[index] == first && haystack[index..<index + needle.count].elementsEqual(needle) {
+            count += 1
+            index += needle.count
+        } else {
+            index += 1
+        }
+    }
+    return count
+}
+
 /// Reads a streamed response until `marker` shows up (or the socket's timeout passes).
 private func read(_ socket: Int32, until marker: String, into received: inout String) -> Bool {
     var buffer = [UInt8](repeating: 0, count: 8192)
@@ -479,6 +495,40 @@ struct ServerSentEventsTests {
             #expect(try client.request("DELETE", "/observers/\(id)").status == 204)
             // Well before the 15 s heartbeat.
             #expect(read(socket, until: "no-such-observer", into: &received))
+        }
+    }
+
+    /// A client that stops reading does not make the server buffer every change for it.
+    @Test func aStreamWhoseClientStopsReading_endsWithClientTooSlow() throws {
+        try withService { client in
+            let socket = try client.connect()
+            defer { close(socket) }
+            try client.send(
+                Array("GET /changes HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n".utf8), on: socket)
+            var received = ""
+            #expect(read(socket, until: "text/event-stream", into: &received))
+            // Each change is an event of ~1.4 MB (old and new); the kernel's buffers hold up to ~10 MB of them.
+            for round in 0..<16 {
+                let value = String(repeating: round % 2 == 0 ? "a" : "b", count: 700_000)
+                #expect(try client.request("PUT", "/objects/Employee/4/firstName", json: "\"\(value)\"").status == 200)
+            }
+            // Reads on, looking at each chunk with the end of the one before (bytes and memmem: String searches of
+            // megabytes are slow in a debug build).
+            let marker = Array("event: error\ndata: {\"error\":{\"code\":\"client-too-slow\"".utf8)
+            let change = Array("event: change".utf8)
+            var window: [UInt8] = []
+            var changes = 0
+            var found = false
+            var buffer = [UInt8](repeating: 0, count: 1 << 16)
+            while !found {
+                let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+                guard count > 0 else { break }
+                window = Array(window.suffix(64)) + buffer[0..<count]
+                found = occurrences(of: marker, in: window) > 0
+                changes += occurrences(of: change, in: window)
+            }
+            #expect(found)
+            #expect(changes < 16)
         }
     }
 
