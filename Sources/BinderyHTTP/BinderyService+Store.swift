@@ -26,10 +26,16 @@ extension BinderyService {
         }
         let accept = request.request.header("Accept")?.lowercased() ?? ""
         if accept.contains(plistType) || accept.contains("application/xml") {
+            let xml: [UInt8]
+            do {
+                xml = try graph.xmlPropertyList()
+            } catch {
+                throw APIError(status: 406, code: "not-acceptable", message: "\(error.message) Ask for JSON instead.")
+            }
             return .response(
                 HTTPResponse(
                     status: 200, headers: [("Content-Type", plistType), ("X-Store-Seq", String(acknowledged))],
-                    body: .bytes(graph.xmlPropertyList())))
+                    body: .bytes(xml)))
         }
         return .response(.json(graph, seq: acknowledged))
     }
@@ -39,13 +45,14 @@ extension BinderyService {
         let type = request.request.header("Content-Type")?.lowercased() ?? ""
         if type.hasPrefix(plistType) || type.hasPrefix("application/xml") || type.hasPrefix("text/xml") {
             do {
-                graph = try PropertyListValue(xmlPropertyList: request.request.body)
+                graph = try PropertyListValue(
+                    xmlPropertyList: request.request.body, maximumDepth: PropertyListValue.documentDepthLimit)
             } catch {
                 throw APIError(
                     status: 400, code: "malformed-plist", message: "The body is not an XML property list: \(error).")
             }
         } else {
-            graph = try request.jsonBody()
+            graph = try request.jsonBody(maximumDepth: PropertyListValue.documentDepthLimit)
         }
         let result: TransactionResult<Int>
         do {

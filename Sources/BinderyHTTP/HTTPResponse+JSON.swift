@@ -35,7 +35,7 @@ extension RouteRequest {
     ///
     /// `application/x-www-form-urlencoded` (what `curl -d` sends unless told otherwise) and `text/plain` are read as
     /// JSON too; other declared types are refused.
-    public func jsonBody() throws(APIError) -> PropertyListValue {
+    public func jsonBody(maximumDepth: Int = PropertyListValue.valueDepthLimit) throws(APIError) -> PropertyListValue {
         if let type = request.header("Content-Type")?.lowercased(), !type.isEmpty,
             !(Self.jsonMediaTypes.contains(where: { type.hasPrefix($0) }) || type.contains("+json"))
         {
@@ -48,7 +48,7 @@ extension RouteRequest {
                 fields: ["line": 1, "column": 1])
         }
         do {
-            return try PropertyListValue(jsonBytes: request.body)
+            return try PropertyListValue(jsonBytes: request.body, maximumDepth: maximumDepth)
         } catch {
             throw APIError.malformedJSON(error)
         }

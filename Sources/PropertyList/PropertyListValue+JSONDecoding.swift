@@ -58,6 +58,9 @@ extension PropertyListValue {
 
     /// How deep a client's value may nest (`init(jsonBytes:maximumDepth:)`).
     public static let valueDepthLimit = 1000
+    /// How deep a document that wraps clients' values may nest (`PUT /store`, `data.json`: an export of values at
+    /// `valueDepthLimit` reads back).
+    public static let documentDepthLimit = valueDepthLimit + 8
     /// How deep the service's own files may nest: jansson's limit.
     public static let fileDepthLimit = 2048
 

@@ -15,27 +15,34 @@ extension PropertyListValue {
     ///
     /// A property list has no null: a null dictionary entry is left out (an absent key reads back as null), and a
     /// null elsewhere is written as the marker dictionary `{"$null": true}`, which `init(xmlPropertyList:)` reads
-    /// back as null.
-    public func xmlPropertyList() -> [UInt8] {
+    /// back as null. Lines are indented one tab per level down to `maximumIndent` levels (so that the size stays
+    /// linear in the depth). A carriage return is written `&#13;` (an XML reader would read a raw one as a line
+    /// feed); a string with another control character (but tab and line feed) cannot be written, as XML 1.0 has no
+    /// way to carry it, and throws.
+    public func xmlPropertyList() throws(XMLPropertyListError) -> [UInt8] {
         var out = """
             <?xml version="1.0" encoding="UTF-8"?>
             <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
             <plist version="1.0">
 
             """
-        Self.writeXML(self, indent: 0, into: &out)
+        try Self.writeXML(self, indent: 0, into: &out)
         out += "</plist>\n"
         return Array(out.utf8)
     }
 
-    private static func writeXML(_ value: PropertyListValue, indent: Int, into out: inout String) {
-        let pad = String(repeating: "\t", count: indent)
+    private static let maximumIndent = 16
+
+    private static func writeXML(_ value: PropertyListValue, indent: Int, into out: inout String)
+        throws(XMLPropertyListError)
+    {
+        let pad = String(repeating: "\t", count: min(indent, maximumIndent))
         switch value {
         case .null: out += "\(pad)<dict>\n\(pad)\t<key>$null</key>\n\(pad)\t<true/>\n\(pad)</dict>\n"
         case .boolean(let b): out += b ? "\(pad)<true/>\n" : "\(pad)<false/>\n"
         case .integer(let i): out += "\(pad)<integer>\(i)</integer>\n"
         case .real(let r): out += "\(pad)<real>\(r.description)</real>\n"
-        case .string(let s): out += "\(pad)<string>\(escape(s))</string>\n"
+        case .string(let s): out += "\(pad)<string>\(try escape(s))</string>\n"
         case .date(let d):
             // The DTD's form, `YYYY-MM-DDTHH:MM:SSZ`, which plist readers insist on: milliseconds are dropped, as
             // Apple's writer drops fractions of a second (JSON keeps them).
@@ -43,20 +50,20 @@ extension PropertyListValue {
         case .data(let d): out += "\(pad)<data>\(d.base64EncodedString())</data>\n"
         case .array(let elements):
             out += "\(pad)<array>\n"
-            for element in elements { writeXML(element, indent: indent + 1, into: &out) }
+            for element in elements { try writeXML(element, indent: indent + 1, into: &out) }
             out += "\(pad)</array>\n"
         case .dictionary(let dictionary):
             out += "\(pad)<dict>\n"
             for key in dictionary.keys.sorted() {
                 guard let element = dictionary[key], !element.isNull else { continue }
-                out += "\(pad)\t<key>\(escape(key))</key>\n"
-                writeXML(element, indent: indent + 1, into: &out)
+                out += "\(pad)\t<key>\(try escape(key))</key>\n"
+                try writeXML(element, indent: indent + 1, into: &out)
             }
             out += "\(pad)</dict>\n"
         }
     }
 
-    private static func escape(_ s: String) -> String {
+    private static func escape(_ s: String) throws(XMLPropertyListError) -> String {
         var out = ""
         out.reserveCapacity(s.utf8.count)
         for scalar in s.unicodeScalars {
@@ -64,15 +71,30 @@ extension PropertyListValue {
             case "&": out += "&amp;"
             case "<": out += "&lt;"
             case ">": out += "&gt;"
+            case "\r": out += "&#13;"
+            case "\t", "\n": out.unicodeScalars.append(scalar)
+            case "\u{0}"..."\u{1F}", "\u{FFFE}", "\u{FFFF}":
+                throw XMLPropertyListError(
+                    message:
+                        "The text \(String(s.prefix(40)).debugDescription) holds U+\(String(scalar.value, radix: 16, uppercase: true)), "
+                        + "which XML 1.0 cannot carry.")
             default: out.unicodeScalars.append(scalar)
             }
         }
         return out
     }
 
-    /// Reads an XML property list, as written by `xmlPropertyList()` or by Cocoa.
-    public init(xmlPropertyList bytes: [UInt8]) throws(XMLPropertyListError) {
-        let parser = XMLPropertyListParser()
+    /// Reads an XML property list, as written by `xmlPropertyList()` or by Cocoa; arrays and dictionaries may nest
+    /// `maximumDepth` levels deep (as for JSON), a dictionary's keys are unique, and entity declarations are refused.
+    public init(
+        xmlPropertyList bytes: [UInt8], maximumDepth: Int = PropertyListValue.valueDepthLimit
+    ) throws(XMLPropertyListError) {
+        // libxml2 expands declared entities without telling the delegate: the prolog must declare none.
+        let prolog = bytes[..<(bytes.firstRange(of: Array("<plist".utf8))?.lowerBound ?? bytes.endIndex)]
+        if prolog.firstRange(of: Array("<!ENTITY".utf8)) != nil {
+            throw XMLPropertyListError(message: "entity declarations are not allowed")
+        }
+        let parser = XMLPropertyListParser(maximumDepth: maximumDepth)
         guard let value = parser.parse(Data(bytes)) else {
             throw XMLPropertyListError(message: parser.failure ?? "not an XML property list")
         }
@@ -91,7 +113,12 @@ private final class XMLPropertyListParser: NSObject, XMLParserDelegate {
     private var stack: [Frame] = []
     private var text = ""
     private var result: PropertyListValue?
+    private let maximumDepth: Int
     var failure: String?
+
+    init(maximumDepth: Int) {
+        self.maximumDepth = maximumDepth
+    }
 
     func parse(_ data: Data) -> PropertyListValue? {
         let parser = XMLParser(data: data)
@@ -109,14 +136,19 @@ private final class XMLPropertyListParser: NSObject, XMLParserDelegate {
         attributes: [String: String] = [:]
     ) {
         text = ""
-        switch elementName {
-        case "array": stack.append(.array([]))
-        case "dict": stack.append(.dictionary([:], pendingKey: nil))
-        default: break
+        guard elementName == "array" || elementName == "dict" else { return }
+        guard stack.count < maximumDepth else {
+            return fail(parser, "arrays and dictionaries nested more than \(maximumDepth) levels deep")
         }
+        stack.append(elementName == "array" ? .array([]) : .dictionary([:], pendingKey: nil))
     }
 
     func parser(_ parser: XMLParser, foundCharacters string: String) {
+        text += string
+    }
+
+    func parser(_ parser: XMLParser, foundCDATA CDATABlock: Data) {
+        guard let string = String(data: CDATABlock, encoding: .utf8) else { return fail(parser, "CDATA is not UTF-8") }
         text += string
     }
 
@@ -160,15 +192,19 @@ private final class XMLPropertyListParser: NSObject, XMLParserDelegate {
             return fail(parser, "unknown element <\(elementName)>")
         }
         text = ""
-        switch stack.last {
+        // Popped and pushed again, so that the frame's array is not copied on every element.
+        switch stack.popLast() {
         case nil:
+            guard result == nil else { return fail(parser, "more than one value in <plist>") }
             result = value
         case .array(var elements)?:
             elements.append(value)
-            stack[stack.count - 1] = .array(elements)
+            stack.append(.array(elements))
         case .dictionary(var d, let key?)?:
-            d[key] = value
-            stack[stack.count - 1] = .dictionary(d, pendingKey: nil)
+            guard d.updateValue(value, forKey: key) == nil else {
+                return fail(parser, "the key \(key) twice in a <dict>")
+            }
+            stack.append(.dictionary(d, pendingKey: nil))
         case .dictionary(_, nil)?:
             fail(parser, "a value in a <dict> without its <key>")
         }

@@ -142,6 +142,11 @@ struct DocumentRoutesTests {
                 "PUT", "/store", headers: ["Content-Type": "application/x-plist"], body: plist.body)
             #expect(imported.status == 200)
             #expect(try client.request("GET", "/store").json?["objects"] == export.json?["objects"])
+            // XML 1.0 cannot carry a bell character: that export is refused rather than written unreadable.
+            #expect(try client.request("PUT", "/objects/Employee/1/lastName", json: #""a\u0007b""#).status == 200)
+            let refused = try client.request("GET", "/store", headers: ["Accept": "application/x-plist"])
+            #expect(refused.status == 406)
+            #expect(refused.errorCode == "not-acceptable")
         }
     }
 
@@ -160,6 +165,14 @@ struct DocumentRoutesTests {
             #expect(
                 try client.request("PUT", "/store", headers: ["Content-Type": "application/x-plist"], body: [1, 2])
                     .status == 400)
+            // Nested deeper than any value may be: refused before anything recurses through it (it crashed).
+            let deep =
+                "<plist>" + String(repeating: "<array>", count: 60_000) + String(repeating: "</array>", count: 60_000)
+                + "</plist>"
+            let tooDeep = try client.request(
+                "PUT", "/store", headers: ["Content-Type": "application/x-plist"], body: Array(deep.utf8))
+            #expect(tooDeep.status == 400)
+            #expect(tooDeep.text.contains("nested more than"))
             let after = try client.request("GET", "/store")
             #expect(after.json == export.json)
             #expect(after.header("X-Store-Seq") == "1")

@@ -9,7 +9,7 @@ struct XMLPropertyListTests {
             "date": .date(Date(timeIntervalSince1970: 1_795_558_340)), "data": .data(Data([1, 2, 3])),
             "array": [1, nil, ["nested": "x"]], "empty": [:],
         ]
-        let xml = value.xmlPropertyList()
+        let xml = try value.xmlPropertyList()
         let text = String(decoding: xml, as: UTF8.self)
         #expect(text.contains("<!DOCTYPE plist"))
         #expect(text.contains("<string>a &lt; b &amp; c</string>"))
@@ -19,10 +19,10 @@ struct XMLPropertyListTests {
 
     @Test func writesDatesInTheDTDFormWithoutMilliseconds() throws {
         let value: PropertyListValue = ["date": .date(Date(timeIntervalSince1970: 1_795_558_340.987))]
-        let text = String(decoding: value.xmlPropertyList(), as: UTF8.self)
+        let text = String(decoding: try value.xmlPropertyList(), as: UTF8.self)
         #expect(text.contains("<date>2026-11-24T22:12:20Z</date>"))
         #expect(
-            try PropertyListValue(xmlPropertyList: value.xmlPropertyList())
+            try PropertyListValue(xmlPropertyList: try value.xmlPropertyList())
                 == ["date": .date(Date(timeIntervalSince1970: 1_795_558_340))])
         // Fractions are still read.
         let fraction = Array("<plist><date>2026-11-24T22:12:20.5Z</date></plist>".utf8)
@@ -31,7 +31,50 @@ struct XMLPropertyListTests {
 
     @Test func leavesNullDictionaryEntriesOut() throws {
         let value: PropertyListValue = ["present": 1, "absent": nil]
-        #expect(try PropertyListValue(xmlPropertyList: value.xmlPropertyList()) == ["present": 1])
+        #expect(try PropertyListValue(xmlPropertyList: try value.xmlPropertyList()) == ["present": 1])
+    }
+
+    /// As for JSON: a client's value nests at most `valueDepthLimit` levels (every reader of it recurses).
+    @Test func refusesNestingPastTheDepthLimit() throws {
+        func nested(_ depth: Int) -> [UInt8] {
+            Array(
+                ("<plist>" + String(repeating: "<array>", count: depth) + String(repeating: "</array>", count: depth)
+                    + "</plist>").utf8)
+        }
+        #expect(throws: XMLPropertyListError.self) { try PropertyListValue(xmlPropertyList: nested(1001)) }
+        #expect(throws: XMLPropertyListError.self) { try PropertyListValue(xmlPropertyList: nested(60_000)) }
+        let value = try PropertyListValue(xmlPropertyList: nested(1000))
+        var depth = 0
+        var inner = value
+        while case .array(let elements) = inner {
+            depth += 1
+            inner = elements.first ?? .null
+        }
+        #expect(depth == 1000)
+        // Its export reads back, and stays linear in the depth (indentation stops deepening).
+        let xml = try value.xmlPropertyList()
+        #expect(xml.count < 60_000)
+        #expect(try PropertyListValue(xmlPropertyList: xml) == value)
+    }
+
+    @Test func carriageReturnsRoundTrip_otherControlCharactersCannotBeWritten() throws {
+        let value: PropertyListValue = ["text": "a\r\nb\rc\td"]
+        #expect(try PropertyListValue(xmlPropertyList: try value.xmlPropertyList()) == value)
+        #expect(throws: XMLPropertyListError.self) { try PropertyListValue.string("bell \u{7}").xmlPropertyList() }
+    }
+
+    @Test func readsCDATA_refusesEntitiesDuplicateKeysAndSecondValues() throws {
+        let cdata = Array("<plist><string>a<![CDATA[<b> & c]]>d</string></plist>".utf8)
+        #expect(try PropertyListValue(xmlPropertyList: cdata) == "a<b> & cd")
+        let declarationInText = Array("<plist><string><![CDATA[<!ENTITY x>]]></string></plist>".utf8)
+        #expect(try PropertyListValue(xmlPropertyList: declarationInText) == "<!ENTITY x>")
+        let entity = Array(
+            "<?xml version=\"1.0\"?><!DOCTYPE plist [<!ENTITY y \"YY\">]><plist><string>A&y;C</string></plist>".utf8)
+        #expect(throws: XMLPropertyListError.self) { try PropertyListValue(xmlPropertyList: entity) }
+        let twice = Array("<plist><dict><key>k</key><true/><key>k</key><false/></dict></plist>".utf8)
+        #expect(throws: XMLPropertyListError.self) { try PropertyListValue(xmlPropertyList: twice) }
+        let two = Array("<plist><array/><array/></plist>".utf8)
+        #expect(throws: XMLPropertyListError.self) { try PropertyListValue(xmlPropertyList: two) }
     }
 
     @Test func rejectsMalformedXML() {

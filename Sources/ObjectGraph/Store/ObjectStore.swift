@@ -148,7 +148,7 @@ public final class ObjectStore: Sendable {
     public func loadFixture(jsonBytes: some Collection<UInt8>) throws -> ChangeRecord? {
         let json: PropertyListValue
         do {
-            json = try PropertyListValue(jsonBytes: jsonBytes)
+            json = try PropertyListValue(jsonBytes: jsonBytes, maximumDepth: PropertyListValue.documentDepthLimit)
         } catch {
             var fields: [String: PropertyListValue] = [:]
             fields["line"] = error.line.map { .integer(Int64($0)) }
