@@ -55,7 +55,8 @@ public final class Document: Sendable {
     /// journal, or, when it holds neither, the fixture's `data.json` (optional), saved as the first snapshot.
     ///
     /// Errors name the file: a bad model names file, entity and key; a bad `data.json` names the file and the
-    /// object or key at fault; 409 `data-directory-locked` when another server uses the directory; 500 when the
+    /// object or key at fault, and one that exists but cannot be read (a directory, no permission, a dangling link)
+    /// is 500 `storage-error` naming it, never an empty seed; 409 `data-directory-locked` when another server uses the directory; 500 when the
     /// data directory cannot be recovered without losing acknowledged changes.
     public convenience init(
         fixtureDirectory: String, dataDirectory: String, options: Options = Options()
@@ -104,7 +105,7 @@ public final class Document: Sendable {
                 ),
                 store: store,
                 seed: {
-                    guard let data = FileManager.default.contents(atPath: dataPath) else { return }
+                    guard let data = try FileIO.readIfPresent(dataPath) else { return }
                     do {
                         try store.loadFixture(jsonBytes: data)
                     } catch let error as ObjectGraphError {

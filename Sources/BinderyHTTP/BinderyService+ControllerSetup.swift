@@ -18,7 +18,10 @@ extension BinderyService {
         }
         document.addCommitObserver { record in controllers.storeDidCommit(record) }
         let path = document.fixtureDirectory + "/controllers.json"
-        guard let bytes = FileManager.default.contents(atPath: path) else { return (controllers, nil) }
+        // A missing file declares no controllers; one that cannot be read stops the server (the error names it).
+        let contents: [UInt8]?
+        do { contents = try FileIO.readIfPresent(path) } catch { return (controllers, error) }
+        guard let bytes = contents else { return (controllers, nil) }
         do {
             try controllers.loadDeclarations(json: try PropertyListValue(jsonBytes: bytes))
             for name in controllers.names {
@@ -37,7 +40,9 @@ extension BinderyService {
         let savedPath = document.dataDirectory + "/defaults.json"
         var configuration = UserDefaultsController.Configuration()
         var failure: ObjectGraphError?
-        if let bytes = FileManager.default.contents(atPath: fixturePath) {
+        var contents: [UInt8]?
+        do { contents = try FileIO.readIfPresent(fixturePath) } catch { failure = error }
+        if let bytes = contents {
             do {
                 configuration = try UserDefaultsController.Configuration(json: try PropertyListValue(jsonBytes: bytes))
             } catch {

@@ -84,13 +84,21 @@ public final class UserDefaultsController: Sendable {
         state = Mutex(State(configuration: configuration, saved: [:]))
     }
 
-    /// Loads the saved values from `path` when the file exists (500 `bad-defaults-file` naming it when unreadable).
+    /// Loads the saved values from `path` when the file exists (500 `bad-defaults-file` naming it when it cannot be
+    /// read or parsed: a missing file is the only one taken as no saved values).
     ///
     /// The serve command passes `<--data>/defaults.json` (the service uses the document's data directory).
     public init(configuration: Configuration, path: String) throws(ObjectGraphError) {
         self.path = path
         var saved: [String: PropertyListValue] = [:]
-        if let bytes = FileManager.default.contents(atPath: path) {
+        let contents: [UInt8]?
+        do {
+            contents = try FileIO.readIfPresent(path)
+        } catch {
+            throw ObjectGraphError(
+                status: 500, code: "bad-defaults-file", message: error.message, fields: ["file": .string(path)])
+        }
+        if let bytes = contents {
             guard
                 case .dictionary(let values)? =
                     (try? PropertyListValue(jsonBytes: bytes, maximumDepth: PropertyListValue.fileDepthLimit))?[

@@ -222,6 +222,33 @@ struct PersistenceTests {
         }
     }
 
+    /// Only a missing `data.json` means "no seed": one that cannot be read refuses the start, naming it, and seeds
+    /// nothing that a later start would keep.
+    @Test(arguments: ["directory", "dangling link"])
+    func anUnreadableDataFileRefusesTheStartInsteadOfSeedingNothing(kind: String) throws {
+        try withTemporaryDirectory { fixture in
+            try FileManager.default.copyItem(atPath: employeesFixture + "/model.json", toPath: fixture + "/model.json")
+            let dataFile = fixture + "/data.json"
+            if kind == "directory" {
+                try FileManager.default.createDirectory(atPath: dataFile, withIntermediateDirectories: false)
+            } else {
+                try FileManager.default.createSymbolicLink(atPath: dataFile, withDestinationPath: fixture + "/nowhere")
+            }
+            let data = fixture + "/data"
+            let refused = #expect(throws: ObjectGraphError.self) {
+                try Document(fixtureDirectory: fixture, dataDirectory: data, options: .init(fsync: .never))
+            }
+            #expect(refused?.code == "storage-error")
+            #expect(refused?.message.contains(dataFile) == true, "\(refused?.message ?? "")")
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: data).filter { $0.hasPrefix("snapshot-") } == [])
+            // Without the file at all, the store starts empty.
+            try FileManager.default.removeItem(atPath: dataFile)
+            let empty = try Document(fixtureDirectory: fixture, dataDirectory: data, options: .init(fsync: .never))
+            #expect(empty.store.read { $0.exportGraph() }["objects"] == [])
+        }
+    }
+
     @Test func secondDocumentOnTheSameDirectoryIsRefused() throws {
         try withTemporaryDirectory { path in
             let document = try openDocument(path)

@@ -77,6 +77,8 @@ package enum FileIO {
         let file = try open(path, O_RDONLY)
         var status = stat()
         guard fstat(file.fd, &status) == 0 else { throw error("stat", path) }
+        // A directory opens, and may report a size of 0: it would read as an empty file.
+        if status.st_mode & S_IFMT == S_IFDIR { throw error("read", path, errno: EISDIR) }
         var bytes = [UInt8](repeating: 0, count: Int(status.st_size))
         var offset = 0
         let failure: Int32? = bytes.withUnsafeMutableBytes { buffer in
@@ -94,6 +96,20 @@ package enum FileIO {
         if let failure { throw error("read", path, errno: failure) }
         if offset < bytes.count { bytes.removeLast(bytes.count - offset) }
         return bytes
+    }
+
+    /// The whole file, or nil when nothing at all is at `path` (`lstat` fails with ENOENT).
+    ///
+    /// Anything else that keeps the file from being read (a directory, no permission, a dangling symbolic link, an
+    /// I/O error) throws, naming the file: for an optional file, an unreadable one must not pass for a missing one.
+    package static func readIfPresent(_ path: String) throws(ObjectGraphError) -> [UInt8]? {
+        var status = stat()
+        guard lstat(path, &status) == 0 else {
+            if errno == ENOENT { return nil }
+            throw error("lstat", path)
+        }
+        if status.st_mode & S_IFMT == S_IFLNK, stat(path, &status) != 0 { throw error("following the link", path) }
+        return try read(path)
     }
 
     /// Writes `parts` to `path` durably and atomically: a temporary file, fsynced, renamed over `path`, and the
