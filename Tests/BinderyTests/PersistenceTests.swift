@@ -196,6 +196,25 @@ struct PersistenceTests {
         }
     }
 
+    /// Two servers appending to one segment (its `lock` deleted under a running one) leave seqs that go back: the
+    /// records after the turn are refused as damage, not skipped as already replayed.
+    @Test func seqsThatDoNotIncreaseWithinASegmentRefuseToStart() throws {
+        try withTemporaryDirectory { path in
+            let document = try openDocument(path, fsync: .always)
+            try document.set(1, "salary", of: "Employee/4")
+            try document.set(2, "salary", of: "Employee/4")
+            let copy = try crashCopy(of: path)
+            defer { try? FileManager.default.removeItem(atPath: copy) }
+            let segment = copy + "/" + (try segments(in: copy)).last!
+            let frames = [UInt8](try Data(contentsOf: URL(fileURLWithPath: segment)))
+            try Data(frames + frames).write(to: URL(fileURLWithPath: segment))
+            let refused = #expect(throws: ObjectGraphError.self) { try openDocument(copy) }
+            #expect(refused?.code == "journal-corrupt")
+            #expect(refused?.message.contains("record 2 follows record 3") == true, "\(refused?.message ?? "")")
+            #expect([UInt8](try Data(contentsOf: URL(fileURLWithPath: segment))) == frames + frames)
+        }
+    }
+
     @Test func aMissingSnapshotIsRefusedNotStartedOverEmpty() throws {
         try withTemporaryDirectory { path in
             do {
@@ -258,6 +277,17 @@ struct PersistenceTests {
                 (error as? ObjectGraphError)?.code == "data-directory-locked"
             }
             _ = document
+        }
+    }
+
+    /// The directory itself is locked too: deleting its `lock` file does not let a second document in.
+    @Test func secondDocumentIsRefusedEvenWhenTheLockFileWasDeleted() throws {
+        try withTemporaryDirectory { path in
+            let document = try openDocument(path)
+            try FileManager.default.removeItem(atPath: path + "/lock")
+            let refused = #expect(throws: ObjectGraphError.self) { try openDocument(path) }
+            #expect(refused?.code == "data-directory-locked")
+            document.close()
         }
     }
 

@@ -7,7 +7,8 @@ import ObjectGraph
 
 /// The files of a data directory (`--data`, API.md §9).
 ///
-/// - `lock`: held with `flock` while a server uses the directory, so a second server refuses to start.
+/// - `lock`: held with `flock` while a server uses the directory, so a second server refuses to start; the directory
+///   itself is locked too, so that deleting `lock` does not let a second server in.
 /// - `snapshot-<seq>.bin`: the whole store at `seq` (`SnapshotFile` over `ReadView.binarySnapshot()`), written to a
 ///   `.tmp`, fsynced, renamed, directory fsynced. Only the newest is needed; older ones are removed after it is
 ///   durable.
@@ -56,22 +57,30 @@ struct DataDirectory: Sendable {
         return Int64(name.dropFirst(prefix.count).dropLast(suffix.count))
     }
 
-    /// Takes the directory's lock (created if missing, never removed) for as long as the returned descriptor lives.
+    /// Takes the directory's lock for as long as the returned descriptors live: `flock` on the directory itself, and
+    /// on its `lock` file (created if missing, never removed), which earlier versions lock.
     ///
-    /// 409 `data-directory-locked` when another process (or another document in this one) holds it.
-    func lock() throws(ObjectGraphError) -> OwnedFileDescriptor {
-        let lockPath = file("lock")
-        let descriptor = try FileIO.open(lockPath, O_RDWR | O_CREAT)
+    /// The directory's own lock is what holds when `lock` is deleted (a new `lock` file is another file, free to
+    /// lock). 409 `data-directory-locked` when another process (or another document in this one) holds either.
+    func lock() throws(ObjectGraphError) -> [OwnedFileDescriptor] {
+        let directory = try FileIO.open(path, O_RDONLY | O_DIRECTORY)
+        try lock(directory)
+        let lockFile = try FileIO.open(file("lock"), O_RDWR | O_CREAT)
+        try lock(lockFile)
+        return [directory, lockFile]
+    }
+
+    private func lock(_ descriptor: OwnedFileDescriptor) throws(ObjectGraphError) {
         guard flock(descriptor.fd, LOCK_EX | LOCK_NB) == 0 else {
             if errno == EWOULDBLOCK {
+                let held = descriptor.path == path ? "the directory" : descriptor.path
                 throw ObjectGraphError(
                     status: 409, code: "data-directory-locked",
-                    message: "\(path) is in use by another bindery (\(lockPath) is locked); stop it or choose "
+                    message: "\(path) is in use by another bindery (\(held) is locked); stop it or choose "
                         + "another --data directory.")
             }
-            throw FileIO.error("flock", lockPath)
+            throw FileIO.error("flock", descriptor.path)
         }
-        return descriptor
     }
 }
 

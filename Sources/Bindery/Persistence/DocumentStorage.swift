@@ -26,7 +26,8 @@ final class DocumentStorage: Sendable {
     let journal: Journal
     /// Whether the last run on this directory stopped without a clean close (a crash, kill -9, power loss).
     let recoveredFromCrash: Bool
-    private let lockFile: OwnedFileDescriptor
+    /// The directory's locks (`DataDirectory.lock()`), held while the storage lives.
+    private let locks: [OwnedFileDescriptor]
     private let snapshots = DispatchQueue(label: "bindery.snapshots")
     private let progress: Mutex<Progress>
 
@@ -60,7 +61,7 @@ final class DocumentStorage: Sendable {
         }
         let directory = DataDirectory(path: path)
         self.directory = directory
-        lockFile = try directory.lock()
+        locks = try directory.lock()
         try directory.removeTemporaryFiles()
         let marker = directory.file(DataDirectory.closedCleanlyName)
         let closedCleanly = FileManager.default.fileExists(atPath: marker)
@@ -176,7 +177,8 @@ final class DocumentStorage: Sendable {
     /// Applies every journal record after the store's seq, segment by segment; returns how many were applied.
     ///
     /// A torn or corrupt frame at the end of the last segment is reported and cut off (with everything after it);
-    /// anywhere else it is an error, as are gaps and records that do not apply.
+    /// anywhere else it is an error, as are gaps, seqs that do not increase within a segment, and records that do not
+    /// apply.
     private static func replay(
         _ segments: [Int64], in directory: DataDirectory, into store: ObjectStore, report: (String) -> Void
     ) throws(ObjectGraphError) -> Int {
@@ -197,6 +199,7 @@ final class DocumentStorage: Sendable {
             let (payloads, end) = JournalFrame.scan(bytes)
             var damage: (offset: Int, reason: String)?
             if case .damaged(let offset, let reason) = end { damage = (offset, reason) }
+            var previousSeq: Int64?
             for payload in payloads {
                 let record: ChangeRecord
                 do {
@@ -207,6 +210,15 @@ final class DocumentStorage: Sendable {
                     damage = (payload.lowerBound - JournalFrame.headerSize, "a record that is not a change record")
                     break
                 }
+                // Seqs only increase within a segment: one that does not was written by another server on the
+                // same directory (or is damage), and skipping it as already replayed would drop it silently.
+                if let previousSeq, record.seq <= previousSeq {
+                    throw ObjectGraphError(
+                        status: 500, code: "journal-corrupt",
+                        message: "\(path): record \(record.seq) follows record \(previousSeq) in the same segment; "
+                            + "refusing to drop acknowledged changes.")
+                }
+                previousSeq = record.seq
                 if record.seq <= store.seq { continue }
                 guard record.firstSeq == store.seq + 1 else {
                     throw ObjectGraphError(
