@@ -268,6 +268,29 @@ struct PersistenceTests {
         }
     }
 
+    /// Any file a run leaves (a clean close's marker, the saved defaults, the notification seqs) shows the directory
+    /// was used: without its snapshot and journal it is refused, not seeded again with seqs starting over.
+    @Test(arguments: ["closed-cleanly", "defaults.json", "notification-seqs"])
+    func aUsedDirectoryWithoutItsStoreFilesIsNotSeededAgain(left: String) throws {
+        try withTemporaryDirectory { path in
+            do {
+                let document = try openDocument(path)
+                try document.set(101, "salary", of: "Employee/4")
+            }
+            for name in try FileManager.default.contentsOfDirectory(atPath: path) where name != "lock" {
+                try FileManager.default.removeItem(atPath: path + "/" + name)
+            }
+            try Data("1\n".utf8).write(to: URL(fileURLWithPath: path + "/" + left))
+            for _ in 1...2 {
+                let refused = #expect(throws: ObjectGraphError.self) { try openDocument(path) }
+                #expect(refused?.code == "bad-snapshot")
+                #expect(refused?.message.contains(left) == true, "\(refused?.message ?? "")")
+            }
+            try FileManager.default.removeItem(atPath: path + "/" + left)
+            #expect(try openDocument(path).store.seq == 1)
+        }
+    }
+
     @Test func secondDocumentOnTheSameDirectoryIsRefused() throws {
         try withTemporaryDirectory { path in
             let document = try openDocument(path)

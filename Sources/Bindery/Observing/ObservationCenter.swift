@@ -111,7 +111,8 @@ public final class ObservationCenter: @unchecked Sendable {
         history = ChangeHistory(capacity: configuration.historyCapacity, startingAt: seq)
         processedSeq = seq
         notificationCenter = NotificationCenter(
-            capacity: configuration.historyCapacity, reservationFile: document.dataDirectory + "/notification-seqs")
+            capacity: configuration.historyCapacity,
+            reservationFile: document.dataDirectory + "/" + DataDirectory.notificationSeqsName)
         queue.setSpecific(key: Self.queueKey, value: ObjectIdentifier(self))
         let receptionist = Receptionist(queue: queue) { [weak self] records in self?.receive(records) }
         document.addCommitObserver(receptionist.observe)

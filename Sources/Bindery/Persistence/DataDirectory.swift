@@ -24,6 +24,11 @@ struct DataDirectory: Sendable {
     static let savedName = "saved.bin"
     /// Written (durably) by a clean close, removed (durably) when a run starts: without it, the last run crashed.
     static let closedCleanlyName = "closed-cleanly"
+    /// The notification center's reserved seqs (`NotificationCenter`).
+    static let notificationSeqsName = "notification-seqs"
+    /// The files besides snapshots and journal that a run leaves (`defaults.json`: the saved user defaults, written
+    /// by the REST layer): any of them shows the directory was used, so it is not seeded again.
+    static let stateNames: Set = [savedName, closedCleanlyName, notificationSeqsName, "defaults.json"]
 
     func file(_ name: String) -> String { path + "/" + name }
 

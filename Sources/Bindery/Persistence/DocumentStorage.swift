@@ -41,7 +41,8 @@ final class DocumentStorage: Sendable {
     }
 
     /// Takes the directory's lock, then loads the store from it (newest valid snapshot, then the journal), or,
-    /// when it holds neither, runs `seed` on the empty store and saves the result as the first snapshot.
+    /// when it holds neither, runs `seed` on the empty store and saves the result as the first snapshot. A directory
+    /// that holds neither but a file a run leaves (`DataDirectory.stateNames`) lost its store files: refused.
     ///
     /// `report` receives one line per problem recovered from (a torn journal tail, an unreadable older snapshot).
     /// Throws (and leaves the directory as it was, lock released) when the data cannot be recovered without
@@ -66,6 +67,16 @@ final class DocumentStorage: Sendable {
         let marker = directory.file(DataDirectory.closedCleanlyName)
         let closedCleanly = FileManager.default.fileExists(atPath: marker)
         let (snapshots, segments) = try directory.contents()
+        if snapshots.isEmpty && segments.isEmpty {
+            // Seeding is for a directory never used: state files without a snapshot and journal mean they were lost.
+            let used = try FileIO.list(path).filter { DataDirectory.stateNames.contains($0) }.sorted()
+            guard used.isEmpty else {
+                throw ObjectGraphError(
+                    status: 500, code: "bad-snapshot",
+                    message: "\(path) has been used (it holds \(used.joined(separator: ", "))), but its store files "
+                        + "(snapshots and journal) are missing; refusing to start over.")
+            }
+        }
         recoveredFromCrash = !closedCleanly && !(snapshots.isEmpty && segments.isEmpty)
         if closedCleanly {
             // From now on a crash must be noticed at the next start: a marker that cannot go refuses the start.
@@ -79,12 +90,6 @@ final class DocumentStorage: Sendable {
         var size = 0
         var replayed = 0
         if snapshots.isEmpty && segments.isEmpty {
-            // Seeding is for an empty directory: a saved state without its snapshot and journal lost them.
-            guard !FileManager.default.fileExists(atPath: directory.file(DataDirectory.savedName)) else {
-                throw ObjectGraphError(
-                    status: 500, code: "bad-snapshot",
-                    message: "\(path) holds a saved state but no snapshot or journal; refusing to start over.")
-            }
             try seed()
             let seq = store.seq
             try Self.writeSnapshot(store.read { $0.binarySnapshot() }, seq: seq, in: directory)
