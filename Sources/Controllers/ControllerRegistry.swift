@@ -285,24 +285,51 @@ public final class ControllerRegistry: Sendable {
 
     /// Creates the controllers of a `controllers.json` document `{"controllers": [...]}`, masters before details
     /// whatever their order in the file; all of them or none (the created ones are removed on error).
+    ///
+    /// An error names the entry at fault (`controllers[2] "employees": ...`); two entries with one name are
+    /// 400 `bad-controller`.
     public func loadDeclarations(json: PropertyListValue) throws {
         guard case .array(let entries)? = json["controllers"] else {
             throw ControllerDescription.bad("controllers.json is {\"controllers\": [...]}.", field: "controllers")
         }
-        var pending = try entries.map { try ControllerDescription(json: $0) }
+        var pending: [(entry: String, description: ControllerDescription)] = []
+        var entriesByName: [String: String] = [:]
+        for (index, json) in entries.enumerated() {
+            var entry = "controllers[\(index)]"
+            if case .string(let name)? = json["name"] { entry += " \"\(name)\"" }
+            let description = try Self.naming(entry) { try ControllerDescription(json: json) }
+            if let first = entriesByName[description.name] {
+                throw ControllerDescription.bad(
+                    "\(entry): the name \"\(description.name)\" is declared already by \(first).", field: "name")
+            }
+            entriesByName[description.name] = entry
+            pending.append((entry, description))
+        }
         var created: [String] = []
         do {
             while !pending.isEmpty {
                 let known = Set(names)
-                let ready = pending.filter { $0.content.master.map(known.contains) ?? true }
+                let ready = pending.filter { $0.description.content.master.map(known.contains) ?? true }
                 let next = ready.first ?? pending[0]
-                try create(next, declared: true)
-                created.append(next.name)
-                pending.removeAll { $0.name == next.name }
+                try Self.naming(next.entry) { try create(next.description, declared: true) }
+                created.append(next.description.name)
+                pending.removeAll { $0.description.name == next.description.name }
             }
         } catch {
             for name in created.reversed() { try? remove(named: name, force: true) }
             throw error
+        }
+    }
+
+    /// Runs `body`, putting `entry` before the message of the `ObjectGraphError` it throws.
+    @discardableResult
+    private static func naming<T>(_ entry: String, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as ObjectGraphError {
+            var failure = error
+            failure.message = "\(entry): \(error.message)"
+            throw failure
         }
     }
 

@@ -48,4 +48,20 @@ struct FixtureSetupTests {
             }
         }
     }
+
+    /// Two declarations with one name stop the service, naming the file, the entry and the name (a second one was
+    /// dropped silently).
+    @Test func aDuplicateControllerNameIsASetupError() throws {
+        try withFixtureCopy { fixture, data in
+            let path = fixture + "/controllers.json"
+            let declarations =
+                #"{"controllers": [{"name": "departments", "kind": "array", "content": "Department"},"#
+                + #" {"name": "departments", "kind": "object", "content": "Department"}]}"#
+            try Data(declarations.utf8).write(to: URL(fileURLWithPath: path))
+            let error = try setupError(fixture: fixture, data: data)
+            #expect(error?.code == "bad-controller")
+            let message = error?.message ?? ""
+            #expect(message.hasPrefix(path + #": controllers[1] "departments": "#), "\(message)")
+        }
+    }
 }
