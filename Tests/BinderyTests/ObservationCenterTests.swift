@@ -175,6 +175,51 @@ struct ObservationCenterTests {
         }
     }
 
+    /// A seq is handed out only once it is reserved durably: when the block cannot be written, a client's post is
+    /// refused (500 `storage-error`, nothing posted, whatever its style) and the service's own notifications are
+    /// dropped (reported once), so that no seq a later run starts from was seen; posting resumes once it can be.
+    @Test func aNotificationWhoseSeqCannotBeReservedIsNotPosted() throws {
+        try withTemporaryDirectory { path in
+            let reports = Reports()
+            let document = try openDocument(path, reports: reports)
+            // The durable write goes through `notification-seqs.tmp`: a directory there makes it fail.
+            let blocker = path + "/notification-seqs.tmp"
+            try FileManager.default.createDirectory(atPath: blocker + "/inside", withIntermediateDirectories: true)
+            let center = ObservationCenter(document: document, queue: DispatchQueue(label: "test.reservation"))
+            for style in ["now", "asap", "whenIdle"] {
+                let refused = #expect(throws: ObjectGraphError.self, "\(style)") {
+                    try center.post(name: "Ping", object: .null, userInfo: [:], style: style, coalesce: [])
+                }
+                #expect(refused?.code == "storage-error", "\(style)")
+                #expect(refused?.status == 500, "\(style)")
+            }
+            center.postNow(name: "Own")
+            try document.set(5, "salary", of: "Employee/1")
+            usleep(100_000)
+            #expect(reports.all.filter { $0.contains("notifications are dropped") }.count == 1, "\(reports.all)")
+            try FileManager.default.removeItem(atPath: blocker)
+            // Nothing took a seq meanwhile.
+            #expect(try center.post(name: "Ping", object: .null, userInfo: [:], style: "now", coalesce: []) == 1)
+            #expect(try String(contentsOfFile: path + "/notification-seqs", encoding: .utf8) == "10000\n")
+            center.answerAllWaiters()
+        }
+    }
+
+    /// A reservation file that cannot be read leaves the run without a place to go on from: nothing is posted (it
+    /// would start again at 0).
+    @Test func anUnreadableReservationFileRefusesNotificationsInsteadOfStartingOver() throws {
+        try withTemporaryDirectory { path in
+            let document = try openDocument(path)
+            try Data("garbage".utf8).write(to: URL(fileURLWithPath: path + "/notification-seqs"))
+            let center = ObservationCenter(document: document, queue: DispatchQueue(label: "test.unreadable"))
+            let refused = #expect(throws: ObjectGraphError.self) {
+                try center.post(name: "Ping", object: .null, userInfo: [:], style: "now", coalesce: [])
+            }
+            #expect(refused?.message.contains("notification-seqs") == true)
+            center.answerAllWaiters()
+        }
+    }
+
     /// Observers are bounded: beyond `maxObservers`, 503 `too-many-observers` with the limit, until one goes.
     @Test func observersBeyondTheLimitAreRefusedUntilOneGoes() throws {
         try withCenter(.init(maxObservers: 2)) { _, center in

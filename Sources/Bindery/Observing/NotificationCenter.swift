@@ -60,48 +60,69 @@ public struct PostedNotification: Sendable, Sequenced {
 /// Notifications are not kept across restarts, but their seqs go on from one run to the next: the center reserves
 /// seqs in blocks of `reservation` in a file of the data directory (`notification-seqs`, written durably once per
 /// block) and starts after the last reserved one, so that a client's `since` from an earlier run is answered 410,
-/// never with another run's notifications.
+/// never with another run's notifications. A seq is handed out only once it is reserved: when the next block cannot
+/// be written (or the file could not be read at start, so where to go on is unknown), nothing is posted, and the
+/// write is tried again at the next post.
 final class NotificationCenter {
     private(set) var history: SequenceHistory<PostedNotification>
     private(set) var lastSeq: Int64
     /// The seqs up to this one are reserved in the file (nil: no file, seqs start at 0 in every run).
     private var reservedThrough: Int64
     private let reservationFile: String?
+    /// Why the file could not be read at start: no seq can be reserved in this run.
+    private let unreadable: ObjectGraphError?
     private static let reservation: Int64 = 10_000
 
     /// A center whose seqs go on after the ones reserved in `reservationFile` (nil: they start at 0).
     init(capacity: Int, reservationFile: String? = nil) {
         var start: Int64 = 0
-        if let reservationFile, let bytes = try? FileIO.read(reservationFile),
-            let reserved = Int64(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
-        {
-            start = max(0, reserved)
+        var unreadable: ObjectGraphError?
+        if let reservationFile {
+            do throws(ObjectGraphError) {
+                if let bytes = try FileIO.readIfPresent(reservationFile) {
+                    let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+                    guard let reserved = Int64(text), reserved >= 0 else {
+                        throw ObjectGraphError(
+                            status: 500, code: "storage-error",
+                            message: "\(reservationFile) does not hold a notification seq.")
+                    }
+                    start = reserved
+                }
+            } catch {
+                unreadable = error
+            }
         }
         lastSeq = start
         reservedThrough = start
         self.reservationFile = reservationFile
+        self.unreadable = unreadable
         history = SequenceHistory(capacity: capacity, startingAt: start)
     }
 
-    /// Reserves the next block when `lastSeq` reached the reserved ones; a failed write is retried at the next post.
-    private func reserveIfNeeded() {
+    /// Makes sure the next seq is reserved, writing the next block when `lastSeq` reached the reserved ones; throws
+    /// (500 `storage-error`) when it cannot be.
+    func reserveNext() throws(ObjectGraphError) {
         guard let reservationFile, lastSeq >= reservedThrough else { return }
+        if let unreadable { throw unreadable }
         let next = lastSeq + Self.reservation
         let directory = (reservationFile as NSString).deletingLastPathComponent
-        if (try? FileIO.writeDurably([Array("\(next)\n".utf8)], to: reservationFile, directory: directory)) != nil {
-            reservedThrough = next
-        }
+        try FileIO.writeDurably([Array("\(next)\n".utf8)], to: reservationFile, directory: directory)
+        reservedThrough = next
     }
 
-    /// Posts now; returns the notification's seq.
+    /// Posts now; returns the notification (with its seq). Throws, posting nothing, when its seq cannot be reserved.
     @discardableResult
-    func post(name: String, object: PropertyListValue, userInfo: PropertyListValue) -> PostedNotification {
-        post(name: name, object: object, info: .value(userInfo))
+    func post(name: String, object: PropertyListValue, userInfo: PropertyListValue) throws(ObjectGraphError)
+        -> PostedNotification
+    {
+        try post(name: name, object: object, info: .value(userInfo))
     }
 
     @discardableResult
-    func post(name: String, object: PropertyListValue, info: PostedNotification.Info) -> PostedNotification {
-        reserveIfNeeded()
+    func post(name: String, object: PropertyListValue, info: PostedNotification.Info) throws(ObjectGraphError)
+        -> PostedNotification
+    {
+        try reserveNext()
         lastSeq += 1
         let notification = PostedNotification(seq: lastSeq, name: name, object: object, info: info)
         history.append(notification)

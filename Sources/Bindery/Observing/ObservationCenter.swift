@@ -86,6 +86,9 @@ public final class ObservationCenter: @unchecked Sendable {
     private static let abandonedSweepInterval = 2.0
     private var subscribers: [Int: Subscriber] = [:]
     private let notificationCenter: NotificationCenter
+    /// Whether the service's own notifications are being dropped (their seqs cannot be reserved); reported once.
+    private var droppingNotifications = false
+    private let report: @Sendable (String) -> Void
     private let notificationQueue = NotificationQueue()
     private var idleFlushScheduled = false
     private var timer: (any DispatchSourceTimer)?
@@ -107,6 +110,7 @@ public final class ObservationCenter: @unchecked Sendable {
         self.queue = queue
         self.configuration = configuration
         self.store = document.store
+        self.report = document.options.report
         let seq = document.store.seq
         history = ChangeHistory(capacity: configuration.historyCapacity, startingAt: seq)
         processedSeq = seq
@@ -432,7 +436,7 @@ public final class ObservationCenter: @unchecked Sendable {
                 updated = Self.merged(replacement.updated, updated)
                 deleted = Self.merged(replacement.deleted, deleted)
             }
-            notificationCenter.post(
+            postOwn(
                 name: "ObjectsDidChange", object: .null,
                 info: .objectsDidChange(inserted: inserted, updated: updated, deleted: deleted))
         }
@@ -708,15 +712,17 @@ public final class ObservationCenter: @unchecked Sendable {
             }
         }
         if postingStyle == .now {
-            return onQueue {
+            return try onQueue {
+                let posted = try notificationCenter.post(name: name, object: object, userInfo: userInfo)
                 notificationQueue.coalesce(
                     with: NotificationQueue.Pending(name: name, object: object, userInfo: userInfo),
                     coalescing: coalescing)
-                let posted = notificationCenter.post(name: name, object: object, userInfo: userInfo)
                 wakeWaiters()
                 return posted.seq
             }
         }
+        // A notification accepted for later must have a seq to come: refused now when none can be reserved.
+        try onQueue { try notificationCenter.reserveNext() }
         queue.async { [self, coalescing] in
             let pending = NotificationQueue.Pending(name: name, object: object, userInfo: userInfo)
             guard notificationQueue.enqueue(pending, style: postingStyle, coalescing: coalescing) else { return }
@@ -737,8 +743,25 @@ public final class ObservationCenter: @unchecked Sendable {
     /// Posts a notification of the service's own (`StoreDidSave`, `ControllerDidCommitEditing`, ...) now.
     public func postNow(name: String, object: PropertyListValue = .null, userInfo: PropertyListValue = [:]) {
         queue.async { [self] in
-            notificationCenter.post(name: name, object: object, userInfo: userInfo)
+            postOwn(name: name, object: object, info: .value(userInfo))
             wakeWaiters()
+        }
+    }
+
+    /// On the queue: posts a notification no client waits to hear about; one whose seq cannot be reserved is dropped
+    /// (never posted with a seq a later run could hand out again), reported once until posting works again.
+    private func postOwn(name: String, object: PropertyListValue, info: PostedNotification.Info) {
+        do throws(ObjectGraphError) {
+            try notificationCenter.post(name: name, object: object, info: info)
+            if droppingNotifications {
+                droppingNotifications = false
+                report("notification seqs can be reserved again; notifications are posted again")
+            }
+        } catch {
+            if !droppingNotifications {
+                droppingNotifications = true
+                report("notifications are dropped until their seqs can be reserved: \(error.message)")
+            }
         }
     }
 
@@ -747,8 +770,7 @@ public final class ObservationCenter: @unchecked Sendable {
         notificationQueue[keyPath: list] = []
         guard !pending.isEmpty else { return }
         for notification in pending {
-            notificationCenter.post(
-                name: notification.name, object: notification.object, userInfo: notification.userInfo)
+            postOwn(name: notification.name, object: notification.object, info: .value(notification.userInfo))
         }
         wakeWaiters()
     }
