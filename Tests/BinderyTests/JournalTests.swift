@@ -51,3 +51,10 @@ struct JournalTests {
         #expect(failed?.message.contains("write") == true)
     }
 }
+
+/// The journal frame of `payload`, as `JournalFrame` writes it (length, CRC-32, payload).
+func journalFrame(_ payload: [UInt8]) -> [UInt8] {
+    var bytes: [UInt8] = []
+    JournalFrame.append(payload, to: &bytes)
+    return bytes
+}

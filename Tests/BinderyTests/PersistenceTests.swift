@@ -5,6 +5,10 @@ import PropertyList
 import Synchronization
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// The data directory: restart, crash recovery, torn tails, snapshots, the lock (API.md §9).
 struct PersistenceTests {
     @Test func restartKeepsEveryChangeAndDoesNotReseed() throws {
@@ -174,6 +178,55 @@ struct PersistenceTests {
             let again = try openDocument(copy, reports: reports)
             #expect(try again.value("salary", of: "Employee/1") == 7)
             #expect(reports.all.count == 1)
+        }
+    }
+
+    /// A last frame whose checksum matches but that is not a change record (another version's, say) was written
+    /// whole: it refuses the start and stays, instead of being cut off as a torn tail.
+    @Test func anIntactLastFrameThatIsNotAChangeRecordRefusesToStartAndStays() throws {
+        try withTemporaryDirectory { path in
+            let document = try openDocument(path, fsync: .always)
+            try document.set(1, "salary", of: "Employee/1")
+            let copy = try crashCopy(of: path)
+            defer { try? FileManager.default.removeItem(atPath: copy) }
+            let segment = copy + "/" + (try segments(in: copy)).last!
+            var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: segment)))
+            bytes += journalFrame(Array(#"{"foo":1}"#.utf8))
+            try Data(bytes).write(to: URL(fileURLWithPath: segment))
+            let reports = Reports()
+            let refused = #expect(throws: ObjectGraphError.self) { try openDocument(copy, reports: reports) }
+            #expect(refused?.code == "journal-corrupt")
+            #expect(refused?.message.contains("not a change record") == true, "\(refused?.message ?? "")")
+            #expect(reports.all.isEmpty)
+            #expect([UInt8](try Data(contentsOf: URL(fileURLWithPath: segment))) == bytes)
+        }
+    }
+
+    /// "cut off" is reported only once the file was cut: a segment that cannot be opened for writing (read-only; for
+    /// root, append-only with `chattr +a`) refuses the start with the error alone and keeps its bytes.
+    @Test func aTornTailThatCannotBeCutIsNotReportedAsCut() throws {
+        try withTemporaryDirectory { path in
+            let document = try openDocument(path, fsync: .always)
+            try document.set(1, "salary", of: "Employee/1")
+            let copy = try crashCopy(of: path)
+            defer {
+                _ = try? runChattr("-a", copy)
+                try? FileManager.default.removeItem(atPath: copy)
+            }
+            let segment = copy + "/" + (try segments(in: copy)).last!
+            let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: segment))) + [0x17, 0, 0, 0, 1, 2, 3]
+            try Data(bytes).write(to: URL(fileURLWithPath: segment))
+            chmod(segment, 0o444)
+            if geteuid() == 0 { _ = try? runChattr("+a", segment) }
+            let writable = open(segment, O_WRONLY)
+            guard writable < 0 else {
+                close(writable)
+                return  // neither protection holds here (root without chattr): nothing to check
+            }
+            let reports = Reports()
+            #expect(throws: ObjectGraphError.self) { try openDocument(copy, reports: reports) }
+            #expect(reports.all.isEmpty, "\(reports.all)")
+            #expect([UInt8](try Data(contentsOf: URL(fileURLWithPath: segment))) == bytes)
         }
     }
 
@@ -441,4 +494,15 @@ func lastFrameStart(_ bytes: [UInt8]) -> Int {
 
 func frameLength(_ bytes: [UInt8], at offset: Int) -> Int {
     Int(bytes[offset]) | Int(bytes[offset + 1]) << 8 | Int(bytes[offset + 2]) << 16 | Int(bytes[offset + 3]) << 24
+}
+
+/// Runs `chattr FLAG` on `path` (or on every file in it, for a directory); throws when it fails.
+func runChattr(_ flag: String, _ path: String) throws {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/chattr")
+    process.arguments = ["-R", flag, path]
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else { throw CocoaError(.fileWriteNoPermission) }
 }

@@ -181,9 +181,9 @@ final class DocumentStorage: Sendable {
 
     /// Applies every journal record after the store's seq, segment by segment; returns how many were applied.
     ///
-    /// A torn or corrupt frame at the end of the last segment is reported and cut off (with everything after it);
-    /// anywhere else it is an error, as are gaps, seqs that do not increase within a segment, and records that do not
-    /// apply.
+    /// A torn or corrupt frame at the end of the last segment is cut off (with everything after it), then reported;
+    /// anywhere else it is an error, as are an intact frame that is not a change record, gaps, seqs that do not
+    /// increase within a segment, and records that do not apply.
     private static func replay(
         _ segments: [Int64], in directory: DataDirectory, into store: ObjectStore, report: (String) -> Void
     ) throws(ObjectGraphError) -> Int {
@@ -212,8 +212,14 @@ final class DocumentStorage: Sendable {
                         json: try PropertyListValue(
                             jsonBytes: bytes[payload], maximumDepth: PropertyListValue.fileDepthLimit))
                 } catch {
-                    damage = (payload.lowerBound - JournalFrame.headerSize, "a record that is not a change record")
-                    break
+                    let reason = (error as? ObjectGraphError)?.message ?? "\(error)"
+                    // Its checksum matches: not a torn write but intact data of another kind (another version's
+                    // record, say), which cutting off would destroy.
+                    throw ObjectGraphError(
+                        status: 500, code: "journal-corrupt",
+                        message: "\(path): the record at byte \(payload.lowerBound - JournalFrame.headerSize) is "
+                            + "intact but not a change record this version reads (\(reason)); refusing to start rather "
+                            + "than drop it.")
                 }
                 // Seqs only increase within a segment: one that does not was written by another server on the
                 // same directory (or is damage), and skipping it as already replayed would drop it silently.
@@ -254,12 +260,12 @@ final class DocumentStorage: Sendable {
                     message: "\(path): \(damage.reason) at byte \(damage.offset), and intact records follow it; "
                         + "refusing to drop acknowledged changes.")
             }
-            report(
-                "\(path): \(damage.reason) at byte \(damage.offset); cut off \(dropped) byte\(dropped == 1 ? "" : "s") "
-                    + "(the store recovers up to seq \(store.seq))")
             let file = try FileIO.open(path, O_WRONLY)
             guard ftruncate(file.fd, off_t(damage.offset)) == 0 else { throw FileIO.error("ftruncate", path) }
             if let code = FileIO.sync(file.fd) { throw FileIO.error("fdatasync", path, errno: code) }
+            report(
+                "\(path): \(damage.reason) at byte \(damage.offset); cut off \(dropped) byte\(dropped == 1 ? "" : "s") "
+                    + "(the store recovers up to seq \(store.seq))")
         }
         return applied
     }
