@@ -53,7 +53,9 @@ def op(summary, params=(), body=None, responses=None, tags=(), description=None)
 
 etag, location = ["ETag"], ["Location"]
 paths = {
-  "/healthz": {"get": op("Health", responses=ok({"type": "object", "properties": {"status": {"const": "ok"}}}), tags=["service"])},
+  "/healthz": {"get": op("Health", responses={**ok({"type": "object", "properties": {"status": {"const": "ok"}}}),
+        **ok({"type": "object", "required": ["status", "message"], "properties": {"status": {"const": "journal-failed"}, "message": {"type": "string"}}},
+             "The journal refuses every change until restart", "503")}, tags=["service"])},
   "/metrics": {"get": op("Prometheus metrics", responses={"200": {"description": "Prometheus text", "content": {"text/plain": {"schema": {"type": "string"}}}}}, tags=["service"])},
   "/model": {"get": op("The model", responses=ok(ref("Model")), tags=["model"])},
   "/model/{entity}": {"get": op("One entity of the model", [entity], responses=ok({"type": "object"}), tags=["model"])},

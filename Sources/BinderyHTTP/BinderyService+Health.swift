@@ -1,3 +1,4 @@
+import Bindery
 import HTTPServer
 import PropertyList
 
@@ -8,9 +9,15 @@ extension BinderyService {
 
     private static let healthHeaders = [(name: "Content-Type", value: "application/json")]
 
-    static func addHealthRoutes(to router: inout Router) {
+    /// `GET /healthz`: 200 `{"status": "ok"}`, or 503 `{"status": "journal-failed", "message"}` while the journal
+    /// refuses every change (until restart), so that a supervisor's health check restarts the service.
+    static func addHealthRoutes(to router: inout Router, document: Document) {
         router.add("GET", "/healthz") { _ in
-            .response(HTTPResponse(status: 200, headers: healthHeaders, body: .persistent(healthBody)))
+            if let failure = document.journalFailure {
+                return .response(
+                    .json(["status": .string(failure.code), "message": .string(failure.message)], status: 503))
+            }
+            return .response(HTTPResponse(status: 200, headers: healthHeaders, body: .persistent(healthBody)))
         }
     }
 }

@@ -25,6 +25,9 @@ extension BinderyService {
             }
             metric("bindery_store_seq", "gauge", "The store's sequence number.", [("", String(seq))])
             metric(
+                "bindery_journal_failed", "gauge", "1 while the journal refuses every change (until restart), else 0.",
+                [("", document.journalFailure == nil ? "0" : "1")])
+            metric(
                 "bindery_objects", "gauge", "Objects in the store, by entity.",
                 objects.map { ("{entity=\"\($0.0)\"}", String($0.1)) })
             let statistics = observations.statistics

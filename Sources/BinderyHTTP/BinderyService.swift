@@ -49,7 +49,7 @@ public final class BinderyService: HTTPResponder {
         (self.controllers, self.defaults, self.setupError) = (controllers, defaults, controllersError ?? defaultsError)
         Self.connect(observations, to: document, controllers: controllers, defaults: defaults)
         var router = Router()
-        Self.addHealthRoutes(to: &router)
+        Self.addHealthRoutes(to: &router, document: document)
         Self.addModelRoutes(to: &router, store: document.store)
         Self.addObjectRoutes(to: &router, document: document)
         Self.addStoreRoutes(to: &router, document: document)

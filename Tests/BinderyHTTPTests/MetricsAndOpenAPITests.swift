@@ -16,6 +16,7 @@ struct MetricsAndOpenAPITests {
             #expect(metrics.text.contains("bindery_http_responses_total{class=\"4xx\"} 1\n"))
             #expect(metrics.text.contains("bindery_objects{entity=\"Employee\"} 32\n"))
             #expect(metrics.text.contains("bindery_store_seq 1\n"))
+            #expect(metrics.text.contains("bindery_journal_failed 0\n"))
             #expect(metrics.text.contains("process_resident_memory_bytes "))
         }
     }

@@ -320,7 +320,16 @@ struct PersistenceProcessTests {
             let read = try client.request("GET", "/objects/Employee/4/salary")
             #expect(read.json == .integer(Int64(acknowledged)), "\(read.status) \(read.text) after \(acknowledged)")
             #expect(try client.request("PUT", "/objects/Employee/5/salary", json: "1").status == 503)
+            // Unhealthy until restart, so that a supervisor restarts it; a refused save reloads nothing more.
+            let health = try client.request("GET", "/healthz")
+            #expect(health.status == 503)
+            #expect(health.json?["status"] == "journal-failed")
+            #expect(try client.request("GET", "/metrics").text.contains("bindery_journal_failed 1\n"))
+            for _ in 0..<3 { #expect(try client.request("POST", "/actions/save").status == 503) }
+            Thread.sleep(forTimeInterval: 0.5)  // each refused save wakes the journal's flusher: let it run
             _ = server.terminate()
+            let errors = String(decoding: server.errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            #expect(errors.components(separatedBy: "the journal could not be written").count == 2, "\(errors)")
             let (restarted, _, _) = try ServerProcess.start(data: data)
             let again = try #require(restarted)
             defer { _ = again.terminate() }

@@ -43,6 +43,26 @@ struct JournalTests {
         #expect(refused?.status == 503)
     }
 
+    /// The store is rolled back once per failure: a refused rotation (a `save`) wakes the flusher again, which
+    /// must not reload the store (and report it) each time. The failure stays readable for `/healthz`.
+    @Test func batchWriteFailureRollsBackOnceAndStaysReported() throws {
+        let rollBacks = RollBacks()
+        let journal = try journal(.batch, rolledBack: rollBacks)
+        defer { journal.close() }
+        #expect(journal.failure == nil)
+        try journal.append(record(1))
+        #expect(throws: ObjectGraphError.self) { try journal.waitUntilDurable(1) }
+        for _ in 0..<3 {
+            #expect(throws: ObjectGraphError.self) { try journal.rotate(nextSeq: 2) }
+        }
+        // The flusher's passes after the refused rotations have run once a later waiter is answered.
+        #expect(throws: ObjectGraphError.self) { try journal.waitUntilDurable(1) }
+        usleep(50_000)
+        #expect(rollBacks.count.withLock { $0 } == 1)
+        #expect(journal.failure?.code == "journal-failed")
+        #expect(journal.failure?.status == 503)
+    }
+
     @Test(arguments: [FsyncPolicy.always, .never])
     func inlineWriteFailureFailsTheTransaction(_ policy: FsyncPolicy) throws {
         let journal = try journal(policy)

@@ -57,6 +57,12 @@ extension Document {
         min(seq, storage.journal.durableSeq)
     }
 
+    /// Why the journal refuses every change until restart (503 `journal-failed`: a write or flush failed), or nil
+    /// while it takes them: what `/healthz` reports.
+    public var journalFailure: ObjectGraphError? {
+        storage.journal.failure
+    }
+
     /// Writes a last snapshot if anything changed since the newest, and flushes and closes the journal: later
     /// changes are refused (503). Idempotent; call it before exiting. Answers false when the last snapshot or the
     /// journal could not be written (the exit status should say so).

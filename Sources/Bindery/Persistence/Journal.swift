@@ -71,6 +71,8 @@ final class Journal: Sendable {
         /// Set while the store is rolled back after a failed flush: requests that wait then are answered after it,
         /// so that nobody reads the refused change after hearing it was refused.
         var rollingBack = false
+        /// Whether the store was rolled back since the journal failed (once is enough: every later commit is refused).
+        var rolledBack = false
     }
 
     /// Continues the segment `file` (`size` bytes long, first seq `firstSeq`), whose records end at `seq`.
@@ -282,10 +284,12 @@ final class Journal: Sendable {
             } catch {
                 // The group's changes are committed in memory but not in the file: their requests are answered
                 // 503 and later commits refused; the store goes back to what the files hold, so that no client
-                // reads a change that a restart would not have (every mutating request is all or nothing).
-                fail(error, rollingBack: true)
-                rollBack()
-                state.withLock { $0.rollingBack = false }
+                // reads a change that a restart would not have (every mutating request is all or nothing). Later
+                // wakes (a refused rotation or save, a late waiter) find nothing more to undo.
+                if startRollBack(error) {
+                    rollBack()
+                    state.withLock { $0.rollingBack = false }
+                }
             }
             answerWaiters()
         }
@@ -335,11 +339,29 @@ final class Journal: Sendable {
     }
 
     /// Puts an open journal in the `failed` state (its waiters are then answered with the refusal).
-    /// With `rollingBack`, in the same step: requests that start waiting are held until `rollingBack` is cleared.
-    private func fail(_ error: ObjectGraphError, rollingBack: Bool = false) {
+    private func fail(_ error: ObjectGraphError) {
         state.withLock { state in
             if case .open = state.lifecycle { state.lifecycle = .failed(error) }
-            if rollingBack { state.rollingBack = true }
+        }
+    }
+
+    /// Like `fail`, and answers whether the store is to be rolled back now: the first time after the failure only.
+    /// Then, in the same step, requests that start waiting are held until `rollingBack` is cleared.
+    private func startRollBack(_ error: ObjectGraphError) -> Bool {
+        state.withLock { state in
+            if case .open = state.lifecycle { state.lifecycle = .failed(error) }
+            guard !state.rolledBack else { return false }
+            state.rolledBack = true
+            state.rollingBack = true
+            return true
+        }
+    }
+
+    /// Why the journal refuses changes (503 `journal-failed`: a write, cut or flush failed; until restart), or nil.
+    var failure: ObjectGraphError? {
+        state.withLock { state in
+            guard case .failed(let error) = state.lifecycle else { return nil }
+            return Self.refusal(error)
         }
     }
 
