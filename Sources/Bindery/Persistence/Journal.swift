@@ -32,6 +32,8 @@ final class Journal: Sendable {
     private let state: Mutex<State>
     /// `State.durableSeq`, readable without the lock (for every response's `X-Store-Seq`).
     private let publishedDurableSeq: Atomic<Int64>
+    /// Set (for good) when the lifecycle becomes `failed`: `failure` is read on every `/healthz` without the lock.
+    private let hasFailed = Atomic<Bool>(false)
     /// Held while queued records are written to the current segment (and while the segment changes or closes), so
     /// that batches reach the file in seq order. Lock order: the store's lock, then `io`, then `state`.
     private let io = Mutex(())
@@ -152,6 +154,7 @@ final class Journal: Sendable {
                 let failure = FileIO.error("write", file.path, errno: code)
                 if ftruncate(file.fd, off_t(size)) != 0 {
                     state.withLock { $0.lifecycle = .failed(FileIO.error("ftruncate", file.path)) }
+                    hasFailed.store(true, ordering: .releasing)
                 }
                 throw failure
             }
@@ -166,6 +169,7 @@ final class Journal: Sendable {
             if let lastSeq { state.writtenSeq = lastSeq }
             if let failure {
                 state.lifecycle = .failed(failure)
+                hasFailed.store(true, ordering: .releasing)
             } else if sync || policy == .never {
                 state.durableSeq = state.writtenSeq
                 publishedDurableSeq.store(state.durableSeq, ordering: .releasing)
@@ -343,12 +347,14 @@ final class Journal: Sendable {
         state.withLock { state in
             if case .open = state.lifecycle { state.lifecycle = .failed(error) }
         }
+        hasFailed.store(true, ordering: .releasing)
     }
 
     /// Like `fail`, and answers whether the store is to be rolled back now: the first time after the failure only.
     /// Then, in the same step, requests that start waiting are held until `rollingBack` is cleared.
     private func startRollBack(_ error: ObjectGraphError) -> Bool {
-        state.withLock { state in
+        defer { hasFailed.store(true, ordering: .releasing) }
+        return state.withLock { state in
             if case .open = state.lifecycle { state.lifecycle = .failed(error) }
             guard !state.rolledBack else { return false }
             state.rolledBack = true
@@ -359,7 +365,8 @@ final class Journal: Sendable {
 
     /// Why the journal refuses changes (503 `journal-failed`: a write, cut or flush failed; until restart), or nil.
     var failure: ObjectGraphError? {
-        state.withLock { state in
+        guard hasFailed.load(ordering: .acquiring) else { return nil }
+        return state.withLock { state in
             guard case .failed(let error) = state.lifecycle else { return nil }
             return Self.refusal(error)
         }
