@@ -95,6 +95,27 @@ struct ObjectRoutesTests {
         }
     }
 
+    /// Each to-many after another multiplies the values (11 employees of a department: 11^n); the evaluation stops
+    /// at a budget instead of exhausting memory, and key paths are at most 100 keys long (compiling recursed per key).
+    @Test func keyPathsThatFanOutOrRunLong_areRefused() throws {
+        try withService { client in
+            let twice = try client.request("GET", "/objects/Employee/4/department/employees/department/employees")
+            #expect(twice.json?.arrayValue?.count == 11)
+            let path = Array(repeating: "department/employees", count: 7).joined(separator: "/")
+            let fanOut = try client.request("GET", "/objects/Employee/4/\(path)/lastName")
+            #expect(fanOut.status == 400)
+            #expect(fanOut.errorCode == "bad-key-path")
+            let long = Array(repeating: "directReports", count: 101).joined(separator: ".")
+            let observer = try client.request(
+                "POST", "/observers", json: #"{"target": "Employee/1", "keyPath": "\#(long)"}"#)
+            #expect(observer.status == 400)
+            #expect(observer.errorCode == "bad-key-path")
+            let filter = try client.request("PUT", "/controllers/employees/filterPredicate", json: "\"\(long) == nil\"")
+            #expect(filter.status == 400)
+            #expect(try client.request("GET", "/healthz").status == 200)
+        }
+    }
+
     @Test func putValueHonoursIfMatchAndValidates() throws {
         try withService { client in
             let put = try client.request("PUT", "/objects/Employee/4/salary", json: "160000")

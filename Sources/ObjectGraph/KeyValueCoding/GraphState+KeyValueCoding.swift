@@ -6,33 +6,44 @@ import PropertyList
 /// `departments.employees.@count` counts departments, exactly as Cocoa does; an operator takes the collection built so
 /// far and applies the rest of the path to each element, so `employees.@sum.directReports.@count` sums each
 /// employee's direct-report count. A nil to-one gives null and null propagates (messaging nil).
+///
+/// One evaluation produces at most `maximumValues` values from to-many relationships: each to-many after another
+/// multiplies them (`department.employees.department.employees`), so a short key path could otherwise exhaust memory.
 extension GraphState {
+    /// The most to-many elements one evaluation may produce (400 `bad-key-path` beyond).
+    static let maximumValues = 2_000_000
+
     func evaluate(_ steps: [KeyStep], on node: KeyPathNode) throws(ObjectGraphError) -> KeyPathNode {
+        var budget = Self.maximumValues
+        return try evaluate(steps, on: node, budget: &budget)
+    }
+
+    func evaluate(_ steps: [KeyStep], on node: KeyPathNode, budget: inout Int) throws(ObjectGraphError) -> KeyPathNode {
         var current = node
         for step in steps {
             switch step {
             case .this:
                 continue
             case .key(let lookup):
-                current = try value(of: lookup, on: current)
+                current = try value(of: lookup, on: current, budget: &budget)
             case .collectionOperator(let op, let rest):
-                return try apply(op, rest: rest, to: current)
+                return try apply(op, rest: rest, to: current, budget: &budget)
             }
         }
         return current
     }
 
-    func value(of lookup: KeyLookup, on node: KeyPathNode) throws(ObjectGraphError) -> KeyPathNode {
+    func value(of lookup: KeyLookup, on node: KeyPathNode, budget: inout Int) throws(ObjectGraphError) -> KeyPathNode {
         switch node {
         case .object(let handle):
             guard let property = lookup.properties[handle.entity] else {
                 throw .undefinedKey(lookup.key, entity: model.entities[handle.entity].name)
             }
-            return try value(of: property, on: handle)
+            return try value(of: property, on: handle, budget: &budget)
         case .collection(let elements):
             var values: [KeyPathNode] = []
             values.reserveCapacity(elements.count)
-            for element in elements { values.append(try value(of: lookup, on: element)) }
+            for element in elements { values.append(try value(of: lookup, on: element, budget: &budget)) }
             return .collection(values)
         case .value(let value):
             switch value {
@@ -41,7 +52,9 @@ extension GraphState {
             case .array(let elements):
                 var values: [KeyPathNode] = []
                 values.reserveCapacity(elements.count)
-                for element in elements { values.append(try self.value(of: lookup, on: .value(element))) }
+                for element in elements {
+                    values.append(try self.value(of: lookup, on: .value(element), budget: &budget))
+                }
                 return .collection(values)
             default:
                 throw .undefinedKey(lookup.key, entity: value.typeName)
@@ -50,6 +63,13 @@ extension GraphState {
     }
 
     func value(of property: Property, on handle: ObjectHandle) throws(ObjectGraphError) -> KeyPathNode {
+        var budget = Self.maximumValues
+        return try value(of: property, on: handle, budget: &budget)
+    }
+
+    func value(of property: Property, on handle: ObjectHandle, budget: inout Int) throws(ObjectGraphError)
+        -> KeyPathNode
+    {
         switch property {
         case .attribute(let slot):
             return .value(attribute(handle, slot))
@@ -57,19 +77,28 @@ extension GraphState {
             let relationship = self.relationship(handle, index)
             if relationship.isToMany {
                 let destination = relationship.destinationIndex
-                return .collection(
-                    toManyRows(handle, relationship).map { .object(ObjectHandle(entity: destination, row: Int($0))) })
+                let rows = toManyRows(handle, relationship)
+                budget -= rows.count
+                guard budget >= 0 else {
+                    throw .badKeyPath(
+                        relationship.name,
+                        "the key path reaches more than \(Self.maximumValues) values (each to-many relationship after "
+                            + "another multiplies them).")
+                }
+                return .collection(rows.map { .object(ObjectHandle(entity: destination, row: Int($0))) })
             }
             return toOne(handle, relationship).map(KeyPathNode.object) ?? .null
         case .derived(let index):
-            return try evaluate(model.entities[handle.entity].derivedKeys[index].steps, on: .object(handle))
+            return try evaluate(
+                model.entities[handle.entity].derivedKeys[index].steps, on: .object(handle), budget: &budget)
         }
     }
 
     // MARK: Collection operators
 
-    func apply(_ op: CollectionOperator, rest: [KeyStep], to node: KeyPathNode) throws(ObjectGraphError) -> KeyPathNode
-    {
+    func apply(
+        _ op: CollectionOperator, rest: [KeyStep], to node: KeyPathNode, budget: inout Int
+    ) throws(ObjectGraphError) -> KeyPathNode {
         let elements: [KeyPathNode]
         switch node {
         case .collection(let nodes): elements = nodes
@@ -83,7 +112,7 @@ extension GraphState {
         if !rest.isEmpty {
             values = []
             values.reserveCapacity(elements.count)
-            for element in elements { values.append(try evaluate(rest, on: element)) }
+            for element in elements { values.append(try evaluate(rest, on: element, budget: &budget)) }
         }
         switch op {
         case .count:

@@ -9,12 +9,19 @@ struct KeyPathCompiler {
         !keyPath.isEmpty && !keyPath.utf8.contains(UInt8(ascii: "."))
     }
 
-    /// Splits `keyPath` on dots; 400 `bad-key-path` for an empty path or an empty key.
+    /// The most keys a key path may have (compiling and evaluating recurse once per to-many step).
+    static let maximumKeys = 100
+
+    /// Splits `keyPath` on dots; 400 `bad-key-path` for an empty path, an empty key, or more than `maximumKeys`.
     static func keys(of keyPath: String) throws(ObjectGraphError) -> [String] {
         if isSingleKey(keyPath) { return [keyPath] }
         let keys = keyPath.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         guard !keyPath.isEmpty, !keys.contains(where: \.isEmpty) else {
             throw .badKeyPath(keyPath, "keys may not be empty.")
+        }
+        guard keys.count <= maximumKeys else {
+            let start = keys.prefix(3).joined(separator: ".")
+            throw .badKeyPath("\(start)...", "it has \(keys.count) keys; at most \(maximumKeys) are allowed.")
         }
         return keys
     }
