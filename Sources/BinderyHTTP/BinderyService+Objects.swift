@@ -5,7 +5,8 @@ import PropertyList
 
 /// `/objects`: key-value coding over REST (API.md §4).
 ///
-/// Conditional requests: the ETag of an object is `"<version>"`, the seq of its last change. `If-Match` on a
+/// Conditional requests: the ETag of an object is `"<version>"`, the seq of its last change (or of the last change
+/// of an object its derived keys read, `ReadView.version(of:)`). `If-Match` on a
 /// mutating request is checked inside the transaction, so the check and the change are one atomic step; a mismatch is
 /// 412 `precondition-failed` with the current representation in `current` and the current `ETag` header.
 extension BinderyService {

@@ -74,6 +74,20 @@ struct ObjectRoutesTests {
             let again = try client.request("GET", "/objects/Department/1", headers: ["If-None-Match": etag])
             #expect(again.status == 304)
             #expect(try client.request("GET", "/objects/Department/99").errorCode == "no-such-object")
+            // A change read by a derived key (departmentName, payroll) is a change of the object's representation.
+            let employee = try client.request("GET", "/objects/Employee/4")
+            let employeeTag = try #require(employee.header("ETag"))
+            #expect(try client.request("PUT", "/objects/Department/1/name", json: #""Eng""#).status == 200)
+            let renamed = try client.request("GET", "/objects/Employee/4", headers: ["If-None-Match": employeeTag])
+            #expect(renamed.status == 200)
+            #expect(renamed.json?["departmentName"] == "Eng")
+            #expect(renamed.header("ETag") != employeeTag)
+            let stale = try client.request(
+                "PUT", "/objects/Employee/4/salary", headers: ["If-Match": employeeTag], json: "1")
+            #expect(stale.status == 412)
+            _ = try client.request("PUT", "/objects/Employee/1/salary", json: "1")
+            let payroll = try client.request("GET", "/objects/Department/1", headers: ["If-None-Match": etag])
+            #expect(payroll.status == 200)
         }
     }
 

@@ -14,36 +14,40 @@ extension GraphState {
     static let maximumValues = 2_000_000
 
     func evaluate(_ steps: [KeyStep], on node: KeyPathNode) throws(ObjectGraphError) -> KeyPathNode {
-        var budget = Self.maximumValues
-        return try evaluate(steps, on: node, budget: &budget)
+        var evaluation = KeyPathEvaluation()
+        return try evaluate(steps, on: node, evaluation: &evaluation)
     }
 
-    func evaluate(_ steps: [KeyStep], on node: KeyPathNode, budget: inout Int) throws(ObjectGraphError) -> KeyPathNode {
+    func evaluate(_ steps: [KeyStep], on node: KeyPathNode, evaluation: inout KeyPathEvaluation)
+        throws(ObjectGraphError) -> KeyPathNode
+    {
         var current = node
         for step in steps {
             switch step {
             case .this:
                 continue
             case .key(let lookup):
-                current = try value(of: lookup, on: current, budget: &budget)
+                current = try value(of: lookup, on: current, evaluation: &evaluation)
             case .collectionOperator(let op, let rest):
-                return try apply(op, rest: rest, to: current, budget: &budget)
+                return try apply(op, rest: rest, to: current, evaluation: &evaluation)
             }
         }
         return current
     }
 
-    func value(of lookup: KeyLookup, on node: KeyPathNode, budget: inout Int) throws(ObjectGraphError) -> KeyPathNode {
+    func value(of lookup: KeyLookup, on node: KeyPathNode, evaluation: inout KeyPathEvaluation) throws(ObjectGraphError)
+        -> KeyPathNode
+    {
         switch node {
         case .object(let handle):
             guard let property = lookup.properties[handle.entity] else {
                 throw .undefinedKey(lookup.key, entity: model.entities[handle.entity].name)
             }
-            return try value(of: property, on: handle, budget: &budget)
+            return try value(of: property, on: handle, evaluation: &evaluation)
         case .collection(let elements):
             var values: [KeyPathNode] = []
             values.reserveCapacity(elements.count)
-            for element in elements { values.append(try value(of: lookup, on: element, budget: &budget)) }
+            for element in elements { values.append(try value(of: lookup, on: element, evaluation: &evaluation)) }
             return .collection(values)
         case .value(let value):
             switch value {
@@ -53,7 +57,7 @@ extension GraphState {
                 var values: [KeyPathNode] = []
                 values.reserveCapacity(elements.count)
                 for element in elements {
-                    values.append(try self.value(of: lookup, on: .value(element), budget: &budget))
+                    values.append(try self.value(of: lookup, on: .value(element), evaluation: &evaluation))
                 }
                 return .collection(values)
             default:
@@ -63,13 +67,17 @@ extension GraphState {
     }
 
     func value(of property: Property, on handle: ObjectHandle) throws(ObjectGraphError) -> KeyPathNode {
-        var budget = Self.maximumValues
-        return try value(of: property, on: handle, budget: &budget)
+        var evaluation = KeyPathEvaluation()
+        return try value(of: property, on: handle, evaluation: &evaluation)
     }
 
-    func value(of property: Property, on handle: ObjectHandle, budget: inout Int) throws(ObjectGraphError)
+    func value(of property: Property, on handle: ObjectHandle, evaluation: inout KeyPathEvaluation)
+        throws(ObjectGraphError)
         -> KeyPathNode
     {
+        if evaluation.tracksVersions {
+            evaluation.newestVersion = max(evaluation.newestVersion, tables[handle.entity].versions[handle.row])
+        }
         switch property {
         case .attribute(let slot):
             return .value(attribute(handle, slot))
@@ -78,8 +86,8 @@ extension GraphState {
             if relationship.isToMany {
                 let destination = relationship.destinationIndex
                 let rows = toManyRows(handle, relationship)
-                budget -= rows.count
-                guard budget >= 0 else {
+                evaluation.budget -= rows.count
+                guard evaluation.budget >= 0 else {
                     throw .badKeyPath(
                         relationship.name,
                         "the key path reaches more than \(Self.maximumValues) values (each to-many relationship after "
@@ -90,14 +98,14 @@ extension GraphState {
             return toOne(handle, relationship).map(KeyPathNode.object) ?? .null
         case .derived(let index):
             return try evaluate(
-                model.entities[handle.entity].derivedKeys[index].steps, on: .object(handle), budget: &budget)
+                model.entities[handle.entity].derivedKeys[index].steps, on: .object(handle), evaluation: &evaluation)
         }
     }
 
     // MARK: Collection operators
 
     func apply(
-        _ op: CollectionOperator, rest: [KeyStep], to node: KeyPathNode, budget: inout Int
+        _ op: CollectionOperator, rest: [KeyStep], to node: KeyPathNode, evaluation: inout KeyPathEvaluation
     ) throws(ObjectGraphError) -> KeyPathNode {
         let elements: [KeyPathNode]
         switch node {
@@ -112,7 +120,7 @@ extension GraphState {
         if !rest.isEmpty {
             values = []
             values.reserveCapacity(elements.count)
-            for element in elements { values.append(try evaluate(rest, on: element, budget: &budget)) }
+            for element in elements { values.append(try evaluate(rest, on: element, evaluation: &evaluation)) }
         }
         switch op {
         case .count:
