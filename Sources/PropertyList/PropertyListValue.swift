@@ -35,6 +35,18 @@ public enum PropertyListValue: Sendable, Hashable {
         return false
     }
 
+    /// About how many bytes the value holds (16 per value plus its text and data), for memory budgets.
+    public var approximateByteCount: Int {
+        switch self {
+        case .null, .boolean, .integer, .real, .date: 16
+        case .string(let s): 16 + s.utf8.count
+        case .data(let d): 16 + d.count
+        case .array(let elements): elements.reduce(16) { $0 + $1.approximateByteCount }
+        case .dictionary(let dictionary):
+            dictionary.reduce(16) { $0 + $1.key.utf8.count + $1.value.approximateByteCount }
+        }
+    }
+
     public var stringValue: String? {
         if case .string(let s) = self { return s }
         return nil

@@ -38,6 +38,9 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Changes retained for long-poll clients (older `since` gets 410).")
     var history = 100_000
 
+    @Option(help: "About how many bytes of changes are retained for long-poll clients (older `since` gets 410).")
+    var historyBytes = 256 << 20
+
     @Option(help: "The request body limit in bytes (413 beyond).")
     var maxBody = 1_048_576
 
@@ -61,6 +64,7 @@ struct ServeCommand: ParsableCommand {
         guard undoDepth >= 0 else { throw ValidationError("--undo-depth must not be negative") }
         guard threads > 0 else { throw ValidationError("--threads must be positive") }
         guard history > 0 else { throw ValidationError("--history must be positive") }
+        guard historyBytes > 0 else { throw ValidationError("--history-bytes must be positive") }
         guard observerTtl > 0 else { throw ValidationError("--observer-ttl must be positive") }
         guard maxWaiters > 0 else { throw ValidationError("--max-waiters must be positive") }
         guard maxObservers > 0 else { throw ValidationError("--max-observers must be positive") }
@@ -79,7 +83,8 @@ struct ServeCommand: ParsableCommand {
         let observations = ObservationCenter(
             document: document, queue: .main,
             configuration: .init(
-                historyCapacity: history, observerTTL: Double(observerTtl), maxWaiters: maxWaiters,
+                historyCapacity: history, historyBytes: historyBytes, observerTTL: Double(observerTtl),
+                maxWaiters: maxWaiters,
                 maxObservers: maxObservers))
         let service = BinderyService(
             configuration: .init(publicDirectory: publicDirectory, corsOrigin: cors), document: document,

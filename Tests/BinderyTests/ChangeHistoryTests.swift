@@ -7,6 +7,7 @@ struct ChangeHistoryTests {
     private struct Item: Sequenced, Equatable {
         var seq: Int64
         var tag: Int
+        var approximateByteCount = 100
     }
 
     /// The ring grows as items come (nothing is set aside for a capacity never used), keeps them in order across
@@ -30,5 +31,22 @@ struct ChangeHistoryTests {
         // A seq is kept whole or not at all.
         let seq31 = kept.filter { $0.seq == 31 }.count
         #expect(seq31 == 0 || seq31 == 3)
+    }
+
+    /// Big items are bounded by bytes too: older seqs go (whole) until the rest fits; the newest seq always stays.
+    @Test func dropsOldSeqsPastItsByteBudget() {
+        var history = SequenceHistory<Item>(capacity: 1000, maxBytes: 1000, startingAt: 0)
+        for n in 1...8 { history.append(Item(seq: Int64(n), tag: n)) }
+        #expect(history.bytes == 800)
+        #expect(history.covers(since: 0))
+        history.append(Item(seq: 9, tag: 9, approximateByteCount: 500))
+        #expect(history.bytes <= 1000)
+        #expect(history.changes(after: 0).map(\.tag) == [4, 5, 6, 7, 8, 9])
+        #expect(history.compactedThrough == 3)
+        history.append(Item(seq: 10, tag: 10, approximateByteCount: 5000))
+        #expect(history.changes(after: 0).map(\.tag) == [10])
+        #expect(history.compactedThrough == 9)
+        history.append(Item(seq: 10, tag: 11, approximateByteCount: 5000))
+        #expect(history.changes(after: 0).map(\.tag) == [10, 11])
     }
 }

@@ -1,33 +1,49 @@
 /// Something with a place in a sequence (a store seq, a notification seq).
 protocol Sequenced {
     var seq: Int64 { get }
+    /// About how many bytes it holds (its values), for the history's byte budget.
+    var approximateByteCount: Int { get }
 }
 
-extension FeedChange: Sequenced {}
+extension FeedChange: Sequenced {
+    var approximateByteCount: Int {
+        64 + target.utf8.count + keyPath.utf8.count + (old?.approximateByteCount ?? 0)
+            + (new?.approximateByteCount ?? 0) + 8 * (indexes?.count ?? 0)
+    }
+}
 
 /// The store's change history: feed changes by store seq.
 typealias ChangeHistory = SequenceHistory<FeedChange>
 
 /// A bounded history of items in seq order (several may share a seq): what long-poll clients catch up from.
 ///
-/// Holds at most `capacity` items; older ones are dropped whole seq by whole seq, and `compactedThrough` says up to
+/// Holds at most `capacity` items and about `maxBytes` bytes of their values (older seqs beyond either are dropped;
+/// the newest seq is always kept); older ones are dropped whole seq by whole seq, and `compactedThrough` says up to
 /// which seq items may be missing, so a `since` below it is answered 410 rather than with a silent gap. The ring
 /// grows by doubling up to `capacity` (an observer's history of 10,000 items costs nothing until it fills). Not
 /// thread-safe: confined to the observation queue.
 struct SequenceHistory<Item: Sequenced> {
     let capacity: Int
+    let maxBytes: Int
     private var ring: [Item?] = []
     private var start = 0
     private(set) var count = 0
+    /// The `approximateByteCount` of the items held.
+    private(set) var bytes = 0
     /// Changes with seq ≤ this may have been dropped (or predate the history).
     private(set) var compactedThrough: Int64
 
-    init(capacity: Int, startingAt seq: Int64) {
+    init(capacity: Int, maxBytes: Int = .max, startingAt seq: Int64) {
         self.capacity = max(1, capacity)
+        self.maxBytes = maxBytes
         compactedThrough = seq
     }
 
     mutating func append(_ change: Item) {
+        bytes += change.approximateByteCount
+        while bytes > maxBytes, count > 0, let oldest = ring[start], oldest.seq < change.seq {
+            dropOldestSeq()
+        }
         if count == ring.count, ring.count < capacity {
             // Grow: the items in order from index 0, then room.
             let grown = min(capacity, max(16, ring.count * 2))
@@ -36,22 +52,22 @@ struct SequenceHistory<Item: Sequenced> {
             ring = items
             start = 0
         }
+        if count == ring.count { dropOldestSeq() }
+        ring[(start + count) % ring.count] = change
+        count += 1
+    }
+
+    /// Drops the oldest item and the rest of its seq, so a seq is either wholly present or wholly compacted.
+    private mutating func dropOldestSeq() {
         let size = ring.count
-        if count == size {
-            let dropped = ring[start]!
-            compactedThrough = max(compactedThrough, dropped.seq)
-            // Drop the rest of that seq too, so a seq is either wholly present or wholly compacted.
+        let seq = ring[start]!.seq
+        compactedThrough = max(compactedThrough, seq)
+        while count > 0, let next = ring[start], next.seq == seq {
+            bytes -= next.approximateByteCount
             ring[start] = nil
             start = (start + 1) % size
             count -= 1
-            while count > 0, let next = ring[start], next.seq == dropped.seq {
-                ring[start] = nil
-                start = (start + 1) % size
-                count -= 1
-            }
         }
-        ring[(start + count) % size] = change
-        count += 1
     }
 
     /// Whether every change after `since` is still here.

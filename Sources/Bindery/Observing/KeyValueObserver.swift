@@ -48,7 +48,7 @@ final class KeyValueObserver {
 
     init(
         id: String, target: Target, keyPath: String, options: Options, since: Int64, initialSeq: Int64?,
-        storedKey: Bool, value: PropertyListValue, capacity: Int, now: Double
+        storedKey: Bool, value: PropertyListValue, capacity: Int, maxBytes: Int, now: Double
     ) {
         self.id = id
         self.target = target
@@ -57,7 +57,7 @@ final class KeyValueObserver {
         self.since = since
         self.storedKey = storedKey
         self.lastValue = value
-        self.history = ChangeHistory(capacity: capacity, startingAt: since)
+        self.history = ChangeHistory(capacity: capacity, maxBytes: maxBytes, startingAt: since)
         self.lastActivity = now
         self.initialSeq = initialSeq
     }

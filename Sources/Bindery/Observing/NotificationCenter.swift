@@ -18,6 +18,14 @@ public struct PostedNotification: Sendable, Sequenced {
         case objectsDidChange(inserted: [ObjectID], updated: [ObjectID], deleted: [ObjectID])
     }
 
+    var approximateByteCount: Int {
+        switch info {
+        case .value(let value): 64 + name.utf8.count + object.approximateByteCount + value.approximateByteCount
+        case .objectsDidChange(let inserted, let updated, let deleted):
+            64 + name.utf8.count + 32 * (inserted.count + updated.count + deleted.count)
+        }
+    }
+
     public var userInfo: PropertyListValue {
         get {
             switch info {
@@ -72,6 +80,8 @@ final class NotificationCenter {
     /// Why the file could not be read at start: no seq can be reserved in this run.
     private let unreadable: ObjectGraphError?
     private static let reservation: Int64 = 10_000
+    /// About how many bytes of notifications are kept for long-poll clients (beyond, the oldest are dropped: 410).
+    static let maxHistoryBytes = 64 << 20
 
     /// A center whose seqs go on after the ones reserved in `reservationFile` (nil: they start at 0).
     init(capacity: Int, reservationFile: String? = nil) {
@@ -96,7 +106,7 @@ final class NotificationCenter {
         reservedThrough = start
         self.reservationFile = reservationFile
         self.unreadable = unreadable
-        history = SequenceHistory(capacity: capacity, startingAt: start)
+        history = SequenceHistory(capacity: capacity, maxBytes: Self.maxHistoryBytes, startingAt: start)
     }
 
     /// Makes sure the next seq is reserved, writing the next block when `lastSeq` reached the reserved ones; throws

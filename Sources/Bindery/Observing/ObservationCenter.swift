@@ -14,6 +14,9 @@ public final class ObservationCenter: @unchecked Sendable {
     public struct Configuration: Sendable {
         /// Changes retained for `/changes` (and per observer), and notifications retained.
         public var historyCapacity: Int
+        /// About how many bytes of values `/changes` retains (older seqs beyond are dropped: 410); each observer's
+        /// own history keeps at most a sixteenth of it.
+        public var historyBytes: Int
         /// Seconds after which an observer that nobody polls expires.
         public var observerTTL: Double
         /// Waiting long-polls (and event streams) at once; beyond, 503 `too-many-waiters`.
@@ -25,10 +28,11 @@ public final class ObservationCenter: @unchecked Sendable {
         public var maxObservers: Int
 
         public init(
-            historyCapacity: Int = 100_000, observerTTL: Double = 300, maxWaiters: Int = 16_000,
-            heartbeatInterval: Double = 15, maxObservers: Int = 10_000
+            historyCapacity: Int = 100_000, historyBytes: Int = 256 << 20, observerTTL: Double = 300,
+            maxWaiters: Int = 16_000, heartbeatInterval: Double = 15, maxObservers: Int = 10_000
         ) {
             self.historyCapacity = historyCapacity
+            self.historyBytes = historyBytes
             self.observerTTL = observerTTL
             self.maxWaiters = maxWaiters
             self.heartbeatInterval = heartbeatInterval
@@ -112,7 +116,8 @@ public final class ObservationCenter: @unchecked Sendable {
         self.store = document.store
         self.report = document.options.report
         let seq = document.store.seq
-        history = ChangeHistory(capacity: configuration.historyCapacity, startingAt: seq)
+        history = ChangeHistory(
+            capacity: configuration.historyCapacity, maxBytes: configuration.historyBytes, startingAt: seq)
         processedSeq = seq
         notificationCenter = NotificationCenter(
             capacity: configuration.historyCapacity,
@@ -589,7 +594,8 @@ public final class ObservationCenter: @unchecked Sendable {
                 KeyValueObserver(
                     id: id, target: .object(object), keyPath: keyPath, options: parsedOptions, since: since,
                     initialSeq: initialSeq, storedKey: storedKey, value: value,
-                    capacity: min(configuration.historyCapacity, 10_000), now: Self.now()))
+                    capacity: min(configuration.historyCapacity, 10_000), maxBytes: configuration.historyBytes / 16,
+                    now: Self.now()))
             return (id, since)
         }
     }
@@ -660,7 +666,8 @@ public final class ObservationCenter: @unchecked Sendable {
                 KeyValueObserver(
                     id: id, target: parsedTarget, keyPath: keyPath, options: options, since: since,
                     initialSeq: initialSeq, storedKey: false, value: value,
-                    capacity: min(configuration.historyCapacity, 10_000), now: Self.now()))
+                    capacity: min(configuration.historyCapacity, 10_000), maxBytes: configuration.historyBytes / 16,
+                    now: Self.now()))
             return (id, since)
         }
     }
