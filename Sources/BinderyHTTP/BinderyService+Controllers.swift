@@ -69,7 +69,9 @@ extension BinderyService {
             guard case .array(let paths) = try request.jsonBody() else {
                 throw typeMismatch("selectionIndexPaths", "an array of index paths, such as [[0], [0, 1]]")
             }
-            try controllers.setSelectionIndexPaths(try paths.map(indexes), controller: name)
+            try controllers.setSelectionIndexPaths(
+                try paths.map { path throws(APIError) in try indexes(path, key: "selectionIndexPaths") },
+                controller: name)
             return try read("selectionIndexPaths", of: name, controllers, told: told)
         }
         router.add("PUT", "/controllers/:name/sortDescriptors") { request in
@@ -116,13 +118,13 @@ extension BinderyService {
         return .response(.json(value, seq: told(seq)))
     }
 
-    private static func indexes(_ json: PropertyListValue) throws -> [Int] {
+    private static func indexes(_ json: PropertyListValue, key: String = "selectionIndexes") throws(APIError) -> [Int] {
         guard case .array(let elements) = json else {
-            throw typeMismatch("selectionIndexes", "an array of indexes, such as [0, 2]")
+            throw typeMismatch(key, "an array of indexes, such as [0, 2]")
         }
-        return try elements.map { element in
+        return try elements.map { element throws(APIError) in
             guard let index = element.integerValue, index >= 0, index <= Int64(Int32.max) else {
-                throw typeMismatch("selectionIndexes", "an array of non-negative integers")
+                throw typeMismatch(key, "an array of non-negative integers")
             }
             return Int(index)
         }

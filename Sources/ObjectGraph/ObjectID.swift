@@ -19,10 +19,11 @@ public struct ObjectID: Hashable, Sendable, Comparable, CustomStringConvertible 
         self.init(entity: entity, id: id)
     }
 
-    /// Whether `id` is `[A-Za-z0-9_.-]{1,64}`.
+    /// Whether `id` is `[A-Za-z0-9_.-]{1,64}` and not `.` or `..`.
     public static func isValidID(_ id: String) -> Bool {
         let utf8 = id.utf8
-        guard (1...64).contains(utf8.count) else { return false }
+        // `.` and `..` are dot-segments: URL clients (curl, browsers) remove them, so such objects could not be addressed.
+        guard (1...64).contains(utf8.count), id != ".", id != ".." else { return false }
         return utf8.allSatisfy { byte in
             switch byte {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),

@@ -10,6 +10,10 @@ struct ObjectIDTests {
         #expect(ObjectID(reference: "Employee/") == nil)
         #expect(ObjectID(reference: "Employee/a b") == nil)
         #expect(ObjectID(reference: "Employee/" + String(repeating: "a", count: 65)) == nil)
+        // Dot-segments, which URL clients remove: such an object could not be addressed.
+        #expect(ObjectID(reference: "Employee/.") == nil)
+        #expect(ObjectID(reference: "Employee/..") == nil)
+        #expect(ObjectID(reference: "Employee/...")?.id == "...")
     }
 
     @Test func keyValueJSONWritesReferences() {
