@@ -123,7 +123,7 @@ public final class Document: Sendable {
         }
         let undoManager = DocumentUndoManager(
             levelsOfUndo: options.undoDepth, openedAt: store.seq,
-            editedBeforeOpening: storage.savedSeq.map { store.read { $0.contentSeq } > $0 } ?? false)
+            editedBeforeOpening: storage.uneditedContentSeq.map { store.read { $0.contentSeq } != $0 } ?? false)
         self.undoManager = undoManager
         let journal = storage.journal
         let append = CommitHook { record in

@@ -144,6 +144,54 @@ struct PersistenceProcessTests {
         }
     }
 
+    /// Whether the document is edited (`revertToSaved` enabled) survives restarts as NSDocument counts it: commits
+    /// that only take a seq after a save (an observer's `initial`, an observed controller's selection, the skip after
+    /// a crash) and `revertToSaved` leave it unedited; a change to objects leaves it edited.
+    @Test func revertToSavedIsEnabledAfterARestartOnlyWhenObjectsChangedSinceTheSave() throws {
+        func revertEnabled(_ server: ServerProcess) throws -> Bool? {
+            let listed = try server.client.request("GET", "/actions").json?["actions"]?.arrayValue ?? []
+            return listed.first { $0["action"] == "revertToSaved" }?["enabled"]?.boolValue
+        }
+        try withTemporaryDataDirectory { data in
+            var server = try #require(try ServerProcess.start(data: data, fsync: "batch").0)
+            #expect(try server.client.request("PUT", "/objects/Employee/4/salary", json: "5").status == 200)
+            #expect(try server.client.request("POST", "/actions/save").status == 200)
+            #expect(try revertEnabled(server) == false)
+            let observer = #"{"target": "Employee/4", "keyPath": "salary", "options": ["initial"]}"#
+            #expect(try server.client.request("POST", "/observers", json: observer).status == 201)
+            let selection = #"{"target": "controllers/departments", "keyPath": "selectionIndexes"}"#
+            #expect(try server.client.request("POST", "/observers", json: selection).status == 201)
+            let selected = try server.client.request("PUT", "/controllers/departments/selectionIndexes", json: "[1]")
+            #expect(selected.status == 200)
+            #expect(try revertEnabled(server) == false)
+            #expect(server.terminate() == 0)
+            server = try #require(try ServerProcess.start(data: data, fsync: "batch").0)
+            #expect(try revertEnabled(server) == false, "after a clean restart")
+            // A crash: the next start skips seqs with a record of no changes.
+            server.kill9()
+            server = try #require(try ServerProcess.start(data: data, fsync: "batch").0)
+            #expect(try revertEnabled(server) == false, "after a crash")
+            #expect(server.terminate() == 0)
+            server = try #require(try ServerProcess.start(data: data, fsync: "batch").0)
+            #expect(try revertEnabled(server) == false, "after a crash and a clean restart")
+            // A change, reverted: unedited, also after a restart.
+            #expect(try server.client.request("PUT", "/objects/Employee/4/salary", json: "6").status == 200)
+            #expect(try revertEnabled(server) == true)
+            #expect(try server.client.request("POST", "/actions/revertToSaved").status == 200)
+            #expect(try revertEnabled(server) == false)
+            #expect(server.terminate() == 0)
+            server = try #require(try ServerProcess.start(data: data, fsync: "batch").0)
+            #expect(try revertEnabled(server) == false, "after revertToSaved and a restart")
+            #expect(try server.client.request("GET", "/objects/Employee/4/salary").json == 5)
+            // A change not saved: edited, also after a restart.
+            #expect(try server.client.request("PUT", "/objects/Employee/4/salary", json: "7").status == 200)
+            #expect(server.terminate() == 0)
+            server = try #require(try ServerProcess.start(data: data, fsync: "batch").0)
+            #expect(try revertEnabled(server) == true, "after a change and a restart")
+            #expect(server.terminate() == 0)
+        }
+    }
+
     /// A supervisor may signal as soon as the listening line appears; the handlers are in place by then.
     @Test func aSignalRightAfterTheListeningLineStopsTheServerCleanly() throws {
         try withTemporaryDataDirectory { data in

@@ -77,6 +77,73 @@ struct PersistenceTests {
         }
     }
 
+    /// Commits that only take a seq after a save (an observer's `initial`, an observed selection, the skip after a
+    /// crash) leave the document unedited across restarts; a change to objects leaves it edited.
+    @Test func onlySeqsTakenSinceTheSaveLeaveTheDocumentUneditedAfterARestart() throws {
+        try withTemporaryDirectory { path in
+            do {
+                let document = try openDocument(path, fsync: .always)
+                try document.set(5, "salary", of: "Employee/3")
+                try document.save()
+                try document.store.advanceSeq()
+                _ = try document.store.advanceSeq { $0.seq }
+                #expect(!document.hasChangesSinceSave)
+                document.close()
+            }
+            do {
+                let document = try openDocument(path, fsync: .always)
+                #expect(!document.hasChangesSinceSave)
+                try document.store.advanceSeq()
+                let crashed = try crashCopy(of: path)
+                defer { try? FileManager.default.removeItem(atPath: crashed) }
+                do {
+                    let recovered = try openDocument(crashed)
+                    #expect(recovered.store.seq == 5 + Document.seqsSkippedAfterACrash)
+                    #expect(!recovered.hasChangesSinceSave)
+                    recovered.close()
+                }
+                #expect(try !openDocument(crashed).hasChangesSinceSave)
+                try document.set(6, "salary", of: "Employee/3")
+                #expect(document.hasChangesSinceSave)
+                document.close()
+            }
+            #expect(try openDocument(path).hasChangesSinceSave)
+        }
+    }
+
+    /// `revertToSaved` makes the document unedited, and a restart (clean or after a crash) keeps it so; so does
+    /// undoing back to the saved state followed by a clean restart.
+    @Test func aDocumentRevertedOrUndoneToTheSavedStateStaysUneditedAfterARestart() throws {
+        try withTemporaryDirectory { path in
+            do {
+                let document = try openDocument(path, fsync: .always)
+                try document.save()
+                try document.set(5, "salary", of: "Employee/3")
+                try document.revertToSaved()
+                #expect(!document.hasChangesSinceSave)
+                let crashed = try crashCopy(of: path)
+                defer { try? FileManager.default.removeItem(atPath: crashed) }
+                #expect(try !openDocument(crashed).hasChangesSinceSave)
+                document.close()
+            }
+            do {
+                let document = try openDocument(path)
+                #expect(!document.hasChangesSinceSave)
+                try document.set(6, "salary", of: "Employee/3")
+                try document.undo()
+                #expect(!document.hasChangesSinceSave)
+                document.close()
+            }
+            do {
+                let document = try openDocument(path)
+                #expect(!document.hasChangesSinceSave)
+                try document.set(7, "salary", of: "Employee/3")
+                document.close()
+            }
+            #expect(try openDocument(path).hasChangesSinceSave)
+        }
+    }
+
     /// The first start after a crash moves the seq on by `seqsSkippedAfterACrash` (commits lost in the crash may have
     /// been seen with their seqs): the record that does so replays after a second crash, and a clean close skips
     /// nothing.
@@ -323,7 +390,7 @@ struct PersistenceTests {
 
     /// Any file a run leaves (a clean close's marker, the saved defaults, the notification seqs) shows the directory
     /// was used: without its snapshot and journal it is refused, not seeded again with seqs starting over.
-    @Test(arguments: ["closed-cleanly", "defaults.json", "notification-seqs"])
+    @Test(arguments: ["closed-cleanly", "defaults.json", "notification-seqs", "saved-state"])
     func aUsedDirectoryWithoutItsStoreFilesIsNotSeededAgain(left: String) throws {
         try withTemporaryDirectory { path in
             do {

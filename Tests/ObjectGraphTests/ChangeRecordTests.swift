@@ -151,4 +151,32 @@ struct SnapshotTests {
         expectError("bad-change-record") { try copy.restore(snapshot: ["objects": []]) }
         #expect(copy.seq == 4)
     }
+
+    /// A binary snapshot holds the content seq (commits that only took a seq after it do not move it); one in the
+    /// earlier format without it reads back with its seq as the content seq.
+    @Test func binarySnapshotKeepsTheContentSeqAndReadsTheEarlierFormat() throws {
+        let store = try employeesStore()
+        try store.transaction { tx in try tx.setValue(7, forKeyPath: "salary", of: id("Employee/bob")) }
+        try store.advanceSeq()
+        try store.advanceSeq(by: 10)
+        #expect(store.seq == 13)
+        let bytes = store.read { $0.binarySnapshot() }
+        #expect(ObjectStore.binarySnapshotSeqs(Array(bytes.prefix(24))).map { [$0.seq, $0.contentSeq] } == [13, 2])
+        let copy = ObjectStore(model: try employeesModel())
+        try copy.restore(binarySnapshot: bytes)
+        #expect(copy.seq == 13)
+        #expect(copy.read { $0.contentSeq } == 2)
+        #expect(copy.export() == store.export())
+        var earlier = bytes
+        earlier.replaceSubrange(0..<8, with: Array("BNDSNAP1".utf8))
+        earlier.removeSubrange(16..<24)
+        #expect(ObjectStore.binarySnapshotSeqs(earlier).map { [$0.seq, $0.contentSeq] } == [13, 13])
+        let old = ObjectStore(model: try employeesModel())
+        try old.restore(binarySnapshot: earlier)
+        #expect(old.seq == 13)
+        #expect(old.read { $0.contentSeq } == 13)
+        #expect(old.export() == store.export())
+        #expect(ObjectStore.binarySnapshotSeqs(Array("BNDSNAPX".utf8) + bytes[8...]) == nil)
+        #expect(ObjectStore.binarySnapshotSeqs(Array(bytes.prefix(20))) == nil)
+    }
 }

@@ -16,19 +16,25 @@ import ObjectGraph
 ///   one per snapshot interval; a segment whose records are all in a durable snapshot is removed.
 /// - `saved.bin`: a hard link to the snapshot of the last `save` (or of the first seeding): what `revertToSaved`
 ///   returns to.
+/// - `saved-state`: `"<seq of saved.bin> <content seq>\n"`, written (durably) after a `revertToSaved` and at a clean
+///   close when the document is not edited: the store's content at that content seq (`ReadView.contentSeq`) equals
+///   `saved.bin`, so the next start finds the document unedited. Ignored once `saved.bin` holds another seq.
 ///
 /// Sequence numbers in names are zero-padded to 20 digits, so names sort in seq order.
 struct DataDirectory: Sendable {
     let path: String
 
     static let savedName = "saved.bin"
+    static let savedStateName = "saved-state"
     /// Written (durably) by a clean close, removed (durably) when a run starts: without it, the last run crashed.
     static let closedCleanlyName = "closed-cleanly"
     /// The notification center's reserved seqs (`NotificationCenter`).
     static let notificationSeqsName = "notification-seqs"
     /// The files besides snapshots and journal that a run leaves (`defaults.json`: the saved user defaults, written
     /// by the REST layer): any of them shows the directory was used, so it is not seeded again.
-    static let stateNames: Set = [savedName, closedCleanlyName, notificationSeqsName, "defaults.json"]
+    static let stateNames: Set = [
+        savedName, savedStateName, closedCleanlyName, notificationSeqsName, "defaults.json",
+    ]
 
     func file(_ name: String) -> String { path + "/" + name }
 

@@ -29,7 +29,11 @@ extension Document {
 
     /// Whether the store changed since the saved state (what enables `revertToSaved`): NSDocument's
     /// `isDocumentEdited`, so undoing back to the saved state makes it false again; commits that only took a seq (a
-    /// controller's selection) do not count.
+    /// controller's selection, the skip after a crash) do not count.
+    ///
+    /// Across a restart it is kept by content seqs (`ReadView.contentSeq`, which snapshots hold): the document
+    /// opens edited when its content seq differs from the one the data directory records as equal to the saved state
+    /// (the saved snapshot's, or one recorded by `revertToSaved` or by a clean close while not edited).
     public var hasChangesSinceSave: Bool {
         guard let saved = storage.savedSeq else { return false }
         return undoManager.isEdited(since: saved)
@@ -44,8 +48,16 @@ extension Document {
         let saved = ObjectStore(model: store.model)
         try saved.restore(binarySnapshot: try storage.savedSnapshot())
         let graph = saved.read { $0.exportGraph() }
-        let result = try transaction { transaction in try transaction.replaceGraph(with: graph) }
-        storage.noteSavedState(at: result.seq)
+        let result = try transaction { transaction in
+            let contentSeq = transaction.view.contentSeq
+            try transaction.replaceGraph(with: graph)
+            return contentSeq
+        }
+        // The content seq the store is at now: the revert's, unless it changed no object.
+        let changed = result.record.map { !$0.changes.isEmpty } ?? false
+        storage.noteRevertedToSaved(
+            at: result.seq, contentSeq: changed ? result.seq : result.value, savedSnapshot: saved.seq,
+            report: options.report)
         return result.seq
     }
 
@@ -66,9 +78,17 @@ extension Document {
     /// Writes a last snapshot if anything changed since the newest, and flushes and closes the journal: later
     /// changes are refused (503). Idempotent; call it before exiting. Answers false when the last snapshot or the
     /// journal could not be written (the exit status should say so).
+    ///
+    /// A document that is not edited (undone back to the saved state, say) has its content seq recorded as the
+    /// saved state's first, so that the next start, without this run's undo history, finds it unedited too.
     @discardableResult
     public func close() -> Bool {
-        storage.close(store, report: options.report)
+        let undoManager = undoManager
+        // Read with the store's lock held, so that no commit falls between the two.
+        let uneditedContentSeq = storage.savedSeq.flatMap { saved in
+            store.read { view in undoManager.isEdited(since: saved) ? nil : view.contentSeq }
+        }
+        return storage.close(store, uneditedContentSeq: uneditedContentSeq, report: options.report)
     }
 
     private func post(_ notification: DocumentNotification) {

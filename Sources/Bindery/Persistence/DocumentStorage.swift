@@ -34,8 +34,14 @@ final class DocumentStorage: Sendable {
     private struct Progress {
         /// The seq of the newest durable snapshot.
         var snapshotSeq: Int64
-        /// The seq of the snapshot `saved.bin` holds (nil: none).
+        /// The seq of the saved state: of the snapshot `saved.bin` holds, or of a `revertToSaved` to it since (nil:
+        /// none).
         var savedSeq: Int64?
+        /// The seq of the snapshot `saved.bin` holds (nil: none).
+        var savedSnapshotSeq: Int64?
+        /// The newest content seq at which the store equalled `saved.bin`, as the directory records it: `saved.bin`'s
+        /// own, or `saved-state`'s (nil: nothing saved).
+        var uneditedContentSeq: Int64?
         var isSnapshotScheduled = false
         var isClosed = false
     }
@@ -85,6 +91,7 @@ final class DocumentStorage: Sendable {
         }
         var snapshotSeq: Int64 = 0
         var savedSeq: Int64?
+        var uneditedContentSeq: Int64?
         let file: OwnedFileDescriptor
         var firstSeq: Int64
         var size = 0
@@ -96,11 +103,12 @@ final class DocumentStorage: Sendable {
             try Self.markSaved(seq, in: directory)
             snapshotSeq = seq
             savedSeq = seq
+            uneditedContentSeq = store.read { $0.contentSeq }
             firstSeq = seq + 1
             file = try Journal.openSegment(directory, firstSeq: firstSeq)
         } else {
             snapshotSeq = try Self.loadNewestSnapshot(snapshots, in: directory, into: store, report: report)
-            savedSeq = Self.savedSeq(in: directory)
+            (savedSeq, uneditedContentSeq) = Self.savedState(in: directory)
             replayed = try Self.replay(segments, in: directory, into: store, report: report)
             let seq = store.seq
             if let last = segments.last, last <= seq + 1 {
@@ -123,7 +131,10 @@ final class DocumentStorage: Sendable {
                 Self.reload(store, from: directory, report: report)
                 rolledBack.handler.withLock { $0 }?()
             })
-        progress = Mutex(Progress(snapshotSeq: snapshotSeq, savedSeq: savedSeq))
+        progress = Mutex(
+            Progress(
+                snapshotSeq: snapshotSeq, savedSeq: savedSeq, savedSnapshotSeq: savedSeq,
+                uneditedContentSeq: uneditedContentSeq))
     }
 
     // MARK: Recovery
@@ -276,9 +287,15 @@ final class DocumentStorage: Sendable {
     /// what `revertToSaved` returns to. Returns the seq it holds. Blocks until durable.
     @discardableResult
     func snapshot(_ store: ObjectStore, markSaved: Bool) throws(ObjectGraphError) -> Int64 {
-        let result: Result<Int64, ObjectGraphError> = snapshots.sync {
+        try onSnapshotQueue { () throws(ObjectGraphError) in try writeSnapshotNow(store, markSaved: markSaved) }
+    }
+
+    /// Runs `body` on the snapshot queue and waits for it: the queue orders every write of `saved.bin` and
+    /// `saved-state`.
+    private func onSnapshotQueue<T>(_ body: () throws(ObjectGraphError) -> T) throws(ObjectGraphError) -> T {
+        let result: Result<T, ObjectGraphError> = snapshots.sync {
             do throws(ObjectGraphError) {
-                return .success(try writeSnapshotNow(store, markSaved: markSaved))
+                return .success(try body())
             } catch {
                 return .failure(error)
             }
@@ -305,9 +322,15 @@ final class DocumentStorage: Sendable {
         }
     }
 
-    /// The seq of the saved state (`saved.bin`), if any.
+    /// The seq of the saved state (`saved.bin`, or a `revertToSaved` to it since), if any.
     var savedSeq: Int64? {
         progress.withLock { $0.savedSeq }
+    }
+
+    /// The newest content seq (`ReadView.contentSeq`) at which the store equalled the saved state, as the directory
+    /// records it (nil: nothing saved). At start, a store whose content seq differs was edited before this run.
+    var uneditedContentSeq: Int64? {
+        progress.withLock { $0.uneditedContentSeq }
     }
 
     /// The saved state's snapshot bytes (`saved.bin`), for `revertToSaved`.
@@ -316,9 +339,39 @@ final class DocumentStorage: Sendable {
         return try SnapshotFile.payload(of: try FileIO.read(path), path: path)
     }
 
-    /// Marks `seq` as the saved state without writing (after `revertToSaved`: the store equals `saved.bin`).
-    func noteSavedState(at seq: Int64) {
-        progress.withLock { $0.savedSeq = seq }
+    /// Marks the `revertToSaved` committed at `seq` as the saved state: the store equals the snapshot of
+    /// `savedSnapshot` again, with its content at `contentSeq`. Recorded in `saved-state` too, so that the next start
+    /// (also after a crash) finds the document unedited. Nothing changes when a `save` replaced that snapshot
+    /// meanwhile (the state saved since is the one that counts). A failed write is reported, not thrown: the revert
+    /// is committed, only the next start would count the document edited.
+    func noteRevertedToSaved(
+        at seq: Int64, contentSeq: Int64, savedSnapshot: Int64, report: (String) -> Void
+    ) {
+        do throws(ObjectGraphError) {
+            try onSnapshotQueue { () throws(ObjectGraphError) in
+                let current = progress.withLock { progress in
+                    guard progress.savedSnapshotSeq == savedSnapshot else { return false }
+                    progress.savedSeq = max(progress.savedSeq ?? seq, seq)
+                    return true
+                }
+                if current { try recordUneditedNow(contentSeq: contentSeq) }
+            }
+        } catch {
+            report(
+                "recording the reverted state failed (the next start will count the document edited): "
+                    + error.message)
+        }
+    }
+
+    /// Writes `saved-state` when `contentSeq` is newer than the unedited content seq recorded. Runs on the snapshot
+    /// queue.
+    private func recordUneditedNow(contentSeq: Int64) throws(ObjectGraphError) {
+        let (saved, recorded) = progress.withLock { ($0.savedSnapshotSeq, $0.uneditedContentSeq) }
+        guard let saved, contentSeq > recorded ?? .min else { return }
+        try FileIO.writeDurably(
+            [Array("\(saved) \(contentSeq)\n".utf8)], to: directory.file(DataDirectory.savedStateName),
+            directory: directory.path)
+        progress.withLock { $0.uneditedContentSeq = contentSeq }
     }
 
     /// Runs on the snapshot queue.
@@ -337,7 +390,12 @@ final class DocumentStorage: Sendable {
         }
         if markSaved {
             try Self.markSaved(seq, in: directory)
-            progress.withLock { $0.savedSeq = seq }
+            let contentSeq = Self.savedState(in: directory).uneditedContentSeq
+            progress.withLock { progress in
+                progress.savedSeq = seq
+                progress.savedSnapshotSeq = seq
+                progress.uneditedContentSeq = contentSeq
+            }
         }
         return seq
     }
@@ -362,15 +420,26 @@ final class DocumentStorage: Sendable {
         try FileIO.syncDirectory(directory.path)
     }
 
-    /// The seq `saved.bin` holds, read from its header (nil when it is missing or unreadable).
-    private static func savedSeq(in directory: DataDirectory) -> Int64? {
-        guard let file = try? FileIO.open(directory.file(DataDirectory.savedName), O_RDONLY) else { return nil }
-        var header = [UInt8](repeating: 0, count: SnapshotFile.headerSize + 16)
+    /// The seq `saved.bin` holds, and the newest content seq at which the store equalled it: the snapshot's own,
+    /// or the one `saved-state` records for it. Read from the headers; nils when `saved.bin` is missing or
+    /// unreadable, and `saved-state` is skipped when unreadable or written for another `saved.bin`.
+    private static func savedState(
+        in directory: DataDirectory
+    ) -> (seq: Int64?, uneditedContentSeq: Int64?) {
+        guard let file = try? FileIO.open(directory.file(DataDirectory.savedName), O_RDONLY) else { return (nil, nil) }
+        var header = [UInt8](repeating: 0, count: SnapshotFile.headerSize + 24)
         let count = header.withUnsafeMutableBytes { pread(file.fd, $0.baseAddress, $0.count, 0) }
-        guard count == header.count else { return nil }
-        return header.withUnsafeBytes {
-            Int64(littleEndian: $0.loadUnaligned(fromByteOffset: SnapshotFile.headerSize + 8, as: Int64.self))
+        guard count > SnapshotFile.headerSize,
+            let saved = ObjectStore.binarySnapshotSeqs(Array(header[SnapshotFile.headerSize..<count]))
+        else { return (nil, nil) }
+        guard let bytes = try? FileIO.readIfPresent(directory.file(DataDirectory.savedStateName)) else {
+            return (saved.seq, saved.contentSeq)
         }
+        let fields = String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isWhitespace).map { Int64($0) }
+        guard fields.count == 2, let snapshot = fields[0], let contentSeq = fields[1], snapshot == saved.seq else {
+            return (saved.seq, saved.contentSeq)
+        }
+        return (saved.seq, max(saved.contentSeq, contentSeq))
     }
 
     /// Removes snapshots older than `seq` and journal segments whose records it holds (every segment started before
@@ -384,14 +453,27 @@ final class DocumentStorage: Sendable {
     // MARK: Closing
 
     /// Writes a last snapshot when the journal holds anything since the newest, then flushes and closes the journal.
-    /// Idempotent; the directory's lock is released when the storage is released. Answers false when the snapshot
-    /// or the journal failed (reported), true otherwise and when already closed.
-    func close(_ store: ObjectStore, report: (String) -> Void) -> Bool {
+    /// With `uneditedContentSeq` (the document is not edited: its content at that seq equals the saved state), and
+    /// the journal not failed, records it in `saved-state` first. Idempotent; the directory's lock is released when
+    /// the storage is released. Answers false when the snapshot or the journal failed (reported), true otherwise and
+    /// when already closed.
+    func close(_ store: ObjectStore, uneditedContentSeq: Int64?, report: (String) -> Void) -> Bool {
         let closes = progress.withLock { progress in
             defer { progress.isClosed = true }
             return !progress.isClosed
         }
         guard closes else { return true }
+        if let uneditedContentSeq, journal.failure == nil {
+            do throws(ObjectGraphError) {
+                try onSnapshotQueue { () throws(ObjectGraphError) in
+                    try recordUneditedNow(contentSeq: uneditedContentSeq)
+                }
+            } catch {
+                report(
+                    "recording the unedited state failed (the next start will count the document edited): "
+                        + error.message)
+            }
+        }
         var clean = true
         do throws(ObjectGraphError) {
             try snapshot(store, markSaved: false)

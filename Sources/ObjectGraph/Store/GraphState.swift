@@ -13,7 +13,8 @@ final class GraphState: @unchecked Sendable {
         didSet { publishedSeq.store(seq, ordering: .releasing) }
     }
     /// The seq of the last commit that changed objects; commits that only take a seq (`ObjectStore.advanceSeq()`)
-    /// leave it. After loading a snapshot it is the snapshot's seq.
+    /// leave it. A binary snapshot holds it; after loading a JSON snapshot (or a binary one of an earlier version)
+    /// it is the snapshot's seq.
     var contentSeq: Int64 = 0
     /// `seq`, readable without the lock (`ObjectStore.seq`, read for every HTTP response).
     let publishedSeq = Atomic<Int64>(0)

@@ -4,12 +4,14 @@ import PropertyList
 /// and read straight back into them, so a million objects load in well under a second (the JSON snapshot of
 /// `ReadView.snapshot()` goes through `replaceGraph` and is several times slower).
 ///
-/// Layout (little-endian): `"BNDSNAP1"`, seq (i64), lastAssignedID (i64), the entity count (u32), then per entity
+/// Layout (little-endian): `"BNDSNAP2"`, seq (i64), contentSeq (i64), lastAssignedID (i64), the entity count (u32),
+/// then per entity
 /// (model order): its name, attribute names (slot order), relationship names each with a to-many flag byte, the live
 /// row count (u32), then per live row in insertion order: id, version (i64), attribute values, to-one destination
 /// rows (i32, -1 for nil), and per to-many a count and its destination rows. Rows are renumbered densely (tombstones
 /// are left out). Strings are a u32 byte count and UTF-8; values are a tag byte and a payload. The format holds no
-/// checksum: the file that carries it does.
+/// checksum: the file that carries it does. `"BNDSNAP1"` (earlier versions) is the same without contentSeq; it
+/// still reads, with contentSeq taken to be its seq.
 extension ReadView {
     /// The store as a binary snapshot (see the extension's comment); O(objects), under the store's lock.
     public func binarySnapshot() -> [UInt8] {
@@ -27,8 +29,9 @@ extension ReadView {
             estimate += table.liveCount * (40 + 12 * table.attributeCount + 4 * table.toOneCount)
         }
         var writer = BinarySnapshotWriter(capacity: estimate)
-        writer.bytes.append(contentsOf: Array("BNDSNAP1".utf8))
+        writer.bytes.append(contentsOf: ObjectStore.binarySnapshotMagic)
         writer.append(state.seq)
+        writer.append(state.contentSeq)
         writer.append(state.lastAssignedID)
         writer.append(UInt32(tables.count))
         for (index, entity) in state.model.entities.enumerated() {
@@ -66,8 +69,42 @@ extension ReadView {
 }
 
 extension ObjectStore {
+    static let binarySnapshotMagic = Array("BNDSNAP2".utf8)
+    /// The format without `contentSeq`, written by earlier versions.
+    private static let binarySnapshotMagicWithoutContentSeq = Array("BNDSNAP1".utf8)
+
+    /// The seq and the content seq (`ReadView.contentSeq`) a binary snapshot holds, read from its first 24 bytes
+    /// (`bytes` may be just those); nil when they do not begin a binary snapshot.
+    public static func binarySnapshotSeqs(_ bytes: [UInt8]) -> (seq: Int64, contentSeq: Int64)? {
+        let seqs = bytes.withUnsafeBytes { raw in
+            Result { () throws(ObjectGraphError) -> (seq: Int64, contentSeq: Int64) in
+                var reader = BinarySnapshotReader(raw)
+                return try readHeader(&reader)
+            }
+        }
+        return try? seqs.get()
+    }
+
+    /// Reads the magic and the seqs; a snapshot without `contentSeq` has its seq for it.
+    private static func readHeader(
+        _ reader: inout BinarySnapshotReader
+    ) throws(ObjectGraphError) -> (seq: Int64, contentSeq: Int64) {
+        var magic: [UInt8] = []
+        for _ in 0..<8 { magic.append(try reader.byte()) }
+        switch magic {
+        case binarySnapshotMagic:
+            let seq = try reader.int64()
+            return (seq, try reader.int64())
+        case binarySnapshotMagicWithoutContentSeq:
+            let seq = try reader.int64()
+            return (seq, seq)
+        default:
+            throw BinarySnapshotReader.bad("not a Bindery snapshot.")
+        }
+    }
+
     /// Replaces the whole state with a binary snapshot from `ReadView.binarySnapshot()`: objects in their order,
-    /// ids, versions, seq and id counter.
+    /// ids, versions, seq, content seq and id counter.
     ///
     /// For recovery: no hooks run and no record is made. The snapshot must have been written for the same model
     /// (same entities, attribute and relationship names in the same order; 500 `bad-snapshot` otherwise), and every
@@ -84,18 +121,15 @@ extension ObjectStore {
             }.get()
             state.tables = loaded.tables
             state.seq = loaded.seq
-            state.contentSeq = loaded.seq
+            state.contentSeq = loaded.contentSeq
             state.lastAssignedID = loaded.lastAssignedID
         }
     }
 
     private static func readTables(
         _ reader: inout BinarySnapshotReader, model: ObjectModel
-    ) throws(ObjectGraphError) -> (tables: [EntityTable], seq: Int64, lastAssignedID: Int64) {
-        var magic: [UInt8] = []
-        for _ in 0..<8 { magic.append(try reader.byte()) }
-        guard magic == Array("BNDSNAP1".utf8) else { throw BinarySnapshotReader.bad("not a Bindery snapshot.") }
-        let seq = try reader.int64()
+    ) throws(ObjectGraphError) -> (tables: [EntityTable], seq: Int64, contentSeq: Int64, lastAssignedID: Int64) {
+        let (seq, contentSeq) = try readHeader(&reader)
         let lastAssignedID = try reader.int64()
         guard Int(try reader.uint32()) == model.entities.count else {
             throw BinarySnapshotReader.bad("it was written for another model (entity count differs).")
@@ -148,7 +182,7 @@ extension ObjectStore {
                 }
             }
         }
-        return (tables, seq, lastAssignedID)
+        return (tables, seq, contentSeq, lastAssignedID)
     }
 
     private static func checkSchema(
