@@ -55,10 +55,11 @@ extension BinderyService {
             return try poll(request, source: .store(entity: entity), center: center)
         }
         router.add("GET", "/notifications") { request in
+            // API.md §8 writes the query as `name=&object=`: an empty value, like an absent one, filters nothing.
             let query = request.request
-            return try poll(
-                request, source: .notifications(name: query.queryValue("name"), object: query.queryValue("object")),
-                center: center)
+            let name = query.queryValue("name").flatMap { $0.isEmpty ? nil : $0 }
+            let object = query.queryValue("object").flatMap { $0.isEmpty ? nil : $0 }
+            return try poll(request, source: .notifications(name: name, object: object), center: center)
         }
         router.add("POST", "/notifications") { request in
             guard case .dictionary(let body) = try request.jsonBody() else {

@@ -448,6 +448,34 @@ struct ObservingRoutesTests {
             }
         }
     }
+
+    /// API.md §8 writes the query as `?since=N&timeout=S&name=&object=`: a template filled with empty values filters
+    /// nothing, and a long-poll with them is woken by any notification.
+    @Test func emptyNameAndObjectInTheNotificationsQueryFilterNothing() throws {
+        try withService { client in
+            let waiting = background { try client.request("GET", "/notifications?since=0&timeout=10&name=&object=") }
+            usleep(200_000)
+            let started = Date()
+            #expect(
+                try client.request("POST", "/notifications", json: #"{"name": "Ping", "object": "me"}"#).status == 201)
+            let answer = try waiting()
+            #expect(Date().timeIntervalSince(started) < 5)
+            #expect(answer.json?["notifications"]?.arrayValue?.map { $0["name"] } == ["Ping"])
+            _ = try client.request("PUT", "/objects/Employee/4/salary", json: "1")
+            usleep(300_000)
+            let everything = try client.request("GET", "/notifications?since=0&timeout=0")
+            let names = everything.json?["notifications"]?.arrayValue?.map { $0["name"] }
+            #expect(names == ["Ping", "ObjectsDidChange"])
+            let queries: [(String, [PropertyListValue?]?)] = [
+                ("name=&object=", names), ("name=", names), ("object=", names), ("name=&object=me", ["Ping"]),
+                ("name=Ping&object=", ["Ping"]),
+            ]
+            for (query, expected) in queries {
+                let filtered = try client.request("GET", "/notifications?since=0&timeout=0&\(query)")
+                #expect(filtered.json?["notifications"]?.arrayValue?.map { $0["name"] } == expected, "\(query)")
+            }
+        }
+    }
 }
 
 /// How many times `needle` occurs in `haystack` (not overlapping).
