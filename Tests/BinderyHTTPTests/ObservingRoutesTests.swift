@@ -474,6 +474,14 @@ struct ObservingRoutesTests {
                 let filtered = try client.request("GET", "/notifications?since=0&timeout=0&\(query)")
                 #expect(filtered.json?["notifications"]?.arrayValue?.map { $0["name"] } == expected, "\(query)")
             }
+            // Answers shared between polls are keyed by name and object apart (a joined key mixed these two up).
+            let since = everything.json?["last"]?.integerValue ?? 0
+            #expect(
+                try client.request("POST", "/notifications", json: #"{"name": "a/b", "object": "c"}"#).status == 201)
+            for (query, count) in [("name=a%2Fb&object=c", 1), ("name=a&object=b%2Fc", 0)] {
+                let polled = try client.request("GET", "/notifications?since=\(since)&timeout=1&\(query)")
+                #expect(polled.json?["notifications"]?.arrayValue?.count == count, "\(query)")
+            }
         }
     }
 }

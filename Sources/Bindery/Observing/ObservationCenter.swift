@@ -83,7 +83,7 @@ public final class ObservationCenter: @unchecked Sendable {
     private var waiters: [Int: Waiter] = [:]
     /// Answers (nil: nothing yet) by source and `since`, built and encoded once for every poll and waiter that asks
     /// the same until the next change: emptied by `wakeWaiters`, which follows every change of what answers hold.
-    private var answerCache: [String: PollAnswer?] = [:]
+    private var answerCache: [AnswerKey: PollAnswer?] = [:]
     private var nextWaiterID = 0
     private var lastAbandonedSweep = 0.0
     /// Seconds between looks for waiters whose clients have gone (a peek at each one's socket).
@@ -378,7 +378,7 @@ public final class ObservationCenter: @unchecked Sendable {
 
     /// `answer(source, since, force: false)`, from `answerCache` when it holds it.
     private func sharedAnswer(_ request: PollRequest, _ since: Int64) -> PollAnswer? {
-        let key = Self.key(request.source, since: since)
+        let key = AnswerKey(source: request.source, since: since)
         if let cached = answerCache[key] {
             // What `answer` would have done besides answering: the observer is in use.
             if case .observer(let id) = request.source { observers[id]?.lastActivity = Self.now() }
@@ -390,12 +390,10 @@ public final class ObservationCenter: @unchecked Sendable {
         return answer
     }
 
-    private static func key(_ source: PollRequest.Source, since: Int64) -> String {
-        switch source {
-        case .store(let entity): "s\(since)/\(entity ?? "")"
-        case .observer(let id): "o\(since)/\(id)"
-        case .notifications(let name, let object): "n\(since)/\(name ?? "")/\(object ?? "")"
-        }
+    /// What a shared answer is for (a struct, not a joined string: names and objects may hold any character).
+    private struct AnswerKey: Hashable {
+        var source: PollRequest.Source
+        var since: Int64
     }
 
     private func tick() {

@@ -14,7 +14,7 @@ public enum PollAnswer: Sendable {
 
 /// What a long-poll asks for.
 public struct PollRequest: Sendable {
-    public enum Source: Sendable {
+    public enum Source: Sendable, Hashable {
         /// `/changes`, optionally of one entity.
         case store(entity: String?)
         /// `/observers/{id}/changes`.
