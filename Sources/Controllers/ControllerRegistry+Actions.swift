@@ -117,18 +117,16 @@ extension ControllerRegistry {
     private func rearranging(
         _ name: String, key: ControllerChange.Key, _ change: (inout ControllerDescription) -> Void
     ) throws -> PropertyListValue {
-        try session { _, context in
-            let controller = try context.controller(name)
+        let check = { (controller: Controller) throws(ObjectGraphError) in
             guard controller is ArrayController || controller is TreeController else {
                 throw ObjectGraphError.undefinedKey(key.rawValue, entity: "Controller \(name)")
             }
         }
+        try session { _, context in try check(try context.controller(name)) }
         try commitEditsBeforeSelectionChange(name)
         return try session { registry, context in
             let controller = try context.controller(name)
-            guard controller is ArrayController || controller is TreeController else {
-                throw ObjectGraphError.undefinedKey(key.rawValue, entity: "Controller \(name)")
-            }
+            try check(controller)
             let old = controller.description
             change(&controller.description)
             do {
