@@ -48,6 +48,24 @@ struct ObjectRoutesTests {
         }
     }
 
+    @Test func aFilterWhoseMatchesBacktracksWithoutBoundIsRefused() throws {
+        try withService { client in
+            let run = String(repeating: "a", count: 40)
+            #expect(try client.request("PUT", "/objects/Employee/1/lastName", json: "\"\(run)\"").status == 200)
+            // `lastName MATCHES '(a+)+b'`: 2^40 ways to fail on the run of a's.
+            let filter = "lastName%20MATCHES%20'(a%2B)%2Bb'"
+            let refused = try client.request("GET", "/objects/Employee?filter=" + filter)
+            #expect(refused.status == 400)
+            #expect(refused.errorCode == "bad-predicate")
+            #expect(refused.json?["error"]?["column"] == 18)
+            #expect(refused.json?["error"]?["pattern"] == "(a+)+b")
+            let controller = try client.request(
+                "PUT", "/controllers/employees/filterPredicate", json: #""lastName MATCHES '(a+)+b'""#)
+            #expect(controller.errorCode == "bad-predicate")
+            #expect(try client.request("GET", "/healthz").status == 200)
+        }
+    }
+
     @Test func theLargestLimitPagesWithoutOverflowing() throws {
         try withService { client in
             let listing = try client.request("GET", "/objects/Employee?offset=1&limit=9223372036854775807")

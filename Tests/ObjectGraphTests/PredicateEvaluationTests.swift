@@ -148,6 +148,19 @@ struct PredicateEvaluationTests {
         #expect(try evaluate("name MATCHES 'T.m'", tom))
     }
 
+    @Test func aMatchesThatReachesTheMatchingLimitIsAnErrorNotANo() throws {
+        let format = "name == 'x' OR name MATCHES '(a+)+b'"
+        let subject = PropertyListValue.string(String(repeating: "a", count: 40))
+        let error = expectError("bad-predicate", status: 400) {
+            _ = try evaluate(format, .value(["name": subject]))
+        }
+        #expect(error?.fields["column"] == 29)
+        #expect(error?.fields["pattern"] == "(a+)+b")
+        // The same predicate answers for strings it can decide.
+        #expect(try !evaluate(format, .value(["name": "aaaa"])))
+        #expect(try evaluate(format, .value(["name": "aab"])))
+    }
+
     @Test func stringOperators() throws {
         #expect(try evaluate("name BEGINSWITH 'Ha'", harry))
         #expect(try !evaluate("name BEGINSWITH 'ha'", harry))

@@ -54,8 +54,16 @@ extension AttributeDescription {
                 return .validationFailed(name, of: object, "\(name) must be at most \(maxLength) long.")
             }
         }
-        if let pattern, case .string(let text) = value, !pattern.matchesWhole(text) {
-            return .validationFailed(name, of: object, "\(name) must match the pattern \(pattern.pattern).")
+        if let pattern, case .string(let text) = value {
+            do {
+                if try !pattern.matchesWhole(text) {
+                    return .validationFailed(name, of: object, "\(name) must match the pattern \(pattern.pattern).")
+                }
+            } catch {
+                return .validationFailed(
+                    name, of: object,
+                    "\(name) could not be checked against the pattern \(pattern.pattern) within the matching limit.")
+            }
         }
         if let allowedValues, !allowedValues.contains(value) {
             let list = allowedValues.map(Self.describe).joined(separator: ", ")

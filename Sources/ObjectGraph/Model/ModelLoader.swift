@@ -131,7 +131,7 @@ struct ModelLoader {
         }
         if let value = spec["pattern"] {
             guard type == .string else { throw fail("\"pattern\" applies to string attributes only.") }
-            guard case .string(let pattern) = value, let expression = RegularExpression(pattern) else {
+            guard case .string(let pattern) = value, let expression = try? RegularExpression(pattern) else {
                 throw fail("\"pattern\" must be a valid regular expression.")
             }
             attribute.pattern = expression

@@ -37,7 +37,9 @@ final class ComparisonPredicate: Sendable {
     /// The right-hand constant string read as an ISO 8601 date, when it is one.
     private let constantDate: Date?
     private let like: LikePattern?
-    private let regex: RegularExpressionPattern?
+    private let regex: RegularExpression?
+    /// The 1-based column of the right-hand side in the format string, for errors found while evaluating.
+    let rightColumn: Int
 
     private var caseInsensitive: Bool { options.contains(.caseInsensitive) }
     private var diacriticInsensitive: Bool { options.contains(.diacriticInsensitive) }
@@ -45,9 +47,11 @@ final class ComparisonPredicate: Sendable {
 
     /// Makes the comparison; throws the regular-expression error of a constant `MATCHES` pattern.
     init(
-        modifier: Modifier, left: PredicateExpression, op: Operator, options: Options, right: PredicateExpression
+        modifier: Modifier, left: PredicateExpression, op: Operator, options: Options, right: PredicateExpression,
+        rightColumn: Int
     ) throws {
         self.modifier = modifier
+        self.rightColumn = rightColumn
         self.left = left
         self.op = op
         self.options = options
@@ -64,14 +68,14 @@ final class ComparisonPredicate: Sendable {
         let folded = ComparisonPredicate.fold(constant, caseInsensitive: ci, diacriticInsensitive: di)
         var date: Date? = nil
         var like: LikePattern? = nil
-        var regex: RegularExpressionPattern? = nil
+        var regex: RegularExpression? = nil
         if case .string(let string) = constant {
             date = ISO8601.date(from: string)
             if op == .like, case .string(let pattern) = folded { like = LikePattern(pattern) }
             if op == .matches {
                 // Only diacritics are folded: lower-casing a pattern would change `\D` into `\d`.
                 let pattern = StringFolding.fold(string, caseInsensitive: false, diacriticInsensitive: di)
-                regex = try RegularExpressionPattern(pattern, caseInsensitive: ci)
+                regex = try RegularExpression(pattern, caseInsensitive: ci)
             }
         }
         self.constant = .value(folded)
@@ -114,36 +118,36 @@ final class ComparisonPredicate: Sendable {
             // A collection on the left is one value, as in Foundation's in-memory evaluation (which array
             // controllers use): equal only to an equal collection, never ordered, no string; `CONTAINS` and `IN`
             // test membership. `ANY`, `ALL` and `NONE` look at its elements.
-            return test(lhs, rhs, rightFolded: rightFolded)
+            return try test(lhs, rhs, rightFolded: rightFolded)
         case .any:
-            return anyElement(of: lhs, rhs, rightFolded: rightFolded)
+            return try anyElement(of: lhs, rhs, rightFolded: rightFolded)
         case .none:
-            return !anyElement(of: lhs, rhs, rightFolded: rightFolded)
+            return try !anyElement(of: lhs, rhs, rightFolded: rightFolded)
         case .all:
-            for element in ValueComparison.elements(lhs) where !test(element, rhs, rightFolded: rightFolded) {
+            for element in ValueComparison.elements(lhs) where try !test(element, rhs, rightFolded: rightFolded) {
                 return false
             }
             return true
         }
     }
 
-    private func anyElement(of lhs: KeyValue, _ rhs: KeyValue, rightFolded: Bool) -> Bool {
+    private func anyElement(of lhs: KeyValue, _ rhs: KeyValue, rightFolded: Bool) throws(ObjectGraphError) -> Bool {
         switch lhs {
         case .collection(let elements):
-            for element in elements where test(element, rhs, rightFolded: rightFolded) { return true }
+            for element in elements where try test(element, rhs, rightFolded: rightFolded) { return true }
             return false
         case .value(.array(let elements)):
-            for element in elements where test(.value(element), rhs, rightFolded: rightFolded) { return true }
+            for element in elements where try test(.value(element), rhs, rightFolded: rightFolded) { return true }
             return false
         case .value(.null):
             return false
         default:
-            return test(lhs, rhs, rightFolded: rightFolded)
+            return try test(lhs, rhs, rightFolded: rightFolded)
         }
     }
 
     /// The operator applied to one left value.
-    private func test(_ lhs: KeyValue, _ rhs: KeyValue, rightFolded: Bool) -> Bool {
+    private func test(_ lhs: KeyValue, _ rhs: KeyValue, rightFolded: Bool) throws(ObjectGraphError) -> Bool {
         var rhs = rhs
         if case .value(.date) = lhs, rightFolded, let date = constantDate { rhs = .value(.date(date)) }
         switch op {
@@ -204,13 +208,27 @@ final class ComparisonPredicate: Sendable {
         case .matches:
             guard case .value(.string(let string)) = lhs else { return false }
             let subject = StringFolding.fold(string, caseInsensitive: false, diacriticInsensitive: diacriticInsensitive)
-            if let regex { return regex.matches(subject) }
+            if let regex { return try matches(subject, regex) }
             guard case .value(.string(let pattern)) = rhs,
-                let regex = try? RegularExpressionPattern(
+                let regex = try? RegularExpression(
                     StringFolding.fold(pattern, caseInsensitive: false, diacriticInsensitive: diacriticInsensitive),
                     caseInsensitive: caseInsensitive)
             else { return false }
-            return regex.matches(subject)
+            return try matches(subject, regex)
+        }
+    }
+
+    /// `MATCHES`; a match that reaches the regular-expression limit is a 400 `bad-predicate`, not a "no".
+    private func matches(_ subject: String, _ regex: RegularExpression) throws(ObjectGraphError) -> Bool {
+        do {
+            return try regex.matchesWhole(subject)
+        } catch {
+            throw ObjectGraphError(
+                status: 400, code: "bad-predicate",
+                message:
+                    "The MATCHES pattern \(regex.pattern) could not be matched within the matching limit "
+                    + "(it backtracks too much); simplify it.",
+                fields: ["column": .integer(Int64(rightColumn)), "pattern": .string(regex.pattern)])
         }
     }
 

@@ -149,7 +149,8 @@ struct PredicateParser {
             }
         }
         do {
-            return try ComparisonPredicate(modifier: modifier, left: left, op: op, options: options, right: right)
+            return try ComparisonPredicate(
+                modifier: modifier, left: left, op: op, options: options, right: right, rightColumn: rightColumn)
         } catch let error as ObjectGraphError {
             throw error
         } catch {

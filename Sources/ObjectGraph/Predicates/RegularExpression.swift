@@ -1,0 +1,68 @@
+import Foundation
+
+/// An ICU regular expression (NSRegularExpression) that must match a whole string, with a bound on the work of
+/// every match: the model's `pattern` constraint and the `MATCHES` operator.
+///
+/// A backtracking pattern such as `(a+)+b` takes time exponential in the length of the string it fails on, so an
+/// unbounded match would let one request hold a thread for minutes. Each match therefore runs with ICU's progress
+/// callback (which ICU calls every 10,000 matching steps, a fraction of a millisecond) and stops after
+/// `stepAllowance(for:)` of them: 20, plus one per 1,000 UTF-16 code units of the string, far above what any
+/// pattern that does not backtrack without bound needs. ICU's own 8 MB backtracking stack is the other limit. A
+/// match stopped by either throws `LimitReached`; it is never taken as "no match".
+///
+/// `@unchecked Sendable`: the wrapped expression is immutable after init and `NSRegularExpression` is documented as
+/// safe to use from several threads at once.
+public final class RegularExpression: @unchecked Sendable, Hashable {
+    /// A match that hit the step limit or ICU's backtracking stack before it was decided.
+    public struct LimitReached: Error {}
+
+    /// The pattern as given.
+    public let pattern: String
+    private let expression: NSRegularExpression
+
+    /// Compiles `pattern` anchored at both ends; throws when it is not a valid ICU regular expression.
+    public init(_ pattern: String, caseInsensitive: Bool = false) throws {
+        let options: NSRegularExpression.Options = caseInsensitive ? [.caseInsensitive] : []
+        // Validate the pattern on its own first: wrapping could balance a stray parenthesis (`a)|(b`).
+        _ = try NSRegularExpression(pattern: pattern, options: options)
+        expression = try NSRegularExpression(pattern: "\\A(?:" + pattern + ")\\z", options: options)
+        self.pattern = pattern
+    }
+
+    /// How many progress callbacks (10,000 ICU steps each) a match of a string of `length` UTF-16 units may take.
+    static func stepAllowance(for length: Int) -> Int { 20 + length / 1000 }
+
+    /// Whether the whole of `string` matches (not just a part of it); throws `LimitReached` when that could not be
+    /// decided within the limits.
+    public func matchesWhole(_ string: String) throws(LimitReached) -> Bool {
+        let length = string.utf16.count
+        let allowance = Self.stepAllowance(for: length)
+        var progressCalls = 0
+        var matched = false
+        var limitReached = false
+        expression.enumerateMatches(
+            in: string, options: [.reportProgress, .reportCompletion], range: NSRange(location: 0, length: length)
+        ) { result, flags, stop in
+            if result != nil {
+                matched = true
+                stop.pointee = true
+            } else if flags.contains(.internalError) {
+                limitReached = true
+            } else if flags.contains(.progress) {
+                progressCalls += 1
+                if progressCalls >= allowance {
+                    limitReached = true
+                    stop.pointee = true
+                }
+            }
+        }
+        if matched { return true }
+        if limitReached { throw LimitReached() }
+        return false
+    }
+
+    public static func == (lhs: RegularExpression, rhs: RegularExpression) -> Bool {
+        lhs.pattern == rhs.pattern && lhs.expression.options == rhs.expression.options
+    }
+    public func hash(into hasher: inout Hasher) { hasher.combine(pattern) }
+}

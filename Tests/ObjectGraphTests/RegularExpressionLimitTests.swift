@@ -1,0 +1,52 @@
+import GraphTestSupport
+import ObjectGraph
+import PropertyList
+import Testing
+
+/// The bound on the work of one regular-expression match (`pattern` and `MATCHES`).
+struct RegularExpressionLimitTests {
+    /// `(a+)+b` fails on a run of `a`s only after trying every way of splitting it: 2^40 ways here.
+    static let catastrophic = "(a+)+b"
+    static let longRunOfA = String(repeating: "a", count: 40)
+
+    @Test func aBacktrackingPatternReachesTheLimitInsteadOfRunningForHours() throws {
+        let expression = try RegularExpression(Self.catastrophic)
+        #expect(throws: RegularExpression.LimitReached.self) { try expression.matchesWhole(Self.longRunOfA) }
+        // The same pattern decides short strings and strings it matches at once.
+        #expect(try !expression.matchesWhole("aaaa"))
+        #expect(try expression.matchesWhole(Self.longRunOfA + "b"))
+    }
+
+    @Test func theAllowanceGrowsWithTheStringSoLongLinearMatchesSucceed() throws {
+        let long = String(repeating: "ab", count: 500_000)
+        #expect(try RegularExpression("(?:ab)*").matchesWhole(long))
+        #expect(try !RegularExpression("(?:ab)*c").matchesWhole(long))
+        #expect(try RegularExpression("[a-z]+").matchesWhole(long))
+    }
+
+    @Test func overflowingTheBacktrackingStackIsALimitToo() throws {
+        let expression = try RegularExpression("(a|b)*c")
+        #expect(throws: RegularExpression.LimitReached.self) {
+            try expression.matchesWhole(String(repeating: "a", count: 2_000_000))
+        }
+    }
+
+    @Test func aStrayParenthesisIsNotBalancedByTheAnchoring() {
+        #expect(throws: (any Error).self) { try RegularExpression("a)|(b") }
+        #expect(throws: (any Error).self) { try RegularExpression("(") }
+    }
+
+    @Test func anAttributeWhosePatternReachesTheLimitFailsValidation() throws {
+        let model = try model(
+            #"{"entities": {"Item": {"attributes": {"code": {"type": "string", "pattern": "\#(Self.catastrophic)"}}}}}"#
+        )
+        let store = ObjectStore(model: model)
+        let error = expectError("validation-failed", status: 422) {
+            try store.transaction { tx in try tx.insert("Item", id: "1", values: ["code": .string(Self.longRunOfA)]) }
+        }
+        #expect(error?.message.contains("matching limit") == true)
+        #expect(store.seq == 0)
+        try store.transaction { tx in try tx.insert("Item", id: "1", values: ["code": "aab"]) }
+        #expect(store.seq == 1)
+    }
+}
