@@ -56,8 +56,8 @@ public final class Document: Sendable {
     ///
     /// Errors name the file: a bad model names file, entity and key; a bad `data.json` names the file and the
     /// object or key at fault, and one that exists but cannot be read (a directory, no permission, a dangling link)
-    /// is 500 `storage-error` naming it, never an empty seed; 409 `data-directory-locked` when another server uses the directory; 500 when the
-    /// data directory cannot be recovered without losing acknowledged changes.
+    /// is 500 `storage-error` naming it, never an empty seed; 409 `data-directory-locked` when another server uses
+    /// the directory; 500 when the data directory cannot be recovered without losing acknowledged changes.
     public convenience init(
         fixtureDirectory: String, dataDirectory: String, options: Options = Options()
     ) throws(ObjectGraphError) {

@@ -120,7 +120,7 @@ extension BinderyService {
             }
             timeout = min(value, maxPollTimeout)
         }
-        if query.header("Accept")?.contains("text/event-stream") == true {
+        if let quality = query.acceptQuality(of: "text/event-stream"), quality > 0 {
             if let lastEventID = query.header("Last-Event-ID").flatMap({ Int64($0) }) { since = lastEventID }
             let streamRequest = PollRequest(source: source, since: since, timeout: 0)
             if let refusal = center.refusal(of: streamRequest) { return .response(render(refusal)) }

@@ -24,8 +24,10 @@ extension BinderyService {
             fields["seq"] = .integer(acknowledged)
             graph = .dictionary(fields)
         }
-        let accept = request.request.header("Accept")?.lowercased() ?? ""
-        if accept.contains(plistType) || accept.contains("application/xml") {
+        // The XML property list when the client names it (or `application/xml`) and does not name JSON higher.
+        let http = request.request
+        let plist = max(http.acceptQuality(of: plistType) ?? 0, http.acceptQuality(of: "application/xml") ?? 0)
+        if plist > 0, plist >= http.acceptQuality(of: "application/json") ?? 0 {
             let xml: [UInt8]
             do {
                 xml = try graph.xmlPropertyList()

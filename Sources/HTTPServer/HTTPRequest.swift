@@ -34,6 +34,27 @@ public struct HTTPRequest: Sendable {
         return found
     }
 
+    /// The quality (`q`, 0 to 1) the `Accept` header gives the media type `type` by name (`text/event-stream`), or
+    /// nil when it does not name it (wildcards such as `*/*` are not counted): the highest where it is named twice.
+    /// `q=0` means "not acceptable" (RFC 9110 §12.5.1); a `q` that does not read as a number counts as 1.
+    public func acceptQuality(of type: String) -> Double? {
+        guard let accept = header("Accept") else { return nil }
+        var quality: Double?
+        for range in accept.split(separator: ",") {
+            let parts = range.split(separator: ";").map(trimmingWhitespace)
+            guard let name = parts.first, equalIgnoringASCIICase(name, type) else { continue }
+            var q = 1.0
+            for parameter in parts.dropFirst() {
+                let pair = parameter.split(separator: "=", maxSplits: 1).map(trimmingWhitespace)
+                if pair.count == 2, equalIgnoringASCIICase(pair[0], "q"), let value = Double(pair[1]), value.isFinite {
+                    q = min(max(value, 0), 1)
+                }
+            }
+            quality = max(quality ?? 0, q)
+        }
+        return quality
+    }
+
     /// The last value of the query parameter with this name.
     public func queryValue(_ name: String) -> String? {
         query.last(where: { $0.name == name })?.value
@@ -106,6 +127,14 @@ public struct HTTPRequest: Sendable {
 }
 
 /// Whether two header field names are equal: they are ASCII tokens, so compare them byte by byte, folding only A–Z.
+/// `text` without the spaces and tabs around it.
+func trimmingWhitespace(_ text: some StringProtocol) -> String {
+    let isBlank = { (character: Character) in character == " " || character == "\t" }
+    guard let first = text.firstIndex(where: { !isBlank($0) }), let last = text.lastIndex(where: { !isBlank($0) })
+    else { return "" }
+    return String(text[first...last])
+}
+
 func equalIgnoringASCIICase(_ lhs: String, _ rhs: String) -> Bool {
     lhs.utf8.count == rhs.utf8.count
         && lhs.utf8.elementsEqual(rhs.utf8) { $0 == $1 || ($0 | 0x20 == $1 | 0x20 && ($0 | 0x20) &- 97 < 26) }

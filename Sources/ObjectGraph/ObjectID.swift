@@ -22,7 +22,8 @@ public struct ObjectID: Hashable, Sendable, Comparable, CustomStringConvertible 
     /// Whether `id` is `[A-Za-z0-9_.-]{1,64}` and not `.` or `..`.
     public static func isValidID(_ id: String) -> Bool {
         let utf8 = id.utf8
-        // `.` and `..` are dot-segments: URL clients (curl, browsers) remove them, so such objects could not be addressed.
+        // `.` and `..` are dot-segments: URL clients (curl, browsers) remove them, so such objects could not be
+        // addressed.
         guard (1...64).contains(utf8.count), id != ".", id != ".." else { return false }
         return utf8.allSatisfy { byte in
             switch byte {

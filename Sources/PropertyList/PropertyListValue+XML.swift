@@ -74,10 +74,9 @@ extension PropertyListValue {
             case "\r": out += "&#13;"
             case "\t", "\n": out.unicodeScalars.append(scalar)
             case "\u{0}"..."\u{1F}", "\u{FFFE}", "\u{FFFF}":
-                throw XMLPropertyListError(
-                    message:
-                        "The text \(String(s.prefix(40)).debugDescription) holds U+\(String(scalar.value, radix: 16, uppercase: true)), "
-                        + "which XML 1.0 cannot carry.")
+                let code = String(scalar.value, radix: 16, uppercase: true)
+                let text = String(s.prefix(40)).debugDescription
+                throw XMLPropertyListError(message: "The text \(text) holds U+\(code), which XML 1.0 cannot carry.")
             default: out.unicodeScalars.append(scalar)
             }
         }

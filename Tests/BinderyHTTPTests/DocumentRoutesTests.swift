@@ -138,6 +138,14 @@ struct DocumentRoutesTests {
             let plist = try client.request("GET", "/store", headers: ["Accept": "application/x-plist"])
             #expect(plist.header("Content-Type") == "application/x-plist")
             #expect(plist.text.contains("<plist version=\"1.0\">"))
+            // Named with q=0, or below JSON, the plist is not chosen.
+            for accept in ["application/x-plist;q=0", "application/x-plist;q=0.5, application/json"] {
+                let json = try client.request("GET", "/store", headers: ["Accept": accept])
+                #expect(json.header("Content-Type") == "application/json")
+            }
+            let preferred = try client.request(
+                "GET", "/store", headers: ["Accept": "application/json;q=0.5, application/xml"])
+            #expect(preferred.header("Content-Type") == "application/x-plist")
             let imported = try client.request(
                 "PUT", "/store", headers: ["Content-Type": "application/x-plist"], body: plist.body)
             #expect(imported.status == 200)

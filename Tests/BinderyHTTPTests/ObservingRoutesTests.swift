@@ -293,6 +293,11 @@ struct ObservingRoutesTests {
             #expect(stream.status == 503)
             #expect(stream.errorCode == "too-many-waiters")
             #expect(stream.header("Retry-After") == "1")
+            // `q=0` refuses the stream: a plain long-poll, here one that does not wait.
+            let notStream = try client.request(
+                "GET", "/changes?timeout=0", headers: ["Accept": "text/event-stream;q=0"])
+            #expect(notStream.status == 200)
+            #expect(notStream.header("Content-Type") == "application/json")
             _ = try client.request("PUT", "/objects/Employee/4/salary", json: "1")
             #expect(try first().status == 200)
             #expect(try second().status == 200)

@@ -360,6 +360,20 @@ struct HTTPServerTests {
         }
     }
 
+    @Test func acceptQualityReadsNamedMediaRanges() {
+        func request(_ accept: String?) -> HTTPRequest {
+            HTTPRequest(method: "GET", rawPath: "/", headers: accept.map { [("accept", $0)] } ?? [])
+        }
+        #expect(request(nil).acceptQuality(of: "text/event-stream") == nil)
+        #expect(request("*/*").acceptQuality(of: "text/event-stream") == nil)
+        #expect(request("Text/Event-Stream").acceptQuality(of: "text/event-stream") == 1)
+        #expect(request("text/event-stream;q=0").acceptQuality(of: "text/event-stream") == 0)
+        #expect(request("a/b, text/event-stream ; Q = 0.5 ;x=y").acceptQuality(of: "text/event-stream") == 0.5)
+        #expect(request("text/event-stream;q=0, text/event-stream;q=0.2").acceptQuality(of: "text/event-stream") == 0.2)
+        #expect(request("text/event-stream;q=nan").acceptQuality(of: "text/event-stream") == 1)
+        #expect(request("text/event-stream-x").acceptQuality(of: "text/event-stream") == nil)
+    }
+
     @Test func undecodablePathHasNoSegments() {
         #expect(HTTPRequest(method: "GET", rawPath: "/a/%ZZ").pathSegments == nil)
         #expect(HTTPRequest(method: "GET", rawPath: "/a/%00").pathSegments == nil)

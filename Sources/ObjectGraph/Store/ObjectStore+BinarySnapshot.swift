@@ -5,13 +5,12 @@ import PropertyList
 /// `ReadView.snapshot()` goes through `replaceGraph` and is several times slower).
 ///
 /// Layout (little-endian): `"BNDSNAP2"`, seq (i64), contentSeq (i64), lastAssignedID (i64), the entity count (u32),
-/// then per entity
-/// (model order): its name, attribute names (slot order), relationship names each with a to-many flag byte, the live
-/// row count (u32), then per live row in insertion order: id, version (i64), attribute values, to-one destination
-/// rows (i32, -1 for nil), and per to-many a count and its destination rows. Rows are renumbered densely (tombstones
-/// are left out). Strings are a u32 byte count and UTF-8; values are a tag byte and a payload. The format holds no
-/// checksum: the file that carries it does. `"BNDSNAP1"` (earlier versions) is the same without contentSeq; it
-/// still reads, with contentSeq taken to be its seq.
+/// then per entity (model order): its name, attribute names (slot order), relationship names each with a to-many flag
+/// byte, the live row count (u32), then per live row in insertion order: id, version (i64), attribute values, to-one
+/// destination rows (i32, -1 for nil), and per to-many a count and its destination rows. Rows are renumbered densely
+/// (tombstones are left out). Strings are a u32 byte count and UTF-8; values are a tag byte and a payload. The format
+/// holds no checksum: the file that carries it does. `"BNDSNAP1"` (earlier versions) is the same without contentSeq;
+/// it still reads, with contentSeq taken to be its seq.
 extension ReadView {
     /// The store as a binary snapshot (see the extension's comment); O(objects), under the store's lock.
     public func binarySnapshot() -> [UInt8] {
