@@ -150,11 +150,15 @@ final class TreeController: Controller {
 
     /// Checks the filter and sort keys on the content, and that `childrenKeyPath` is a to-many of its entity.
     func checkArrangement(view: ReadView) throws {
-        for object in content.prefix(1000) {
-            if let predicate = description.filterPredicate {
-                _ = try predicate.evaluate(with: .object(object), resolver: view)
+        // One limit for all the `MATCHES` of the check: a filter each of whose matches backtracks just under its own
+        // limit would hold the store's lock for as long on every re-arrangement.
+        try RegularExpression.withTotalLimit {
+            for object in content.prefix(1000) {
+                if let predicate = description.filterPredicate {
+                    _ = try predicate.evaluate(with: .object(object), resolver: view)
+                }
+                _ = try ordering.keys(of: .object(object), resolver: view)
             }
-            _ = try ordering.keys(of: .object(object), resolver: view)
         }
     }
 

@@ -1,4 +1,5 @@
 import HTTPTestSupport
+import ObjectGraph
 import PropertyList
 import Testing
 
@@ -63,6 +64,34 @@ struct ObjectRoutesTests {
                 "PUT", "/controllers/employees/filterPredicate", json: #""lastName MATCHES '(a+)+b'""#)
             #expect(controller.errorCode == "bad-predicate")
             #expect(try client.request("GET", "/healthz").status == 200)
+        }
+    }
+
+    @Test func manyMatchesEachUnderTheirLimitAreRefusedTogether() throws {
+        // The longest run of a's that `(a+)+b` decides within one match's limit: each match is slow but allowed.
+        let expression = try RegularExpression("(a+)+b")
+        var run = "aaaaaaaa"
+        while run.count < 40, (try? expression.matchesWhole(run + "a")) != nil { run += "a" }
+        try withService { client in
+            for index in 0..<400 {
+                let body =
+                    #"{"$id": "R\#(index)", "firstName": "R", "lastName": "\#(run)", "#
+                    + #""department": {"$ref": "Department/1"}}"#
+                #expect(try client.request("POST", "/objects/Employee", json: body).status == 201)
+            }
+            let filter = "lastName%20MATCHES%20'(a%2B)%2Bb'"
+            let listing = try client.request("GET", "/objects/Employee?filter=" + filter)
+            #expect(listing.errorCode == "bad-predicate")
+            #expect(listing.json?["error"]?["message"]?.stringValue?.contains("all its matches") == true)
+            let created = try client.request(
+                "POST", "/controllers", json: #"{"name": "all", "kind": "array", "content": "Employee"}"#)
+            #expect(created.status == 201)
+            let controller = try client.request(
+                "PUT", "/controllers/all/filterPredicate", json: #""lastName MATCHES '(a+)+b'""#)
+            #expect(controller.errorCode == "bad-predicate")
+            // A pattern that does not backtrack is not limited, however many objects it is matched against.
+            let plain = try client.request("GET", "/objects/Employee?filter=lastName%20MATCHES%20'a%2B'&limit=1")
+            #expect(plain.json?["count"] == 400)
         }
     }
 

@@ -24,6 +24,38 @@ struct RegularExpressionLimitTests {
         #expect(try RegularExpression("[a-z]+").matchesWhole(long))
     }
 
+    @Test func manyMatchesEachUnderTheirLimitShareATotalOne() throws {
+        let expression = try RegularExpression(Self.catastrophic)
+        let run = try #require(Self.longestDecidedRun(of: expression))
+        // Alone, every match is decided (a "no")...
+        for _ in 0..<3 { #expect(try !expression.matchesWhole(run)) }
+        // ...but under one total limit the same matches run out of it, long before 10,000 of them.
+        var decided = 0
+        let error = #expect(throws: RegularExpression.LimitReached.self) {
+            try RegularExpression.withTotalLimit {
+                for _ in 0..<10_000 {
+                    _ = try expression.matchesWhole(run)
+                    decided += 1
+                }
+            }
+        }
+        #expect(error?.isTotal == true)
+        #expect(decided > 0 && decided < 10_000)
+        // The limit ends with the run: the next match is decided again.
+        #expect(try !expression.matchesWhole(run))
+    }
+
+    /// The longest run of `a`s (up to 40) on which `expression` is decided within a single match's limit.
+    static func longestDecidedRun(of expression: RegularExpression) -> String? {
+        var longest: String?
+        for length in 8...40 {
+            let run = String(repeating: "a", count: length)
+            guard (try? expression.matchesWhole(run)) != nil else { break }
+            longest = run
+        }
+        return longest
+    }
+
     @Test func overflowingTheBacktrackingStackIsALimitToo() throws {
         let expression = try RegularExpression("(a|b)*c")
         #expect(throws: RegularExpression.LimitReached.self) {

@@ -223,11 +223,11 @@ final class ComparisonPredicate: Sendable {
         do {
             return try regex.matchesWhole(subject)
         } catch {
+            let limit = error.isTotal ? "the limit of all its matches in one request" : "the matching limit"
             throw ObjectGraphError(
                 status: 400, code: "bad-predicate",
-                message:
-                    "The MATCHES pattern \(regex.pattern) could not be matched within the matching limit "
-                    + "(it backtracks too much); simplify it.",
+                message: "The MATCHES pattern \(regex.pattern) could not be matched within \(limit) (it backtracks "
+                    + "too much); simplify it.",
                 fields: ["column": .integer(Int64(rightColumn)), "pattern": .string(regex.pattern)])
         }
     }

@@ -10,11 +10,38 @@ import Foundation
 /// pattern that does not backtrack without bound needs. ICU's own 8 MB backtracking stack is the other limit. A
 /// match stopped by either throws `LimitReached`; it is never taken as "no match".
 ///
+/// Matches run inside `withTotalLimit(_:)` also draw on one allowance for all of them, so that many
+/// matches each just under their own limit (a filter over many objects) cannot add up to minutes either.
+///
 /// `@unchecked Sendable`: the wrapped expression is immutable after init and `NSRegularExpression` is documented as
 /// safe to use from several threads at once.
 public final class RegularExpression: @unchecked Sendable, Hashable {
     /// A match that hit the step limit or ICU's backtracking stack before it was decided.
-    public struct LimitReached: Error {}
+    public struct LimitReached: Error {
+        /// Whether the limit reached is the one shared by all the matches of a `withTotalLimit` run.
+        public var isTotal = false
+    }
+
+    /// The progress reports the matches of a `withTotalLimit` run may still take.
+    final class TotalAllowance: @unchecked Sendable {
+        // Unchecked: a run's matches happen on the thread that started it (the task-local is not shared).
+        var remaining: Int
+        init(_ remaining: Int) { self.remaining = remaining }
+    }
+
+    @TaskLocal static var totalAllowance: TotalAllowance?
+
+    /// The progress reports all the matches of a `withTotalLimit` run may take: 5,000, about half a second of
+    /// backtracking. Matches that do not backtrack without bound take none (a report comes every 10,000 steps of
+    /// one match).
+    public static let totalReports = 5_000
+
+    /// Runs `body` with one allowance of `totalReports` progress reports for all the matches it makes on this thread,
+    /// besides each match's own: for work done under the store's lock (a listing's filter, a controller's check of
+    /// a new filter), where many matches each just under their own limit would otherwise hold it for minutes.
+    public static func withTotalLimit<T>(_ body: () throws -> T) rethrows -> T {
+        try $totalAllowance.withValue(TotalAllowance(totalReports), operation: body)
+    }
 
     /// The pattern as given.
     public let pattern: String
@@ -37,9 +64,10 @@ public final class RegularExpression: @unchecked Sendable, Hashable {
     public func matchesWhole(_ string: String) throws(LimitReached) -> Bool {
         let length = string.utf16.count
         let allowance = Self.stepAllowance(for: length)
+        let total = Self.totalAllowance
         var progressCalls = 0
         var matched = false
-        var limitReached = false
+        var limitReached: LimitReached?
         expression.enumerateMatches(
             in: string, options: [.reportProgress, .reportCompletion], range: NSRange(location: 0, length: length)
         ) { result, flags, stop in
@@ -47,17 +75,18 @@ public final class RegularExpression: @unchecked Sendable, Hashable {
                 matched = true
                 stop.pointee = true
             } else if flags.contains(.internalError) {
-                limitReached = true
+                limitReached = LimitReached()
             } else if flags.contains(.progress) {
                 progressCalls += 1
-                if progressCalls >= allowance {
-                    limitReached = true
+                if let total { total.remaining -= 1 }
+                if progressCalls >= allowance || (total?.remaining ?? 0) < 0 {
+                    limitReached = LimitReached(isTotal: progressCalls < allowance)
                     stop.pointee = true
                 }
             }
         }
         if matched { return true }
-        if limitReached { throw LimitReached() }
+        if let limitReached { throw limitReached }
         return false
     }
 

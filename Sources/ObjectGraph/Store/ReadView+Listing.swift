@@ -15,8 +15,11 @@ extension ReadView {
         let keyPaths = ListingKeyPaths(
             (predicate?.keyPaths ?? []) + (ordering?.descriptors.map(\.key) ?? []), entity: index, model: state.model)
         if let predicate {
-            handles = try handles.filter {
-                try predicate.evaluate(with: StoredSubject(state: state, handle: $0, keyPaths: keyPaths))
+            // Under the store's lock: many `MATCHES` each just under their own limit must not add up to minutes.
+            handles = try RegularExpression.withTotalLimit {
+                try handles.filter {
+                    try predicate.evaluate(with: StoredSubject(state: state, handle: $0, keyPaths: keyPaths))
+                }
             }
         }
         if let ordering {
