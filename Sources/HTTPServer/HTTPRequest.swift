@@ -126,7 +126,6 @@ public struct HTTPRequest: Sendable {
     }
 }
 
-/// Whether two header field names are equal: they are ASCII tokens, so compare them byte by byte, folding only A–Z.
 /// `text` without the spaces and tabs around it.
 func trimmingWhitespace(_ text: some StringProtocol) -> String {
     let isBlank = { (character: Character) in character == " " || character == "\t" }
@@ -135,6 +134,7 @@ func trimmingWhitespace(_ text: some StringProtocol) -> String {
     return String(text[first...last])
 }
 
+/// Whether two header field names are equal: they are ASCII tokens, so compare them byte by byte, folding only A–Z.
 func equalIgnoringASCIICase(_ lhs: String, _ rhs: String) -> Bool {
     lhs.utf8.count == rhs.utf8.count
         && lhs.utf8.elementsEqual(rhs.utf8) { $0 == $1 || ($0 | 0x20 == $1 | 0x20 && ($0 | 0x20) &- 97 < 26) }
