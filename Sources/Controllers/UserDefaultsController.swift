@@ -9,8 +9,9 @@ import Synchronization
 /// A value is looked up in the pending changes, then the saved values, then the initial values. With
 /// `appliesImmediately` a change is saved at once; else it is pending (`hasUnappliedChanges`) until `save`, and
 /// `revert` drops it. Setting null removes the saved value (the initial value shows again). `revertToInitialValues`
-/// makes every key its initial value (pending when not `appliesImmediately`). Saved values live in a JSON file
-/// (`{"values": {...}}`), written durably and atomically (a temporary file, fsynced, renamed over it); without a path they live in memory.
+/// makes every key that has an initial value show it again (pending when not `appliesImmediately`). Saved values live
+/// in a JSON file (`{"values": {...}}`), written durably and atomically (a temporary file, fsynced, renamed over it);
+/// without a path they live in memory.
 public final class UserDefaultsController: Sendable {
     /// `defaults.json`: `{"appliesImmediately": true, "initialValues": {"key": value, ...}}`.
     public struct Configuration: Sendable, Hashable {
@@ -160,7 +161,7 @@ public final class UserDefaultsController: Sendable {
     }
 
     private static func values(of state: State) -> [String: PropertyListValue] {
-        var values = state.configuration.initialValues.merging(state.saved) { _, saved in saved }
+        var values = appliedValues(of: state)
         for (key, value) in state.pending {
             values[key] = value.isNull ? state.configuration.initialValues[key] : value
         }
@@ -207,15 +208,23 @@ public final class UserDefaultsController: Sendable {
         }
     }
 
-    /// Every key back to its initial value (keys without one are removed); pending unless `appliesImmediately`.
+    /// Every key that has an initial value back to it (NSUserDefaultsController's `revertToInitialValues:`): its
+    /// saved value and any pending change of it are dropped; keys without an initial value keep theirs. Pending
+    /// (removals of the saved values) unless `appliesImmediately`.
     public func revertToInitialValues() throws(ObjectGraphError) {
         try change(keys: nil) { state in
-            let initial = state.configuration.initialValues
+            let keys = state.configuration.initialValues.keys
             if state.configuration.appliesImmediately {
-                state.saved = [:]
+                for key in keys { state.saved.removeValue(forKey: key) }
                 return true
             }
-            for key in Set(state.saved.keys).union(initial.keys) { state.pending[key] = initial[key] ?? .null }
+            for key in keys {
+                if state.saved[key] != nil {
+                    state.pending[key] = .null
+                } else {
+                    state.pending.removeValue(forKey: key)
+                }
+            }
             return false
         }
     }
@@ -235,22 +244,40 @@ public final class UserDefaultsController: Sendable {
     /// installs the copy (a failed write changes nothing); then tells observers.
     ///
     /// Changes are serialized by `writing`, held around the file write; readers take only `state`.
+    ///
+    /// Observers hear of the keys whose current value (pending changes included) changed; `DefaultsDidChange` names
+    /// the keys whose applied value changed (a `save` applies what was pending) and is not posted when none did.
     private func change(keys: [String]?, _ body: (inout State) -> Bool) throws(ObjectGraphError) {
-        let (before, after, applied, pending) = try writing.withLock { _ throws(ObjectGraphError) in
-            var next = state.withLock { $0 }
-            let before = Self.values(of: next)
+        let (old, new, applied) = try writing.withLock { _ throws(ObjectGraphError) in
+            let old = state.withLock { $0 }
+            var next = old
             let applied = body(&next)
             if applied { try persist(next.saved) }
             state.withLock { [next] in $0 = next }
-            return (before, Self.values(of: next), applied, !next.pending.isEmpty)
+            return (old, next, applied)
         }
-        let changed = keys ?? Array(Set(before.keys).union(after.keys)).filter { before[$0] != after[$0] }.sorted()
         let (observers, onNotification) = hooks.withLock { ($0.observers, $0.onNotification) }
-        let report = Change(keys: changed, hasUnappliedChanges: pending)
+        let report = Change(
+            keys: keys ?? Self.changedKeys(Self.values(of: old), Self.values(of: new)),
+            hasUnappliedChanges: !new.pending.isEmpty)
         for observer in observers { observer(report) }
-        if applied {
-            onNotification?("DefaultsDidChange", "defaults", ["keys": .array(changed.map { .string($0) })])
+        guard applied else { return }
+        let appliedKeys = keys ?? Self.changedKeys(Self.appliedValues(of: old), Self.appliedValues(of: new))
+        if !appliedKeys.isEmpty {
+            onNotification?("DefaultsDidChange", "defaults", ["keys": .array(appliedKeys.map { .string($0) })])
         }
+    }
+
+    /// The values without the pending changes.
+    private static func appliedValues(of state: State) -> [String: PropertyListValue] {
+        state.configuration.initialValues.merging(state.saved) { _, saved in saved }
+    }
+
+    /// The keys whose value differs between `before` and `after`, sorted.
+    private static func changedKeys(
+        _ before: [String: PropertyListValue], _ after: [String: PropertyListValue]
+    ) -> [String] {
+        Set(before.keys).union(after.keys).filter { before[$0] != after[$0] }.sorted()
     }
 
     /// Writes the saved values durably and atomically (`FileIO.writeDurably`: a temporary file, fsynced, renamed).

@@ -68,7 +68,8 @@ struct UserDefaultsControllerTests {
         try defaults.setValue("dark", forKey: "theme")
         try defaults.setValue(true, forKey: "extra")
         try defaults.revertToInitialValues()
-        #expect(defaults.values == initial)
+        // A key without an initial value keeps its value (Cocoa reverts "the corresponding values" only).
+        #expect(defaults.values == initial.merging(["extra": true]) { $1 })
         let pendingDefaults = UserDefaultsController(
             configuration: .init(appliesImmediately: false, initialValues: initial))
         try pendingDefaults.setValue("dark", forKey: "theme")
@@ -78,6 +79,49 @@ struct UserDefaultsControllerTests {
         #expect(pendingDefaults.value(forKey: "theme") == "light")
         pendingDefaults.revert()
         #expect(pendingDefaults.value(forKey: "theme") == "dark")
+    }
+
+    /// Reverting to the initial values while changes are pending removes the saved values at `save`: nothing of the
+    /// initial values is copied into the file, so later initial values show through.
+    @Test func revertToInitialValues_pending_savesRemovals() throws {
+        let path = temporaryPath()
+        let configuration = UserDefaultsController.Configuration(appliesImmediately: false, initialValues: initial)
+        let defaults = try UserDefaultsController(configuration: configuration, path: path)
+        try defaults.revertToInitialValues()
+        #expect(!defaults.hasUnappliedChanges)
+        try defaults.setValue("dark", forKey: "theme")
+        try defaults.setValue(50, forKey: "pageSize")
+        try defaults.save()
+        try defaults.setValue(75, forKey: "pageSize")
+        try defaults.revertToInitialValues()
+        #expect(defaults.hasUnappliedChanges)
+        #expect(defaults.values == initial)
+        try defaults.save()
+        let file = try PropertyListValue(jsonBytes: Array(try Data(contentsOf: URL(fileURLWithPath: path))))
+        #expect(file == ["values": [:]])
+        let later = UserDefaultsController.Configuration(appliesImmediately: false, initialValues: ["theme": "blue"])
+        #expect(try UserDefaultsController(configuration: later, path: path).value(forKey: "theme") == "blue")
+    }
+
+    /// `DefaultsDidChange` names the keys whose applied value changed: a `save` names what it applied, and a change
+    /// that applies nothing new posts nothing.
+    @Test func defaultsDidChange_namesAppliedKeys() throws {
+        let posted = Mutex<[PropertyListValue]>([])
+        let pendingDefaults = UserDefaultsController(
+            configuration: .init(appliesImmediately: false, initialValues: initial))
+        pendingDefaults.onNotification = { _, _, info in posted.withLock { $0.append(info) } }
+        try pendingDefaults.setValue("dark", forKey: "theme")
+        try pendingDefaults.setValue(50, forKey: "pageSize")
+        #expect(posted.withLock { $0 }.isEmpty)
+        try pendingDefaults.save()
+        #expect(posted.withLock { $0 } == [["keys": ["pageSize", "theme"]]])
+        let defaults = UserDefaultsController(configuration: .init(initialValues: initial))
+        defaults.onNotification = { _, _, info in posted.withLock { $0.append(info) } }
+        try defaults.revertToInitialValues()
+        #expect(posted.withLock { $0 }.count == 1)
+        try defaults.setValue("dark", forKey: "theme")
+        try defaults.revertToInitialValues()
+        #expect(posted.withLock { $0 }.suffix(2) == [["keys": ["theme"]], ["keys": ["theme"]]])
     }
 
     @Test func configuration_badFixture_refused() throws {
