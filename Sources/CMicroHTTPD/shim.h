@@ -19,12 +19,16 @@ static inline size_t bindery_mhd_unescape_none(void *cls, struct MHD_Connection 
     return strlen(s);
 }
 
+/* MHD_OPTION_URI_LOG_CALLBACK's function: sees the request target whole, before libmicrohttpd splits off the query. */
+typedef void *(*bindery_mhd_uri_log_callback)(void *cls, const char *uri, struct MHD_Connection *connection);
+
 /* Starts a daemon without a listening socket (the server accepts connections itself and adds them with
    MHD_add_connection); `thread_pool_size` <= 1 means one thread. */
 static inline struct MHD_Daemon *bindery_mhd_start(unsigned int flags, MHD_AccessHandlerCallback handler,
                                                    void *handler_cls, MHD_RequestCompletedCallback completed,
                                                    void *completed_cls, MHD_NotifyConnectionCallback connection,
-                                                   void *connection_cls, unsigned int thread_pool_size,
+                                                   void *connection_cls, bindery_mhd_uri_log_callback uri_log,
+                                                   void *uri_log_cls, unsigned int thread_pool_size,
                                                    unsigned int connection_limit, unsigned int connection_timeout,
                                                    size_t connection_memory_limit) {
     struct MHD_OptionItem options[16];
@@ -32,6 +36,7 @@ static inline struct MHD_Daemon *bindery_mhd_start(unsigned int flags, MHD_Acces
     options[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, completed_cls};
     options[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)connection, connection_cls};
     options[n++] = (struct MHD_OptionItem){MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)bindery_mhd_unescape_none, NULL};
+    options[n++] = (struct MHD_OptionItem){MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)uri_log, uri_log_cls};
     options[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, (intptr_t)connection_limit, NULL};
     options[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)connection_timeout, NULL};
     options[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)connection_memory_limit, NULL};

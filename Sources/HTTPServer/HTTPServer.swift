@@ -79,7 +79,7 @@ public final class HTTPServer: Sendable {
         // owner keeps the server alive while it runs.
         let context = Unmanaged.passUnretained(self).toOpaque()
         let daemon = bindery_mhd_start(
-            flags, accessHandler, context, requestCompleted, context, connectionNotified, context,
+            flags, accessHandler, context, requestCompleted, context, connectionNotified, context, targetSeen, nil,
             UInt32(max(1, configuration.threads)),
             // The acceptor enforces the limit; libmicrohttpd's own (split per worker) is set so that no worker ever
             // reaches it: version 0.9.75 can deadlock a worker that did, on shutdown.
@@ -220,7 +220,18 @@ public final class HTTPServer: Sendable {
 
     /// Why a request is answered as soon as its header is in, before its body is read (nil: it is not). Such an
     /// answer closes the connection: libmicrohttpd does not read the body of a request it answered first.
-    fileprivate func refusalUpFront(_ connection: OpaquePointer) -> RequestContext.Refusal? {
+    fileprivate func refusalUpFront(
+        _ connection: OpaquePointer, url: UnsafePointer<CChar>?, version: UnsafePointer<CChar>?
+    ) -> RequestContext.Refusal? {
+        // libmicrohttpd reads the request line by its bytes but hands the target on as a C string: a raw NUL in it
+        // would cut the path short (`DELETE /objects/E/1\0/rest` would delete E/1). In the buffer, the target is
+        // followed by the space before the HTTP version, which libmicrohttpd turned into the NUL that ends it: the
+        // target's length as a C string (taken before the query was split off) must reach it.
+        if let url, let version, let length = clock(of: connection)?.targetLength.exchange(-1, ordering: .relaxed),
+            length < 0 || url + length + 1 != version
+        {
+            return .malformed(status: 400, reason: "The request target holds a NUL byte.")
+        }
         switch Int(bindery_mhd_framing_problem(connection)) {
         case Int(BINDERY_FRAMING_OK): break
         case Int(BINDERY_FRAMING_CONFLICTING_LENGTHS):
@@ -404,14 +415,14 @@ public final class HTTPServer: Sendable {
 // MARK: - C callbacks (they capture nothing; the server comes back from the context pointer)
 
 private let accessHandler: MHD_AccessHandlerCallback = {
-    cls, connection, url, method, _, uploadData, uploadDataSize, contextSlot in
+    cls, connection, url, method, version, uploadData, uploadDataSize, contextSlot in
     guard let cls, let connection, let contextSlot else { return .NO }
     // The daemon cannot outlive the server (see `start`): borrow it without retaining.
     return Unmanaged<HTTPServer>.fromOpaque(cls)._withUnsafeGuaranteedRef { server in
         guard contextSlot.pointee != nil else {
             // First call: only the header is in.
             contextSlot.pointee = HTTPServer.headerSeen
-            guard let refusal = server.refusalUpFront(connection) else { return .YES }
+            guard let refusal = server.refusalUpFront(connection, url: url, version: version) else { return .YES }
             HTTPServer.context(in: contextSlot).refusal = refusal
             let response = server.handle(
                 connection: connection, rawURL: originForm(url),
@@ -437,9 +448,21 @@ private let accessHandler: MHD_AccessHandlerCallback = {
 
 /// The path of a request target: the origin form (`/path`) as it is, the absolute form (`http://host/path`, which a
 /// server must accept, RFC 9112 §3.2.2) without its scheme and authority. libmicrohttpd has split off the query.
+///
+/// Raw bytes that are not UTF-8 are percent-encoded rather than repaired into U+FFFD, so that the path does not
+/// decode (`HTTPRequest.pathSegments` is nil: 400 `bad-path`), as for their percent-encoded form.
 private func originForm(_ url: UnsafePointer<CChar>?) -> String {
     guard let url else { return "/" }
-    let target = String(cString: url)
+    let target =
+        String(validatingCString: url)
+        ?? UnsafeBufferPointer(start: url, count: strlen(url)).reduce(into: "") { text, byte in
+            let value = UInt8(bitPattern: byte)
+            if value < 0x80 {
+                text.unicodeScalars.append(Unicode.Scalar(value))
+            } else {
+                text += "%" + String(value, radix: 16, uppercase: true)
+            }
+        }
     guard target.first != "/", let scheme = target.firstRange(of: "://"),
         ["http", "https"].contains(target[..<scheme.lowerBound].lowercased())
     else { return target }
@@ -470,6 +493,12 @@ private let streamReleased: MHD_ContentReaderFreeCallback = { cls in
     guard let cls else { return }
     let stream = Unmanaged<HTTPStream>.fromOpaque(cls).takeRetainedValue()
     stream.released()
+}
+
+/// Notes the length of each request's target, before libmicrohttpd splits off its query (see `refusalUpFront`).
+private let targetSeen: bindery_mhd_uri_log_callback = { _, uri, connection in
+    if let uri, let connection { clock(of: connection)?.targetLength.store(strlen(uri), ordering: .relaxed) }
+    return nil
 }
 
 /// The connection's request clock (its socket context), kept from `MHD_CONNECTION_NOTIFY_STARTED` to `CLOSED`.

@@ -21,6 +21,9 @@ final class HeaderDeadlines: @unchecked Sendable {
         let socket: Int32
         /// Monotonic nanoseconds at which the connection began waiting for a request; 0 while one is handled.
         let waitingSince: Atomic<UInt64>
+        /// The length, as a C string, of the current request's target before libmicrohttpd split it (-1: none
+        /// seen): shorter than the target when the target holds a NUL byte (`HTTPServer.refusalUpFront`).
+        let targetLength = Atomic<Int>(-1)
 
         init(socket: Int32, now: UInt64) {
             self.socket = socket

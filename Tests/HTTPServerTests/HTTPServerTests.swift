@@ -145,6 +145,44 @@ struct HTTPServerTests {
         }
     }
 
+    /// A raw NUL in the request target is refused: libmicrohttpd would hand on the target cut at it, and the shorter
+    /// path would be answered (a `DELETE` of `/objects/E/1\0/rest` deleting E/1).
+    @Test func aRawNULInTheTargetIsRefused() throws {
+        try withServer { _, _, client in
+            for target in ["/echo/a\0/b", "/echo/a\0", "/echo/a?x=1\0&y=2", "/echo/a\0 HTTP/1.1 x", "/echo\0HTTP/1.1"] {
+                let request = "DELETE \(target) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                let answer = String(decoding: try client.exchange(Array(request.utf8)), as: UTF8.self)
+                #expect(answer.hasPrefix("HTTP/1.1 400"), "\(target.debugDescription): \(answer)")
+                #expect(!answer.contains("DELETE echo"), "\(target.debugDescription)")
+            }
+            // Targets without one, with and without a query, in both forms, one after another on a connection.
+            let targets = ["/echo/a/b?x=1&y", "/echo/a", "/echo?", "http://h/echo/z?q=%00"]
+            let requests = targets.map { "GET \($0) HTTP/1.1\r\nHost: x\r\n\r\n" }.joined()
+            let answers = String(
+                decoding: try client.exchange(Array((requests + "GET /echo/last HTTP/1.0\r\n\r\n").utf8)), as: UTF8.self
+            )
+            #expect(answers.components(separatedBy: "HTTP/1.1 200").count == targets.count + 1 + 1, "\(answers)")
+            #expect(answers.contains("GET echo|a|b ?x=1&y= body=0"))
+            #expect(answers.contains("GET echo|z ?q=\u{0} body=0") || answers.contains("GET echo|z ?q=%00 body=0"))
+        }
+    }
+
+    /// Raw bytes in the target that are not UTF-8 leave the path undecodable, as their percent-encoded form does;
+    /// raw UTF-8 reads as its characters.
+    @Test func rawBytesThatAreNotUTF8LeaveThePathUndecodable() throws {
+        try withServer { _, _, client in
+            // The test responder answers an undecodable path 404 ("<bad>" is not a route), a decoded one by echoing.
+            for (target, expected) in [([0xE9], "404"), ([0xC3, 0xA9], "200")] as [([UInt8], String)] {
+                let request =
+                    Array("GET /echo/".utf8) + target
+                    + Array(" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8)
+                let answer = String(decoding: try client.exchange(request), as: UTF8.self)
+                #expect(answer.hasPrefix("HTTP/1.1 \(expected)"), "\(target): \(answer)")
+                if expected == "200" { #expect(answer.contains("GET echo|\u{E9} ?")) }
+            }
+        }
+    }
+
     /// RFC 9112 §3.2.2: a server must accept the absolute form of a request target.
     @Test func absoluteFormTargetsAreRoutedByTheirPath() throws {
         try withServer { _, _, client in

@@ -80,6 +80,25 @@ struct TransactionTests {
         #expect(Int(third.id)! > Int(second.id)!)
     }
 
+    /// A number a client gave as an id is never assigned later, even after its object is deleted: otherwise the
+    /// next insert without an id would take the deleted object's id (and its observers and ETags).
+    @Test func numbersGivenAsIdsAreNotAssignedLater() throws {
+        let store = ObjectStore(
+            model: try model(#"{"entities": {"Item": {"attributes": {"n": {"type": "integer"}}}}}"#))
+        try store.transaction { tx in
+            for number: Int64 in [1, 2, 13] {
+                try tx.insert("Item", id: String(number), values: ["n": .integer(number)])
+            }
+        }
+        try store.transaction { tx in try tx.delete(id("Item/13")) }
+        let next = try store.transaction { tx in try tx.insert("Item", values: [:]) }.value
+        #expect(next == id("Item/14"))
+        // Huge numbers and negative ones do not move the counter.
+        try store.transaction { tx in try tx.insert("Item", id: "9223372036854775807", values: [:]) }
+        try store.transaction { tx in try tx.insert("Item", id: "-50", values: [:]) }
+        #expect(try store.transaction { tx in try tx.insert("Item", values: [:]) }.value == id("Item/15"))
+    }
+
     @Test func clientIDs() throws {
         let store = try employeesStore()
         expectError("duplicate-id", status: 409) {

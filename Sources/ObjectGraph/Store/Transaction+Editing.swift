@@ -26,6 +26,12 @@ extension Transaction {
             guard ObjectID.isValidID(chosen) else { throw .badID(chosen) }
             objectID = ObjectID(entity: entityName, id: chosen)
             guard table.row(of: chosen) == nil else { throw .duplicateID(objectID) }
+            // A number given as an id is never assigned later, even once its object is deleted: an assigned id is
+            // always new, as Core Data's object IDs are (observers and ETags of a deleted object never follow
+            // another one). Up to 18 digits, so that the counter cannot be pushed to overflow.
+            if chosen.utf8.count <= 18, let number = Int64(chosen), number > state.lastAssignedID {
+                state.lastAssignedID = number
+            }
         } else {
             var candidate: String
             repeat {
