@@ -41,8 +41,10 @@ public struct APIError: Error, Sendable {
         APIError(status: 404, code: "not-found", message: message)
     }
 
+    /// 405 with `Allow` (and `allowed`): `allowed` and `OPTIONS`, which every path answers (CORS preflights).
     public static func methodNotAllowed(_ method: String, allowed: [String]) -> APIError {
-        APIError(
+        let allowed = allowed.contains("OPTIONS") ? allowed : allowed + ["OPTIONS"]
+        return APIError(
             status: 405, code: "method-not-allowed", message: "\(method) is not allowed here.",
             fields: ["allowed": .array(allowed.map { .string($0) })],
             headers: [("Allow", allowed.joined(separator: ", "))])

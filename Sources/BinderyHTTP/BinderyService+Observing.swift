@@ -121,7 +121,14 @@ extension BinderyService {
             timeout = min(value, maxPollTimeout)
         }
         if let quality = query.acceptQuality(of: "text/event-stream"), quality > 0 {
-            if let lastEventID = query.header("Last-Event-ID").flatMap({ Int64($0) }) { since = lastEventID }
+            if let text = query.header("Last-Event-ID") {
+                // The ids this service sends are seqs: any other would resume from an unknown place, silently.
+                guard let lastEventID = Int64(text), lastEventID >= 0 else {
+                    throw APIError.badQuery(
+                        "Last-Event-ID must be a seq this stream sent (a non-negative integer), not \"\(text)\".")
+                }
+                since = lastEventID
+            }
             let streamRequest = PollRequest(source: source, since: since, timeout: 0)
             if let refusal = center.refusal(of: streamRequest) { return .response(render(refusal)) }
             return .response(eventStream(streamRequest, center: center))

@@ -185,6 +185,9 @@ extension ControllerRegistry {
                 throw ObjectGraphError.actionDisabled("edit", of: name, "nothing is selected.")
             }
             _ = try context.view.value(forKeyPath: keyPath, of: first)
+            // An edit that no commit could apply (a derived key, a collection operator) would block every later
+            // selection change of this controller and its masters.
+            try context.view.model.checkSettable(keyPath, on: first.entity)
             if controller.setPendingEdit(value, forKeyPath: keyPath) { context.emit(controller, .isEditing) }
             return controller.editsJSON
         }

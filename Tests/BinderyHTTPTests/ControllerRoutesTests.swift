@@ -242,6 +242,18 @@ struct ControllerRoutesTests {
             let unknown = try client.request("PUT", "/controllers/employees/edits/nope", json: "1")
             #expect(unknown.status == 404)
             #expect(unknown.json?["error"]?["code"] == "undefined-key")
+            // Key paths that read but that no commit could set are refused up front, not left to block selections.
+            for (keyPath, code) in [
+                ("department.employees.@count", "bad-key-path"), ("department.payroll", "read-only-key"),
+                ("salary.x", "undefined-key"),
+            ] {
+                let refused = try client.request("PUT", "/controllers/employees/edits/\(keyPath)", json: "1")
+                #expect(refused.json?["error"]?["code"]?.stringValue == code, "\(keyPath)")
+            }
+            #expect(try client.request("GET", "/controllers/employees/isEditing").json == false)
+            #expect(
+                try client.request("PUT", "/controllers/employees/edits/department.name", json: #""X""#).status == 200)
+            #expect(try client.request("POST", "/controllers/employees/discardEditing").status == 200)
             #expect(try client.request("PUT", "/controllers/employees/edits/salary", json: "5").status == 200)
             let back = #"{"$ref": "Department/1"}"#
             #expect(try client.request("PUT", "/objects/Employee/9/department", json: back).status == 200)

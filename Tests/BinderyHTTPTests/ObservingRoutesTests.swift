@@ -593,6 +593,12 @@ struct ServerSentEventsTests {
             #expect(compacted.errorCode == "history-compacted")
             let resumed = try client.request("GET", "/changes", headers: sse.merging(["Last-Event-ID": "99"]) { $1 })
             #expect(resumed.status == 410)
+            // An id this service never sends is not taken as "from now" (that would skip changes silently).
+            for id in ["99999999999999999999", "abc", "-1", "1.5"] {
+                let odd = try client.request("GET", "/changes", headers: sse.merging(["Last-Event-ID": id]) { $1 })
+                #expect(odd.status == 400, "\(id)")
+                #expect(odd.errorCode == "bad-query", "\(id)")
+            }
             #expect(try client.request("GET", "/observers/o404/changes", headers: sse).status == 404)
         }
     }

@@ -68,9 +68,10 @@ struct ServiceTests {
         try withService { client in
             let response = try client.request("DELETE", "/healthz")
             #expect(response.status == 405)
-            #expect(response.header("Allow") == "GET, HEAD")
+            // OPTIONS too: every path answers it (RFC 9110 §10.2.1: Allow lists what the resource supports).
+            #expect(response.header("Allow") == "GET, HEAD, OPTIONS")
             #expect(response.json?["error"]?["code"] == "method-not-allowed")
-            #expect(response.json?["error"]?["allowed"] == ["GET", "HEAD"])
+            #expect(response.json?["error"]?["allowed"] == ["GET", "HEAD", "OPTIONS"])
         }
     }
 
@@ -128,7 +129,7 @@ struct ServiceTests {
             for (method, path) in [("POST", "/app.js"), ("PUT", "/index.html"), ("POST", "/"), ("DELETE", "/app.js")] {
                 let answer = try client.request(method, path, body: Array("{}".utf8))
                 #expect(answer.status == 405, "\(method) \(path)")
-                #expect(answer.header("Allow") == "GET, HEAD")
+                #expect(answer.header("Allow") == "GET, HEAD, OPTIONS")
                 #expect(answer.errorCode == "method-not-allowed")
             }
             #expect(try client.request("POST", "/nothing-here.js").status == 404)

@@ -1,0 +1,27 @@
+extension ObjectModel {
+    /// Throws what `Transaction.setValue(_:forKeyPath:of:)` would throw for the shape of `keyPath` on any object of
+    /// `entityName`, without a transaction: 400 `bad-key-path` through an attribute or at a collection operator,
+    /// `read-only-key` at a derived key, 404 `undefined-key` for a key the entity does not have. (Values, and nil
+    /// to-ones on the way, are checked when the value is set.)
+    public func checkSettable(_ keyPath: String, on entityName: String) throws(ObjectGraphError) {
+        let keys = try KeyPathCompiler.keys(of: keyPath)
+        var entity = entities[try entityIndex(entityName)]
+        for (position, key) in keys.enumerated() {
+            let isLast = position == keys.count - 1
+            switch entity.properties[key] {
+            case .relationship(let index):
+                if !isLast { entity = entities[entity.relationships[index].destinationIndex] }
+            case .attribute:
+                guard isLast else {
+                    throw .badKeyPath(
+                        keyPath, "\(key) is an attribute; only relationships can be gone through to set a value.")
+                }
+            case .derived:
+                throw .readOnlyKey(keyPath, of: nil)
+            case nil:
+                if key.hasPrefix("@") { throw .badKeyPath(keyPath, "a collection operator cannot be set.") }
+                throw .undefinedKey(key, entity: entity.name)
+            }
+        }
+    }
+}
