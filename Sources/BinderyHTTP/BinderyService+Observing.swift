@@ -153,7 +153,7 @@ extension BinderyService {
     private static func eventStream(_ request: PollRequest, center: ObservationCenter) -> HTTPResponse {
         let stream = HTTPStream()
         let id = center.subscribe(
-            request,
+            request, isAbandoned: { stream.peerHasClosed },
             send: { events in
                 var text = ""
                 for event in events {

@@ -40,6 +40,17 @@ public final class HTTPStream: @unchecked Sendable {
         state.withLock { $0.buffer.count - $0.start }
     }
 
+    /// Whether the client has closed or reset the connection while the stream is parked waiting for bytes
+    /// (libmicrohttpd does not watch a suspended socket): a non-blocking peek at it. False while bytes are being
+    /// sent (libmicrohttpd then sees a closed connection itself). Cheap enough for periodic sweeps.
+    public var peerHasClosed: Bool {
+        // Under the lock, so that no resume (after which libmicrohttpd may close the socket) runs meanwhile.
+        state.withLock { state in
+            guard state.parked, let connection = state.connection else { return false }
+            return bindery_mhd_peer_closed(connection.pointer) != 0
+        }
+    }
+
     /// Appends bytes; returns false once the stream has ended.
     @discardableResult
     public func write(_ bytes: [UInt8]) -> Bool {

@@ -325,6 +325,24 @@ struct ObservingRoutesTests {
         }
     }
 
+    /// The same for event streams: a stream whose client left between events is found by the same peek, not only
+    /// when the next heartbeat cannot be written (15 s later).
+    @Test func eventStreamsOfClientsThatLeftHoldNoPlace() throws {
+        try withService(observation: .init(maxWaiters: 3)) { client in
+            for _ in 0..<3 {
+                let socket = try client.connect()
+                try client.send(
+                    Array("GET /changes HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n".utf8), on: socket)
+                var received = ""
+                #expect(read(socket, until: "text/event-stream", into: &received))
+                close(socket)
+            }
+            usleep(100_000)
+            let poll = try client.request("GET", "/changes?timeout=0.2")
+            #expect(poll.status == 200, "\(poll.text)")
+        }
+    }
+
     @Test func revertToSavedIsObservedLikeAnyChange() throws {
         try withService { client in
             #expect(try client.request("POST", "/actions/save").status == 200)

@@ -67,6 +67,8 @@ public final class ObservationCenter: @unchecked Sendable {
         /// Returns false when the client has gone.
         var send: @Sendable ([StreamEvent]) -> Bool
         var close: @Sendable () -> Void
+        /// Whether its client has gone while nothing is being sent (looked at as for waiters).
+        var isAbandoned: (@Sendable () -> Bool)?
     }
 
     public let queue: DispatchQueue
@@ -188,9 +190,11 @@ public final class ObservationCenter: @unchecked Sendable {
 
     /// Streams `request`'s changes (or notifications) after its `since` as they arrive, until `send` returns false
     /// or the stream is ended; returns an id for `unsubscribe`. `close` is called when the center ends the stream.
+    /// `isAbandoned` is looked at as a waiter's is, so that a client that left between events (and heartbeats) holds
+    /// no place.
     public func subscribe(
-        _ request: PollRequest, send: @escaping @Sendable ([StreamEvent]) -> Bool,
-        close: @escaping @Sendable () -> Void
+        _ request: PollRequest, isAbandoned: (@Sendable () -> Bool)? = nil,
+        send: @escaping @Sendable ([StreamEvent]) -> Bool, close: @escaping @Sendable () -> Void
     ) -> Int {
         onQueue {
             nextWaiterID += 1
@@ -203,7 +207,8 @@ public final class ObservationCenter: @unchecked Sendable {
             if case .observer(let observerID) = request.source { observers[observerID]?.activeWaiters += 1 }
             let since = request.since ?? currentSeq(of: request.source)
             subscribers[id] = Subscriber(
-                source: request.source, since: since, lastSent: Self.now(), send: send, close: close)
+                source: request.source, since: since, lastSent: Self.now(), send: send, close: close,
+                isAbandoned: isAbandoned)
             push(to: id)
             return id
         }
@@ -348,10 +353,12 @@ public final class ObservationCenter: @unchecked Sendable {
         waiters.count + subscribers.count >= configuration.maxWaiters
     }
 
-    /// Answers the waiters whose clients have gone, so that their connections are closed and their places freed.
+    /// Answers the waiters and ends the event streams whose clients have gone, so that their connections are closed
+    /// and their places freed.
     private func releaseAbandonedWaiters() {
         lastAbandonedSweep = Self.now()
         for (id, waiter) in waiters where waiter.isAbandoned?() == true { finish(waiter: id, force: true) }
+        for (id, subscriber) in subscribers where subscriber.isAbandoned?() == true { endSubscription(id) }
     }
 
     private func finish(waiter id: Int, force: Bool) {

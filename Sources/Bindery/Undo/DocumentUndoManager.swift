@@ -1,4 +1,5 @@
 import ObjectGraph
+import PropertyList
 import Synchronization
 
 /// The document's undo manager (NSUndoManager): one undo group per committed transaction, undone and redone as new
@@ -21,6 +22,49 @@ public final class DocumentUndoManager: Sendable {
         case redo(seq: Int64)
     }
 
+    /// An undo group: its record, or, for a large one, the record's JSON encoding (the journal's), decoded when it
+    /// is undone or redone. A `PUT /store` record holds the old and the new graph, which as property-list values
+    /// take about twenty times their JSON size: a hundred such groups would hold gigabytes.
+    private enum Group {
+        case record(ChangeRecord)
+        case encoded(seq: Int64, bytes: [UInt8])
+
+        /// Records with more changes than this (or a whole-graph replacement) are kept encoded.
+        static let largeRecordChanges = 64
+
+        init(_ record: ChangeRecord) {
+            if record.changes.count > Self.largeRecordChanges || record.changes.contains(where: { $0.kind == .reset }) {
+                self = .encoded(seq: record.seq, bytes: record.jsonBytes())
+            } else {
+                self = .record(record)
+            }
+        }
+
+        var seq: Int64 {
+            switch self {
+            case .record(let record): record.seq
+            case .encoded(let seq, _): seq
+            }
+        }
+
+        func record() throws(ObjectGraphError) -> ChangeRecord {
+            switch self {
+            case .record(let record):
+                return record
+            case .encoded(_, let bytes):
+                do {
+                    return try ChangeRecord(
+                        json: try PropertyListValue(jsonBytes: bytes, maximumDepth: PropertyListValue.fileDepthLimit))
+                } catch let error as ObjectGraphError {
+                    throw error
+                } catch {
+                    throw ObjectGraphError(
+                        status: 500, code: "internal-error", message: "An undo group could not be read back: \(error)")
+                }
+            }
+        }
+    }
+
     /// What a commit did to NSDocument's change count: a new change, an undo, a redo.
     private enum Edit {
         case done, undone, redone
@@ -33,8 +77,8 @@ public final class DocumentUndoManager: Sendable {
         var editsDroppedThrough: Int64?
         /// A slice, so that dropping the oldest group past `levelsOfUndo` (on every commit once the stack is full)
         /// moves its start instead of shifting every record; a later reallocation lets the dropped ones go.
-        var undoStack: ArraySlice<ChangeRecord> = []
-        var redoStack: [ChangeRecord] = []
+        var undoStack: ArraySlice<Group> = []
+        var redoStack: [Group] = []
         var pending = Pending.change
     }
 
@@ -76,7 +120,8 @@ public final class DocumentUndoManager: Sendable {
     /// Undoes the newest group in `transaction`; 409 `action-disabled` when there is none, 409 `conflict` (and the
     /// stacks are cleared) when it no longer applies.
     func undo(in transaction: Transaction) throws(ObjectGraphError) {
-        guard let record = state.withLock({ $0.undoStack.last }) else { throw Self.nothingTo("undo") }
+        guard let group = state.withLock({ $0.undoStack.last }) else { throw Self.nothingTo("undo") }
+        let record = try group.record()
         do throws(ObjectGraphError) {
             try transaction.undo(record)
         } catch {
@@ -88,7 +133,8 @@ public final class DocumentUndoManager: Sendable {
 
     /// Redoes the newest undone group in `transaction` (errors as for `undo(in:)`).
     func redo(in transaction: Transaction) throws(ObjectGraphError) {
-        guard let record = state.withLock({ $0.redoStack.last }) else { throw Self.nothingTo("redo") }
+        guard let group = state.withLock({ $0.redoStack.last }) else { throw Self.nothingTo("redo") }
+        let record = try group.record()
         do throws(ObjectGraphError) {
             try transaction.redo(record)
         } catch {
@@ -119,7 +165,7 @@ public final class DocumentUndoManager: Sendable {
             switch state.pending {
             case .change:
                 guard levelsOfUndo > 0 else { return }
-                state.undoStack.append(record)
+                state.undoStack.append(Group(record))
                 if state.undoStack.count > levelsOfUndo { state.undoStack.removeFirst() }
                 state.redoStack.removeAll()
             case .undo(let seq):
@@ -130,7 +176,7 @@ public final class DocumentUndoManager: Sendable {
                 if let index = state.redoStack.lastIndex(where: { $0.seq == seq }) {
                     state.redoStack.remove(at: index)
                 }
-                state.undoStack.append(record)
+                state.undoStack.append(Group(record))
                 if state.undoStack.count > levelsOfUndo { state.undoStack.removeFirst() }
             }
             state.pending = .change
