@@ -5,18 +5,21 @@ import ObjectGraph
 import PropertyList
 
 /// Making the controllers and the user defaults of a document: the fixture's `controllers.json` and `defaults.json`,
-/// the commit observer, and the saved defaults in the document's data directory (`defaults.json` there).
+/// the commit capture, and the saved defaults in the document's data directory (`defaults.json` there).
 extension BinderyService {
     /// The registry over the document's store, following its commits, with the fixture's controllers.
     static func makeControllers(document: Document) -> (ControllerRegistry, ObjectGraphError?) {
-        // The document holds the registry (through its commit observer), so the registry holds it weakly.
+        // The document holds the registry (through its commit capture), so the registry holds it weakly.
         let controllers = ControllerRegistry(store: document.store) { [weak document] body in
             guard let document else {
                 throw ObjectGraphError(status: 503, code: "document-closed", message: "The document is closed.")
             }
             return try document.transaction(body).record
         }
-        document.addCommitObserver { record in controllers.storeDidCommit(record) }
+        // Queued under the store's lock, right after each commit: a session, which reads the store under that lock,
+        // then always finds every record its view holds (a commit observer is told later, outside the lock, and a
+        // session in between would read objects the controllers do not know are gone).
+        document.addCommitCapture { record, _ in controllers.storeDidCommit(record) }
         let path = document.fixtureDirectory + "/controllers.json"
         // A missing file declares no controllers; one that cannot be read stops the server (the error names it).
         let contents: [UInt8]?

@@ -13,10 +13,10 @@ import Synchronization
 /// order on the registry's own serial queue, so no request thread is kept delivering other requests' reports.
 ///
 /// Controllers follow their content: every committed record and every selection change of a master re-reads the
-/// content bindings, masters before details. The commit observer (`storeDidCommit`) only queues the record (it runs
-/// on the committing thread, which must not be held up); the records are applied in seq order by the next session
-/// (every read and write through the registry starts by applying them, so answers always reflect the model), or by
-/// the registry's queue soon after.
+/// content bindings, masters before details. `storeDidCommit` only queues the record (it runs on the committing
+/// thread, under the store's lock, right after the commit: the document's commit capture); the records are applied in
+/// seq order by the next session (every read and write through the registry starts by applying them under the store's
+/// lock, so answers always reflect the model the session reads), or by the registry's queue soon after.
 public final class ControllerRegistry: Sendable {
     /// Runs `body` as one transaction of the document and answers its change record (nil when nothing changed).
     public typealias TransactionRunner = @Sendable (_ body: (Transaction) throws -> Void) throws -> ChangeRecord?
@@ -58,7 +58,8 @@ public final class ControllerRegistry: Sendable {
     }
 
     /// A registry over `store`; `transact` runs a transaction (pass the document's: `{ try document.transaction($0)
-    /// .record }`), and the document's commit observer must call `storeDidCommit(_:)`.
+    /// .record }`), and the document must call `storeDidCommit(_:)` under the store's lock right after each commit (its
+    /// commit capture; a commit observer, told later, would let a session read objects whose change is not queued).
     ///
     /// With `appliesRecordsInBackground` false, queued records are applied only by the next session or
     /// `synchronize()` (benchmarks use it to time the controllers' work alone).
@@ -95,7 +96,7 @@ public final class ControllerRegistry: Sendable {
         set { hooks.withLock { $0.onNotification = newValue } }
     }
 
-    /// The commit observer: queues a committed record for the controllers (cheap; see the type's comment).
+    /// Queues a committed record for the controllers (cheap; see the type's comment).
     public func storeDidCommit(_ record: ChangeRecord) {
         // One background pass per batch: a pass is scheduled when the inbox stops being empty, and it (or any
         // session before it) takes everything queued by then. Without controllers there is nothing to bring up to

@@ -1,4 +1,7 @@
+import Bindery
+import Foundation
 import HTTPTestSupport
+import ObjectGraph
 import PropertyList
 import Testing
 
@@ -225,6 +228,37 @@ struct ControllerRoutesTests {
             #expect(answer.json?["error"]?["code"] == "bad-predicate")
             #expect(try client.request("GET", "/healthz").status == 200)
             #expect(try client.request("GET", "/controllers/employees/filterPredicate").json == .null)
+        }
+    }
+
+    /// Controllers learn of a commit under the store's lock, with it: a request between the commit and its delivery
+    /// to commit observers (which happens later, outside the lock) never finds a controller holding a deleted object.
+    @Test func controllersKnowOfACommitBeforeItsObserversAreTold() throws {
+        let document = try Document(fixtureDirectory: packageRoot + "/Fixtures/employees")
+        let held = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let leaf = ObjectID(entity: "Employee", id: "7")
+        document.addCommitObserver { record in
+            if record.deleted.contains(leaf) {
+                held.signal()
+                _ = release.wait(timeout: .now() + 10)
+            }
+        }
+        try withService(document: document) { client in
+            let before = try client.request("GET", "/controllers/org/arrangedObjects")
+            #expect(before.text.contains("Employee/7"))
+            let deleted = DispatchSemaphore(value: 0)
+            // Not over HTTP: the deleting thread is held in delivery, and must not be one of the server's two.
+            Thread.detachNewThread {
+                _ = try? document.transaction { try $0.delete(leaf) }
+                deleted.signal()
+            }
+            #expect(held.wait(timeout: .now() + 10) == .success)
+            let during = try client.request("GET", "/controllers/org/arrangedObjects")
+            #expect(during.status == 200, "\(during.text)")
+            #expect(!during.text.contains("Employee/7"))
+            release.signal()
+            #expect(deleted.wait(timeout: .now() + 10) == .success)
         }
     }
 

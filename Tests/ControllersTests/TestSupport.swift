@@ -46,7 +46,7 @@ final class Harness: Sendable {
             file: packageRoot.appendingPathComponent("Fixtures/employees/model.json").path)
         let store = ObjectStore(
             model: model,
-            hooks: ObjectStoreHooks(didCommit: { record in follower.withLock { $0 }?.storeDidCommit(record) }))
+            hooks: ObjectStoreHooks(capture: { record, _ in follower.withLock { $0 }?.storeDidCommit(record) }))
         try store.transaction { try $0.insertObjects(objects) }
         self.store = store
         registry = ControllerRegistry(store: store) { body in try store.transaction(body).record }
