@@ -76,7 +76,7 @@ extension ControllerRegistry {
     /// Commits the pending edits of the controller's own editors, then those of every controller that follows it: a
     /// master's new selection gives its details new content, and their edits must not move to other objects.
     private func commitEditsBeforeSelectionChange(_ name: String) throws {
-        for editing in try [name] + followers(of: name) { try commitPendingEdits(editing, beforeSelectionChange: true) }
+        try commitPendingEdits(of: [name] + followers(of: name), beforeSelectionChange: true)
     }
 
     /// The controllers whose content follows `name`, directly or through other controllers, masters first.
@@ -193,32 +193,39 @@ extension ControllerRegistry {
         }
     }
 
-    /// `commitEditing`: validates and applies every pending edit to every selected object in one transaction, then
-    /// posts `ControllerDidCommitEditing`. On error (422 with `errors`) nothing changes and the edits are kept.
+    /// `commitEditing`: validates and applies every pending edit of the controllers `names` to their selected objects
+    /// in one transaction, then posts `ControllerDidCommitEditing` for each controller that had edits. On error (422
+    /// with `errors`) nothing changes and every controller keeps its edits.
     ///
     /// Before a selection change, edits whose selection has gone (the content changed under them) are dropped, as
     /// an editor bound to an empty selection has nothing to commit: they must not keep the selection from changing.
-    func commitPendingEdits(_ name: String, beforeSelectionChange: Bool = false) throws {
-        let plan = try session { _, context -> (ModelEdit, [PendingEdit])? in
-            let controller = try context.controller(name)
-            guard controller.isEditing else { return nil }
-            guard controller.options.editable else { throw ObjectGraphError.notEditable(name) }
-            let objects = controller.selectedObjects
-            guard !objects.isEmpty else {
-                guard beforeSelectionChange else {
-                    throw ObjectGraphError.actionDisabled(
-                        "commitEditing", of: name, "nothing is selected to commit to.")
+    func commitPendingEdits(of names: [String], beforeSelectionChange: Bool = false) throws {
+        typealias Plan = (name: String, edit: ModelEdit, objects: [ObjectID], edits: [PendingEdit])
+        let plans = try session { _, context -> [Plan] in
+            var plans: [Plan] = []
+            for name in names {
+                let controller = try context.controller(name)
+                guard controller.isEditing else { continue }
+                guard controller.options.editable else { throw ObjectGraphError.notEditable(name) }
+                let objects = controller.selectedObjects
+                guard !objects.isEmpty else {
+                    guard beforeSelectionChange else {
+                        throw ObjectGraphError.actionDisabled(
+                            "commitEditing", of: name, "nothing is selected to commit to.")
+                    }
+                    controller.pendingEdits = []
+                    context.emit(controller, .isEditing)
+                    continue
                 }
-                controller.pendingEdits = []
-                context.emit(controller, .isEditing)
-                return nil
+                let edits = controller.pendingEdits
+                plans.append((name, .setValues(objects: objects, edits: edits), objects, edits))
             }
-            return (.setValues(objects: objects, edits: controller.pendingEdits), controller.pendingEdits)
+            return plans
         }
-        guard let (edit, edits) = plan else { return }
+        guard !plans.isEmpty else { return }
         let record: ChangeRecord?
         do {
-            record = try transact(edit).record
+            record = try transact(plans.count == 1 ? plans[0].edit : .sequence(plans.map(\.edit))).record
         } catch let error as ObjectGraphError {
             throw error.listingItself
         }
@@ -226,18 +233,21 @@ extension ControllerRegistry {
             if let record, record.seq > registry.lastProcessedSeq {
                 Self.process(record, registry: &registry, context: context)
             }
-            guard let controller = registry.controllers[name] else { return }
-            let wasEditing = controller.isEditing
-            controller.forgetCommittedEdits(edits)
-            if wasEditing != controller.isEditing { context.emit(controller, .isEditing) }
-            var userInfo: [String: PropertyListValue] = [
-                "keyPaths": .array(edits.map { .string($0.keyPath) }),
-                "objects": .array(edit.objects.map { ["$ref": .string($0.description)] }),
-            ]
-            userInfo["seq"] = record.map { .integer($0.seq) }
-            context.post(
-                ControllerNotification(
-                    name: "ControllerDidCommitEditing", object: "controllers/\(name)", userInfo: .dictionary(userInfo)))
+            for plan in plans {
+                guard let controller = registry.controllers[plan.name] else { continue }
+                let wasEditing = controller.isEditing
+                controller.forgetCommittedEdits(plan.edits)
+                if wasEditing != controller.isEditing { context.emit(controller, .isEditing) }
+                var userInfo: [String: PropertyListValue] = [
+                    "keyPaths": .array(plan.edits.map { .string($0.keyPath) }),
+                    "objects": .array(plan.objects.map { ["$ref": .string($0.description)] }),
+                ]
+                userInfo["seq"] = record.map { .integer($0.seq) }
+                context.post(
+                    ControllerNotification(
+                        name: "ControllerDidCommitEditing", object: "controllers/\(plan.name)",
+                        userInfo: .dictionary(userInfo)))
+            }
         }
     }
 
@@ -267,7 +277,7 @@ extension ControllerRegistry {
         }
         switch action {
         case "commitEditing":
-            try commitPendingEdits(name)
+            try commitPendingEdits(of: [name])
             return try state(of: name).value
         case "discardEditing":
             return try session { _, context in

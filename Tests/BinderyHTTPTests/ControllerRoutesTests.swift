@@ -262,6 +262,29 @@ struct ControllerRoutesTests {
         }
     }
 
+    /// A selection change commits the pending edits of the controller and of those that follow it in one
+    /// transaction: when a detail's edit is invalid, the change is refused and the master's edit is not applied
+    /// either (all or nothing), and both keep their edits.
+    @Test func aRefusedSelectionChangeCommitsNoEditOfTheChain() throws {
+        try withService { client in
+            let before = try client.request("GET", "/store").json?["objects"]
+            #expect(try client.request("PUT", "/controllers/departments/edits/budget", json: "5").status == 200)
+            #expect(try client.request("PUT", "/controllers/employees/edits/salary", json: "-5").status == 200)
+            let refused = try client.request("PUT", "/controllers/departments/selectionIndexes", json: "[1]")
+            #expect(refused.status == 422)
+            #expect(try client.request("GET", "/store").json?["objects"] == before)
+            #expect(try client.request("GET", "/controllers/departments/isEditing").json == true)
+            #expect(try client.request("GET", "/controllers/employees/isEditing").json == true)
+            #expect(try client.request("GET", "/controllers/departments/selectionIndexes").json == [0])
+            // With the detail's edit fixed, both are committed together, as one undo group.
+            #expect(try client.request("PUT", "/controllers/employees/edits/salary", json: "5").status == 200)
+            #expect(try client.request("PUT", "/controllers/departments/selectionIndexes", json: "[1]").status == 200)
+            #expect(try client.request("GET", "/controllers/departments/isEditing").json == false)
+            #expect(try client.request("POST", "/actions/undo").status == 200)
+            #expect(try client.request("GET", "/store").json?["objects"] == before)
+        }
+    }
+
     @Test func editsNeedASelectionAndAKeyItHas_andEditsLeftWithoutOneDoNotBlockTheMaster() throws {
         try withService { client in
             // Research (index 3 by name) has no employees: nothing is selected in the detail.
