@@ -133,7 +133,7 @@ class Controller {
             guard view.contains(object), let value = try? view.value(forKeyPath: keyPath, of: object) else {
                 return ([], entity, nil)
             }
-            return (value.objectIDs, entity, model.toManyOwner(object, keyPath: keyPath))
+            return (value.objectIDs, entity, model.toManyOwner(object, keyPath: keyPath, in: view))
         case .selection(let master, let keyPath):
             guard let master = context.controllers[master] else { return ([], nil, nil) }
             let selected = master.selectedObjects
@@ -146,7 +146,7 @@ class Controller {
             }
             let objects = value.objectIDs
             if entity == nil { entity = objects.first?.entity }
-            let owner = selected.count == 1 ? model.toManyOwner(selected[0], keyPath: keyPath) : nil
+            let owner = selected.count == 1 ? model.toManyOwner(selected[0], keyPath: keyPath, in: view) : nil
             return (objects, entity, owner)
         }
     }
@@ -289,9 +289,14 @@ extension ObjectModel {
         return result
     }
 
-    /// `object.keyPath` as a place to add to and remove from, when it ends in a to-many.
-    func toManyOwner(_ object: ObjectID, keyPath: String) -> RelationshipOwner? {
+    /// `object.keyPath` as a place to add to and remove from, when it ends in a to-many: the object the to-ones on the
+    /// way lead to and the last key; nil when one of them is nil (nothing could be added then: `canAdd` is false).
+    func toManyOwner(_ object: ObjectID, keyPath: String, in view: ReadView) -> RelationshipOwner? {
         guard relationship(from: object.entity, keyPath: keyPath)?.isToMany == true else { return nil }
-        return RelationshipOwner(object: object, keyPath: keyPath)
+        guard let dot = keyPath.lastIndex(of: ".") else { return RelationshipOwner(object: object, keyPath: keyPath) }
+        guard case .object(let owner)? = try? view.value(forKeyPath: String(keyPath[..<dot]), of: object) else {
+            return nil
+        }
+        return RelationshipOwner(object: owner, keyPath: String(keyPath[keyPath.index(after: dot)...]))
     }
 }

@@ -127,7 +127,7 @@ final class TreeController: Controller {
         }
         if selection.isEmpty, options.avoidsEmptySelection, !roots.isEmpty {
             if let first = oldSelection.first {
-                selection = [neighbour(of: first)]
+                selection = [neighbour(ofVanished: first, in: oldRoots)]
             } else if !explicitlyEmpty {
                 selection = [[0]]
             }
@@ -179,6 +179,10 @@ final class TreeController: Controller {
     // MARK: Index paths
 
     func node(at path: [Int]) -> Node? {
+        Self.node(at: path, in: roots)
+    }
+
+    static func node(at path: [Int], in roots: [Node]) -> Node? {
         guard let first = path.first, roots.indices.contains(first) else { return nil }
         var node = roots[first]
         for index in path.dropFirst() {
@@ -199,6 +203,24 @@ final class TreeController: Controller {
             return nil
         }
         return search(roots, prefix: [])
+    }
+
+    /// The node that takes the place of the one at `path` in the tree before (`oldRoots`), now gone: the sibling
+    /// object that followed it, else the one before it, else its parent object, wherever they are now (a removal
+    /// can move nodes: the removed object's children may become roots); else by position (`neighbour(of:)`).
+    func neighbour(ofVanished path: [Int], in oldRoots: [Node]) -> [Int] {
+        guard let index = path.last else { return neighbour(of: path) }
+        let parentPath = Array(path.dropLast())
+        let parent = parentPath.isEmpty ? nil : Self.node(at: parentPath, in: oldRoots)
+        let siblings = parentPath.isEmpty ? oldRoots : parent?.children ?? []
+        if siblings.indices.contains(index) {
+            let candidates = siblings[(index + 1)...] + siblings[..<index].reversed()
+            for sibling in candidates {
+                if let found = indexPath(of: sibling.object) { return found }
+            }
+        }
+        if let parent, let found = indexPath(of: parent.object) { return found }
+        return neighbour(of: path)
     }
 
     /// The node that takes the place of a vanished one: its sibling at the same index or the last one, else the

@@ -262,6 +262,41 @@ struct ControllerRoutesTests {
         }
     }
 
+    /// Removing a tree node whose children then become roots shifts every index path: the neighbour selected is
+    /// found by object (the sibling after, else before, else the parent), not by the old index path.
+    @Test func aTreeRemovalThatMovesNodesSelectsTheRemovedNodesSibling() throws {
+        try withService { client in
+            // Liskov (reports to Kay, with Thompson) has two reports, who become roots when she is deleted.
+            let selected = try client.request("PUT", "/controllers/org/selectionIndexPaths", json: "[[1, 1, 0]]")
+            #expect(selected.status == 200)
+            #expect(try client.request("GET", "/controllers/org/selection/lastName").json == "Liskov")
+            #expect(try client.request("POST", "/controllers/org/remove").status == 200)
+            #expect(try client.request("GET", "/controllers/org/selection/lastName").json == "Thompson")
+            #expect(try client.request("GET", "/controllers/org/selection/manager.lastName").json == "Kay")
+        }
+    }
+
+    /// Content through a to-one that is nil (`selection.manager.directReports` of someone without a manager) has
+    /// nowhere to add to: `canAdd` is false and `add` is disabled, rather than enabled and then refused.
+    @Test func contentThroughANilToOneCannotBeAddedTo() throws {
+        try withService { client in
+            let newcomer = #"{"object": {"firstName": "N", "lastName": "New", "department": {"$ref": "Department/1"}}}"#
+            for (id, canAdd) in [("1", false), ("2", true)] {
+                let master = #"{"name": "e\#(id)", "kind": "object", "content": "Employee/\#(id)"}"#
+                #expect(try client.request("POST", "/controllers", json: master).status == 201)
+                let detail =
+                    #"{"name": "s\#(id)", "kind": "array", "content": "@e\#(id).selection.manager.directReports"}"#
+                #expect(try client.request("POST", "/controllers", json: detail).status == 201)
+                #expect(try client.request("GET", "/controllers/s\(id)/canAdd").json == .boolean(canAdd), "\(id)")
+                let add = try client.request("POST", "/controllers/s\(id)/add", json: newcomer)
+                #expect(add.status == (canAdd ? 200 : 409), "\(id): \(add.text)")
+            }
+            // Employee/2's manager is Employee/1: the new object joined Employee/1's direct reports.
+            let reports = try client.request("GET", "/objects/Employee/1/directReports/lastName")
+            #expect(reports.json?.arrayValue?.contains("New") == true, "\(reports.text)")
+        }
+    }
+
     /// A selection change commits the pending edits of the controller and of those that follow it in one
     /// transaction: when a detail's edit is invalid, the change is refused and the master's edit is not applied
     /// either (all or nothing), and both keep their edits.
