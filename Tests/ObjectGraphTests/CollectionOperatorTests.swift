@@ -68,6 +68,22 @@ struct CollectionOperatorTests {
         #expect(latest == .date(ISO8601.date(from: "2000-12-31")!))
     }
 
+    /// `@min` and `@max` order as `compare:` sorts and predicates do: an accented letter right after its base letter
+    /// (`Émile` before `File`, where plain scalar order puts it after `Z`), booleans among numbers as 0 and 1.
+    @Test func minMaxOrderAsCompareDoes() throws {
+        let store = try store()
+        try store.transaction { tx in
+            try tx.setValue("Émile", forKeyPath: "name", of: id("Person/tom"))
+            try tx.setValue("File", forKeyPath: "name", of: id("Person/dick"))
+            try tx.setValue("file", forKeyPath: "name", of: id("Person/harry"))
+            try tx.setValue([1, 2.5, true], forKeyPath: "tags", of: id("Person/ann"))
+        }
+        #expect(try store.json("people.@min.name", of: "Group/g") == "Émile")
+        #expect(try store.json("people.@max.name", of: "Group/g") == "file")
+        #expect(try store.json("tags.@max.self", of: "Person/ann") == 2.5)
+        #expect(try store.json("tags.@min.self", of: "Person/ann") == 1)
+    }
+
     @Test func sumOfRealsIsReal() throws {
         let store = try store()
         // Harry has no weight: nulls are skipped by @sum, but @avg divides by the collection's count (Cocoa).

@@ -99,6 +99,23 @@ struct TransactionTests {
         #expect(try store.transaction { tx in try tx.insert("Item", values: [:]) }.value == id("Item/15"))
     }
 
+    /// A key path that cannot be set is refused by its shape, also when an empty to-many on the way leaves no
+    /// object to set it on (which made such a write a silent success).
+    @Test func unsettableKeyPathsAreRefusedEvenThroughAnEmptyToMany() throws {
+        let store = try employeesStore()
+        for department in ["Department/1", "Department/3"] {
+            expectError("bad-key-path", status: 400) {
+                try store.transaction { tx in try tx.setValue(5, forKeyPath: "employees.@count", of: id(department)) }
+            }
+            expectError("undefined-key", status: 404) {
+                try store.transaction { tx in try tx.setValue(5, forKeyPath: "employees.nope", of: id(department)) }
+            }
+        }
+        // Through an empty to-many a settable path still sets nothing, successfully.
+        try store.transaction { tx in try tx.setValue(5, forKeyPath: "employees.salary", of: id("Department/3")) }
+        #expect(store.seq == 1)
+    }
+
     @Test func clientIDs() throws {
         let store = try employeesStore()
         expectError("duplicate-id", status: 409) {

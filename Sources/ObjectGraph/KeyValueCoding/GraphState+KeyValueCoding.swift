@@ -181,23 +181,20 @@ extension GraphState {
             guard case .value(let value) = node else { throw typeMismatch(op, node, "comparable values") }
             if value.isNull { continue }
             guard let current = best else {
-                guard Self.order(value, value) != nil else { throw typeMismatch(op, node, "comparable values") }
+                guard ValueComparison.order(value, value) != nil else {
+                    throw typeMismatch(op, node, "comparable values")
+                }
                 best = value
                 continue
             }
-            guard let order = Self.order(value, current) else { throw typeMismatch(op, node, "values of one type") }
-            if op == .min ? order < 0 : order > 0 { best = value }
+            // `compare:` as sorting and predicates have it: strings by canonical decomposition, numbers by value
+            // (booleans as 0 and 1).
+            guard let order = ValueComparison.order(value, current) else {
+                throw typeMismatch(op, node, "values of one type")
+            }
+            if op == .min ? order == .orderedAscending : order == .orderedDescending { best = value }
         }
         return .value(best ?? .null)
-    }
-
-    /// Cocoa's `compare:` for property-list scalars; nil when the two cannot be compared.
-    static func order(_ lhs: PropertyListValue, _ rhs: PropertyListValue) -> Int? {
-        switch (lhs, rhs) {
-        case (.string(let a), .string(let b)): return a < b ? -1 : (a == b ? 0 : 1)
-        case (.boolean(let a), .boolean(let b)): return a == b ? 0 : (a ? 1 : -1)
-        default: return AttributeDescription.compare(lhs, rhs)
-        }
     }
 
     private func flatten(_ values: [KeyPathNode], _ op: CollectionOperator) throws(ObjectGraphError) -> [KeyPathNode] {

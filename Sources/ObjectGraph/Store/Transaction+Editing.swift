@@ -73,6 +73,8 @@ extension Transaction {
         }
         let keys = try KeyPathCompiler.keys(of: keyPath)
         var targets = [try state.handle(of: object)]
+        // By the model first: a path that cannot be set is refused also when a to-many on the way is empty.
+        try state.model.checkSettable(keyPath, on: object.entity)
         for key in keys.dropLast() {
             var next: [ObjectHandle] = []
             for handle in targets {
