@@ -269,11 +269,16 @@ extension ControllerRegistry {
     public func perform(_ action: String, controller name: String, body: PropertyListValue? = nil) throws
         -> PropertyListValue
     {
-        let enabled = try session { _, context -> Bool? in try context.controller(name).validate(action) }
+        let (enabled, handled) = try session { _, context -> (Bool?, [String]) in
+            let controller = try context.controller(name)
+            return (controller.validate(action), Self.actions.filter { controller.validate($0) != nil })
+        }
         guard let enabled else {
             throw ObjectGraphError(
-                status: 404, code: "not-found", message: "Controllers have no action \"\(action)\".",
-                fields: ["allowed": .array(Self.actions.map { .string($0) })])
+                status: 404, code: "not-found",
+                message:
+                    "The controller \"\(name)\" has no action \"\(action)\"; it has \(handled.joined(separator: ", ")).",
+                fields: ["allowed": .array(handled.map { .string($0) })])
         }
         switch action {
         case "commitEditing":

@@ -214,6 +214,11 @@ struct ControllerRoutesTests {
             #expect(try client.request("GET", "/controllers/departments/arrangedObjects/@count").json == 5)
             #expect(try client.request("GET", "/controllers/departments/selection/name").json == "Research")
             #expect(try client.request("POST", "/controllers/employees/fly").status == 404)
+            // An action of another kind of controller: 404, listing what this one has.
+            let otherKind = try client.request("POST", "/controllers/employee/insert")
+            #expect(otherKind.status == 404)
+            let allowed = otherKind.json?["error"]?["allowed"]?.arrayValue?.compactMap(\.stringValue) ?? []
+            #expect(allowed.contains("add") && !allowed.contains("insert") && !allowed.contains("selectNext"))
             _ = try client.request("PUT", "/controllers/employees/selectionIndexes", json: "[]")
             #expect(try client.request("POST", "/controllers/employees/selectNext").errorCode == "action-disabled")
         }
