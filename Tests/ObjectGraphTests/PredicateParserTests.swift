@@ -36,6 +36,8 @@ struct PredicateParserTests {
         (#"s MATCHES '\d+'"#, #"s MATCHES "\\d+""#),
         ("0x1F == x", "31 == x"),
         ("'bc' IN 'abcd'", #""bc" IN "abcd""#),
+        // \u escapes, a surrogate pair making one character outside the BMP (as in JSON).
+        (#"s == '\u00e9\uD83D\uDE00'"#, "s == \"\u{E9}\u{1F600}\""),
     ]
 
     @Test(arguments: canonicalForms)
@@ -86,6 +88,10 @@ struct PredicateParserTests {
         ("a == 1e999", 6),
         ("a == 'x' ^", 10),
         ("é == 'é' AND ?", 14),
+        // A lone surrogate, high or low: the column of its escape.
+        (#"s == 'a\uD83Db'"#, 8),
+        (#"s == 'a\uDE00'"#, 8),
+        (#"s == '\uD83D\u0041'"#, 7),
     ]
 
     @Test(arguments: syntaxErrors)

@@ -111,16 +111,22 @@ struct PredicateLexer {
             case "r": value.append("\r")
             case "0": value.append("\0")
             case "u":
-                var code: UInt32 = 0
-                for _ in 0..<4 {
-                    guard let digit = peek(), let nibble = hex(digit) else {
-                        throw ObjectGraphError.badPredicate("Expected four hex digits after \\u.", column: index + 1)
+                let escapeColumn = index - 1
+                var code = try fourHexDigits()
+                // A high surrogate followed by `\uDC00`–`\uDFFF` is one character outside the BMP, as in JSON.
+                if (0xD800...0xDBFF).contains(code), peek() == "\\", peek(1) == "u" {
+                    index += 2
+                    let low = try fourHexDigits()
+                    if (0xDC00...0xDFFF).contains(low) {
+                        code = 0x10000 + (code - 0xD800) << 10 + (low - 0xDC00)
+                    } else {
+                        index -= 6
                     }
-                    code = code << 4 | nibble
-                    index += 1
                 }
                 guard let unicode = Unicode.Scalar(code) else {
-                    throw ObjectGraphError.badPredicate("\\u\(code) is not a Unicode scalar.", column: index - 5)
+                    let hexCode = String(code, radix: 16, uppercase: true)
+                    throw ObjectGraphError.badPredicate(
+                        "\\u\(hexCode) is not a Unicode scalar (a lone surrogate).", column: escapeColumn)
                 }
                 value.append(unicode)
             default:
@@ -129,6 +135,19 @@ struct PredicateLexer {
             }
         }
         return PredicateToken(kind: .string(String(value)), column: start + 1, text: text(from: start))
+    }
+
+    /// The four hex digits of a `\u` escape (the index is just past the `u`).
+    private mutating func fourHexDigits() throws -> UInt32 {
+        var code: UInt32 = 0
+        for _ in 0..<4 {
+            guard let digit = peek(), let nibble = hex(digit) else {
+                throw ObjectGraphError.badPredicate("Expected four hex digits after \\u.", column: index + 1)
+            }
+            code = code << 4 | nibble
+            index += 1
+        }
+        return code
     }
 
     private func hex(_ scalar: Unicode.Scalar) -> UInt32? {
