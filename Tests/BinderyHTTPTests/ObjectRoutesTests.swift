@@ -95,6 +95,27 @@ struct ObjectRoutesTests {
         }
     }
 
+    /// Unknown keys in `filter` and `sort` are errors whatever the data: not only when an object reaches them.
+    @Test func unknownKeysInFilterAndSortAreRefusedWhateverTheData() throws {
+        try withService { client in
+            for query in [
+                "filter=salary%20%3D%3D%20999%20AND%20nosuch%20%3D%3D%201", "filter=department.nosuch%20%3D%3D%201",
+                "filter=lastName.foo%20%3D%3D%201", "filter=lastName%20%3D%3D%20'Kay'&sort=nosuch",
+            ] {
+                let answer = try client.request("GET", "/objects/Employee?" + query)
+                #expect(answer.status == 404, "\(query)")
+                #expect(answer.errorCode == "undefined-key", "\(query)")
+            }
+            // Keys the model does not describe the insides of are left to evaluation.
+            for query in [
+                "filter=%23lastName%20%3D%3D%20'Kay'", "filter=directReports.@count%20%3E%202",
+                "filter=SELF%20%3D%3D%20nil", "sort=department.name",
+            ] {
+                #expect(try client.request("GET", "/objects/Employee?" + query).status == 200, "\(query)")
+            }
+        }
+    }
+
     @Test func theLargestLimitPagesWithoutOverflowing() throws {
         try withService { client in
             let listing = try client.request("GET", "/objects/Employee?offset=1&limit=9223372036854775807")

@@ -1,4 +1,28 @@
 extension ObjectModel {
+    /// Throws 404 `undefined-key` when `keyPath` names a key that objects of `entityName` (or the relationships on the
+    /// way) cannot have, however the data stands: what evaluating it would throw on any object. Keys after an `any`
+    /// attribute, a derived key or a collection operator are not checked (they apply to values the model does not
+    /// describe).
+    public func checkReadable(_ keyPath: String, on entityName: String) throws(ObjectGraphError) {
+        let keys = try KeyPathCompiler.keys(of: keyPath)
+        var entity = entities[try entityIndex(entityName)]
+        for (position, key) in keys.enumerated() where key != "self" {
+            if key.hasPrefix("@") { return }
+            switch entity.properties[key] {
+            case .relationship(let index):
+                entity = entities[entity.relationships[index].destinationIndex]
+            case .attribute(let slot):
+                let attribute = entity.attributes[slot]
+                guard attribute.type != .any, position + 1 < keys.count else { return }
+                throw .undefinedKey(keys[position + 1], entity: attribute.type.rawValue)
+            case .derived:
+                return
+            case nil:
+                throw .undefinedKey(key, entity: entity.name)
+            }
+        }
+    }
+
     /// Throws what `Transaction.setValue(_:forKeyPath:of:)` would throw for the shape of `keyPath` on any object of
     /// `entityName`, without a transaction: 400 `bad-key-path` through an attribute or at a collection operator,
     /// `read-only-key` at a derived key, 404 `undefined-key` for a key the entity does not have. (Values, and nil
