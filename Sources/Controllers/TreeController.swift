@@ -174,6 +174,15 @@ final class TreeController: Controller {
                 "\"childrenKeyPath\" \(childrenKeyPath) is not a to-many relationship of \(entity).",
                 field: "childrenKeyPath")
         }
+        for (field, keyPath) in [("countKeyPath", description.countKeyPath), ("leafKeyPath", description.leafKeyPath)] {
+            guard let keyPath else { continue }
+            do {
+                try model.checkReadable(keyPath, on: entity)
+            } catch {
+                throw ControllerDescription.bad(
+                    "\"\(field)\" \(keyPath) is not a key path of \(entity): \(error.message)", field: field)
+            }
+        }
     }
 
     // MARK: Index paths
@@ -377,7 +386,9 @@ final class TreeController: Controller {
                     "object": objects ? try view.json(of: node.object) : ["$ref": .string(node.object.description)],
                     "indexPath": .array(path.map { .integer(Int64($0)) }),
                     "children": try json(node.children, prefix: path),
-                    "isLeaf": .boolean(node.isLeaf || node.children.isEmpty),
+                    // With a leafKeyPath, its value says (a node may be a non-leaf without children yet), as
+                    // NSTreeNode's isLeaf; without one, having no children does.
+                    "isLeaf": .boolean(description.leafKeyPath == nil ? node.children.isEmpty : node.isLeaf),
                 ]
                 if let countKeyPath = description.countKeyPath {
                     entry["count"] = (try? view.value(forKeyPath: countKeyPath, of: node.object))?.json ?? .null

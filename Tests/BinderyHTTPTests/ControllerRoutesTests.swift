@@ -281,6 +281,48 @@ struct ControllerRoutesTests {
         }
     }
 
+    /// A tree's `countKeyPath` and `leafKeyPath` must be key paths of its entity; with a `leafKeyPath`, its value says
+    /// whether a node is a leaf (NSTreeNode's `isLeaf`), also for a node that has no children.
+    @Test func treeCountAndLeafKeyPathsAreCheckedAndLeafnessFollowsTheLeafKeyPath() throws {
+        try withService { client in
+            let tree =
+                #""kind": "tree", "content": "Employee", "filterPredicate": "manager == nil", "childrenKeyPath": "directReports""#
+            for field in ["countKeyPath", "leafKeyPath"] {
+                let bad = try client.request(
+                    "POST", "/controllers", json: #"{"name": "bad", \#(tree), "\#(field)": "nope"}"#)
+                #expect(bad.errorCode == "bad-controller", "\(field)")
+                #expect(bad.json?["error"]?["field"] == .string(field))
+            }
+            let created = try client.request(
+                "POST", "/controllers", json: #"{"name": "leafy", \#(tree), "leafKeyPath": "active"}"#)
+            #expect(created.status == 201)
+            // Jobs (Employee/12, a root) made inactive: not a leaf, so his reports show; active roots are leaves.
+            #expect(try client.request("PUT", "/objects/Employee/12/active", json: "false").status == 200)
+            let roots = try client.request("GET", "/controllers/leafy/arrangedObjects").json?.arrayValue ?? []
+            let jobs = roots.first { $0["object"]?["$id"] == "Employee/12" }
+            let hopper = roots.first { $0["object"]?["$id"] == "Employee/1" }
+            #expect(jobs?["isLeaf"] == false)
+            #expect(jobs?["children"]?.arrayValue?.isEmpty == false)
+            #expect(hopper?["isLeaf"] == true)
+            #expect(hopper?["children"] == [])
+            // Down to Employee/7, who has no reports: inactive, it is not a leaf though it has no children.
+            for id in [1, 2, 4, 7] {
+                #expect(try client.request("PUT", "/objects/Employee/\(id)/active", json: "false").status == 200)
+            }
+            func find(_ id: String, in nodes: [PropertyListValue]) -> PropertyListValue? {
+                for node in nodes {
+                    if node["object"]?["$id"] == .string(id) { return node }
+                    if let found = find(id, in: node["children"]?.arrayValue ?? []) { return found }
+                }
+                return nil
+            }
+            let nodes = try client.request("GET", "/controllers/leafy/arrangedObjects").json?.arrayValue ?? []
+            let seven = find("Employee/7", in: nodes)
+            #expect(seven?["isLeaf"] == false)
+            #expect(seven?["children"] == [])
+        }
+    }
+
     /// Content through a to-one that is nil (`selection.manager.directReports` of someone without a manager) has
     /// nowhere to add to: `canAdd` is false and `add` is disabled, rather than enabled and then refused.
     @Test func contentThroughANilToOneCannotBeAddedTo() throws {
