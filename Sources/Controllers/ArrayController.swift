@@ -24,6 +24,8 @@ final class ArrayController: Controller {
     var arrangedKeys: [SortOrdering.Keys] = []
     /// False after `insert` placed an object out of order.
     var isSorted = true
+    /// `insert` actions between their plan and their placement: their content changes do not re-arrange.
+    var ownInsertions = 0
     /// Sorted, unique, in range.
     var selectionIndexes: [Int] = []
     var ordering = SortOrdering([])
@@ -53,8 +55,15 @@ final class ArrayController: Controller {
 
     override func update(_ cause: UpdateCause, in context: ControllerContext) {
         if case .full = cause { computeWatchedKeys(model: context.model) }
+        let oldContent = contentSet
         if refreshContent(cause, in: context) {
-            rearrange(in: context, contentChanged: true)
+            // The controller's own `insert` adds to the content, and places the object itself: what is arranged
+            // (earlier insertions among it, unsorted) keeps its order.
+            if ownInsertions > 0, contentSet.isSuperset(of: oldContent), case .record = cause {
+                appendUnsorted(content.filter { !oldContent.contains($0) }, in: context)
+            } else {
+                rearrange(in: context, contentChanged: true)
+            }
             return
         }
         guard case .record(let record) = cause else { return }
@@ -204,6 +213,18 @@ final class ArrayController: Controller {
         }
         context.emit(self, .arrangedObjects)
         setSelection(selection, in: context, changed: selection != selectionIndexes || selectedObjects != oldSelected)
+    }
+
+    /// Adds `objects` (new in the content) at the end of the arranged objects, unsorted, those the filter passes.
+    private func appendUnsorted(_ objects: [ObjectID], in context: ControllerContext) {
+        let added = objects.filter { passesFilter($0, view: context.view) && !arranged.contains($0) }
+        guard !added.isEmpty else { return }
+        arranged += added
+        if !ordering.descriptors.isEmpty {
+            arrangedKeys += added.map { sortKeys(of: $0, view: context.view) }
+            isSorted = false
+        }
+        context.emit(self, .arrangedObjects)
     }
 
     /// Puts `object` at `index` of the arranged objects, unsorted (NSArrayController's

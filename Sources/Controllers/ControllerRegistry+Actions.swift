@@ -347,7 +347,19 @@ extension ControllerRegistry {
             requestedIndex = Int(value)
         }
         let plan = try session { _, context -> InsertionPlan in
-            try context.controller(name).plan(action, values: values, index: requestedIndex, in: context)
+            let controller = try context.controller(name)
+            let plan = try controller.plan(action, values: values, index: requestedIndex, in: context)
+            if action == "insert", let array = controller as? ArrayController { array.ownInsertions += 1 }
+            return plan
+        }
+        defer {
+            if action == "insert" {
+                _ = try? session { _, context in
+                    if let array = context.controllers[name] as? ArrayController {
+                        array.ownInsertions = max(0, array.ownInsertions - 1)
+                    }
+                }
+            }
         }
         let (created, record) = try transact(plan.edit)
         return try session(seq: record?.seq) { registry, context in

@@ -323,6 +323,23 @@ struct ControllerRoutesTests {
         }
     }
 
+    /// `insert` places each object at the asked index, unsorted: a second insert does not re-sort the first one.
+    @Test func aSecondInsertLeavesTheFirstWhereItWasPlaced() throws {
+        try withService { client in
+            let before = try lastNames(client)
+            #expect(try client.request("PUT", "/controllers/employees/selectionIndexes", json: "[0]").status == 200)
+            let first = #"{"object": {"firstName": "Z", "lastName": "Zz1"}}"#
+            #expect(try client.request("POST", "/controllers/employees/insert", json: first).status == 200)
+            #expect(try client.request("PUT", "/controllers/employees/selectionIndexes", json: "[2]").status == 200)
+            let second = #"{"object": {"firstName": "Z", "lastName": "Zz2"}}"#
+            #expect(try client.request("POST", "/controllers/employees/insert", json: second).status == 200)
+            #expect(try lastNames(client) == ["Zz1", before[0], "Zz2"] + before.dropFirst())
+            // The next re-arrangement sorts them in.
+            #expect(try client.request("POST", "/controllers/employees/rearrangeObjects").status == 200)
+            #expect(try lastNames(client) == (before + ["Zz1", "Zz2"]).sorted())
+        }
+    }
+
     /// Content through a to-one that is nil (`selection.manager.directReports` of someone without a manager) has
     /// nowhere to add to: `canAdd` is false and `add` is disabled, rather than enabled and then refused.
     @Test func contentThroughANilToOneCannotBeAddedTo() throws {
