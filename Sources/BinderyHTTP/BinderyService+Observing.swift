@@ -121,7 +121,8 @@ extension BinderyService {
             timeout = min(value, maxPollTimeout)
         }
         if let quality = query.acceptQuality(of: "text/event-stream"), quality > 0 {
-            if let text = query.header("Last-Event-ID") {
+            // Optional white space around a field value is not part of it (RFC 9110 §5.5).
+            if let text = query.header("Last-Event-ID")?.trimmingCharacters(in: .whitespaces) {
                 // The ids this service sends are seqs: any other would resume from an unknown place, silently.
                 guard let lastEventID = Int64(text), lastEventID >= 0 else {
                     throw APIError.badQuery(

@@ -132,7 +132,13 @@ public final class BinderyService: HTTPResponder {
     }
 
     public func respondToMalformedRequest(_ request: HTTPRequest, status: Int, reason: String) -> HTTPResponse {
-        .error(APIError(status: status, code: status == 501 ? "not-implemented" : "bad-request", message: reason))
+        let code =
+            switch status {
+            case 501: "not-implemented"
+            case 431: "header-too-large"
+            default: "bad-request"
+            }
+        return .error(APIError(status: status, code: code, message: reason))
     }
 
     /// Counts the response and adds the headers every response carries: `X-Store-Seq` (a handler that knows the

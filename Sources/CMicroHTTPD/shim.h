@@ -124,6 +124,12 @@ static inline int bindery_mhd_framing_problem(struct MHD_Connection *connection)
     return scan.problem;
 }
 
+/* The size in bytes of the request line and header fields of the connection's current request (0 if unknown). */
+static inline size_t bindery_mhd_request_header_size(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    return info != NULL ? info->header_size : 0;
+}
+
 /* Whether the client of a connection has closed or reset it: a non-blocking peek at its socket finds the end of the
    stream or an error. A request waiting to be read (pipelined) or nothing yet is not. */
 static inline int bindery_mhd_peer_closed(struct MHD_Connection *connection) {

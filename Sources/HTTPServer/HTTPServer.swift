@@ -232,6 +232,16 @@ public final class HTTPServer: Sendable {
         {
             return .malformed(status: 400, reason: "The request target holds a NUL byte.")
         }
+        // The request head and the response's header fields share the connection's memory pool: a head that leaves
+        // too little of it would be handled, and its answer then fail for want of memory (nothing sent). Such heads
+        // are refused before anything is done.
+        let headSize = bindery_mhd_request_header_size(connection)
+        if headSize > configuration.maximumRequestHeadSize {
+            return .malformed(
+                status: 431,
+                reason: "The request line and header fields take \(headSize) bytes; at most "
+                    + "\(configuration.maximumRequestHeadSize) are taken.")
+        }
         switch Int(bindery_mhd_framing_problem(connection)) {
         case Int(BINDERY_FRAMING_OK): break
         case Int(BINDERY_FRAMING_CONFLICTING_LENGTHS):

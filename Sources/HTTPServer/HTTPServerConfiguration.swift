@@ -16,6 +16,11 @@ public struct HTTPServerConfiguration: Sendable {
     public var connectionMemoryLimit: Int
     public var listenBacklog: Int
 
+    /// The largest request head (request line and header fields) handled: the pool less 4 KiB, which the response's
+    /// header fields need. A larger head is answered 431 before anything is done (libmicrohttpd would otherwise let
+    /// it be handled and then fail to send the answer).
+    public var maximumRequestHeadSize: Int { max(1024, connectionMemoryLimit - 4096) }
+
     public init(
         host: String = "127.0.0.1", port: UInt16 = 8080, threads: Int = HTTPServerConfiguration.processorCount,
         maxBodySize: Int = 1 << 20, connectionLimit: Int = 20_000, idleTimeout: Int = 60,

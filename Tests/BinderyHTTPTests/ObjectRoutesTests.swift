@@ -116,6 +116,30 @@ struct ObjectRoutesTests {
         }
     }
 
+    /// A request head that would leave too little of the connection's 16 KiB pool for the answer's header fields is
+    /// refused (431) before anything is done: libmicrohttpd would have let it be handled and then sent nothing, so a
+    /// client retrying a POST would have created the object twice.
+    @Test func aRequestHeadNearThePoolSizeIsRefusedBeforeItIsHandled() throws {
+        try withService { client in
+            let body = #"{"firstName": "Big", "lastName": "Head", "department": {"$ref": "Department/2"}}"#
+            for (padding, created) in [(5_000, true), (12_500, false), (15_990, false)] {
+                let request =
+                    "POST /objects/Employee?pad=\(String(repeating: "A", count: padding)) HTTP/1.1\r\nHost: x\r\n"
+                    + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body
+                let before = try client.request("GET", "/objects/Employee?limit=0").json?["count"]?.integerValue ?? 0
+                let answer = String(decoding: try client.exchange(Array(request.utf8)), as: UTF8.self)
+                let after = try client.request("GET", "/objects/Employee?limit=0").json?["count"]?.integerValue ?? 0
+                #expect(after == before + (created ? 1 : 0), "\(padding)")
+                if created {
+                    #expect(answer.hasPrefix("HTTP/1.1 201"), "\(padding)")
+                } else if padding == 12_500 {
+                    #expect(answer.hasPrefix("HTTP/1.1 431"), "\(padding): \(answer.prefix(200))")
+                    #expect(answer.contains("header-too-large"))
+                }
+            }
+        }
+    }
+
     @Test func theLargestLimitPagesWithoutOverflowing() throws {
         try withService { client in
             let listing = try client.request("GET", "/objects/Employee?offset=1&limit=9223372036854775807")

@@ -612,6 +612,9 @@ struct ServerSentEventsTests {
             let resumed = try client.request("GET", "/changes", headers: sse.merging(["Last-Event-ID": "99"]) { $1 })
             #expect(resumed.status == 410)
             // An id this service never sends is not taken as "from now" (that would skip changes silently).
+            // White space around the value is not part of it.
+            let spaced = try client.request("GET", "/changes", headers: sse.merging(["Last-Event-ID": "99\t "]) { $1 })
+            #expect(spaced.status == 410)
             for id in ["99999999999999999999", "abc", "-1", "1.5"] {
                 let odd = try client.request("GET", "/changes", headers: sse.merging(["Last-Event-ID": id]) { $1 })
                 #expect(odd.status == 400, "\(id)")

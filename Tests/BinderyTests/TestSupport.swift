@@ -64,6 +64,10 @@ extension PropertyListValue {
     var afterCrash: PropertyListValue {
         guard case .dictionary(var fields) = self, case .integer(let seq) = fields["seq"] else { return self }
         fields["seq"] = .integer(seq + Document.seqsSkippedAfterACrash)
+        // The id counter moves as far (ids of objects a crash lost are not handed out again).
+        if case .integer(let ids) = fields["lastAssignedID"] {
+            fields["lastAssignedID"] = .integer(ids + Document.seqsSkippedAfterACrash)
+        }
         return .dictionary(fields)
     }
 }

@@ -289,8 +289,13 @@ final class Journal: Sendable {
                 // The group's changes are committed in memory but not in the file: their requests are answered
                 // 503 and later commits refused; the store goes back to what the files hold, so that no client
                 // reads a change that a restart would not have (every mutating request is all or nothing). Later
-                // wakes (a refused rotation or save, a late waiter) find nothing more to undo.
-                if startRollBack(error) {
+                // wakes (a refused rotation or save, a late waiter) find nothing more to undo. A journal closed
+                // meanwhile (`close` wrote what was queued, or failed and says so) has nothing to roll back.
+                let closedMeanwhile = state.withLock { state in
+                    if case .closed = state.lifecycle { return true }
+                    return false
+                }
+                if !closedMeanwhile, startRollBack(error) {
                     rollBack()
                     state.withLock { $0.rollingBack = false }
                 }

@@ -74,13 +74,16 @@ public final class ObjectStore: Sendable {
     }
 
     /// Commits a record of no changes that moves the seq `step` ahead, skipping `step - 1` seqs (a record that says
-    /// so, for the journal's replay): after a crash that may have lost commits whose seqs were already seen (read
-    /// before they were durable), no seq a client saw is ever given to another change. Returns the new seq.
+    /// so, for the journal's replay), and the id counter as far: after a crash that may have lost commits whose seqs,
+    /// or objects with server-assigned ids, were already seen (read before they were durable), no seq a client saw is
+    /// ever given to another change, nor such an id to another object. Returns the new seq.
     @discardableResult
     public func advanceSeq(by step: Int64) throws -> Int64 {
         try transaction { transaction in
             transaction.takesSeq = true
             transaction.seqStep = max(1, step)
+            let (ids, overflow) = transaction.state.lastAssignedID.addingReportingOverflow(max(0, step))
+            if !overflow { transaction.state.lastAssignedID = ids }
         }.seq
     }
 
