@@ -40,8 +40,8 @@ public struct HTTPRequest: Sendable {
     public func acceptQuality(of type: String) -> Double? {
         guard let accept = header("Accept") else { return nil }
         var quality: Double?
-        for range in accept.split(separator: ",") {
-            let parts = range.split(separator: ";").map(trimmingWhitespace)
+        for range in Self.splitOutsideQuotes(accept, at: ",") {
+            let parts = Self.splitOutsideQuotes(range, at: ";").map(trimmingWhitespace)
             guard let name = parts.first, equalIgnoringASCIICase(name, type) else { continue }
             var q = 1.0
             for parameter in parts.dropFirst() {
@@ -53,6 +53,31 @@ public struct HTTPRequest: Sendable {
             quality = max(quality ?? 0, q)
         }
         return quality
+    }
+
+    /// `text` split at `separator` where it is not inside a quoted string (RFC 9110 §5.6.4, backslash escapes too).
+    static func splitOutsideQuotes(_ text: some StringProtocol, at separator: Character) -> [Substring] {
+        var parts: [Substring] = []
+        var start = text.startIndex
+        var quoted = false
+        var escaped = false
+        var index = text.startIndex
+        while index < text.endIndex {
+            let character = text[index]
+            if escaped {
+                escaped = false
+            } else if quoted && character == "\\" {
+                escaped = true
+            } else if character == "\"" {
+                quoted.toggle()
+            } else if !quoted && character == separator {
+                parts.append(Substring(text[start..<index]))
+                start = text.index(after: index)
+            }
+            index = text.index(after: index)
+        }
+        parts.append(Substring(text[start...]))
+        return parts
     }
 
     /// The last value of the query parameter with this name.

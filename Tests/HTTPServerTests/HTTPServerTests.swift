@@ -410,6 +410,9 @@ struct HTTPServerTests {
         #expect(request("text/event-stream;q=0, text/event-stream;q=0.2").acceptQuality(of: "text/event-stream") == 0.2)
         #expect(request("text/event-stream;q=nan").acceptQuality(of: "text/event-stream") == 1)
         #expect(request("text/event-stream-x").acceptQuality(of: "text/event-stream") == nil)
+        // A quoted parameter value may hold the separators.
+        #expect(request(#"text/event-stream;foo="a,b;c";q=0"#).acceptQuality(of: "text/event-stream") == 0)
+        #expect(request(#"a/b;x="q\",\"", text/event-stream;q=0.3"#).acceptQuality(of: "text/event-stream") == 0.3)
     }
 
     @Test func undecodablePathHasNoSegments() {
