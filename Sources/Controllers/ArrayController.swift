@@ -101,30 +101,10 @@ final class ArrayController: Controller {
 
     // MARK: Arranging
 
-    /// Whether `object` passes the filter predicate (an object the predicate cannot be evaluated on does not).
-    func passesFilter(_ object: ObjectID, view: ReadView) -> Bool {
-        guard let predicate = description.filterPredicate else { return true }
-        return (try? predicate.evaluate(with: .object(object), resolver: view)) ?? false
-    }
-
     /// The sort keys of `object` (values that cannot be read sort as null).
     func sortKeys(of object: ObjectID, view: ReadView) -> SortOrdering.Keys {
         if let keys = try? ordering.keys(of: .object(object), resolver: view) { return keys }
         return (try? ordering.keys(of: .null, resolver: view)) ?? SortOrdering([]).emptyKeys
-    }
-
-    /// Checks that the filter and the sort keys can be evaluated on the content (for requests that set them).
-    func checkArrangement(view: ReadView) throws {
-        // One limit for all the `MATCHES` of the check: a filter each of whose matches backtracks just under its own
-        // limit would hold the store's lock for as long on every re-arrangement.
-        try RegularExpression.withTotalLimit {
-            for object in content.prefix(1000) {
-                if let predicate = description.filterPredicate {
-                    _ = try predicate.evaluate(with: .object(object), resolver: view)
-                }
-                _ = try ordering.keys(of: .object(object), resolver: view)
-            }
-        }
     }
 
     /// Filters and sorts the whole content (NSArrayController's `rearrangeObjects`), then re-selects.

@@ -21,17 +21,38 @@ extension Controller {
         }
     }
 
+    /// Whether `object` passes the filter predicate (an object the predicate cannot be evaluated on does not).
+    func passesFilter(_ object: ObjectID, view: ReadView) -> Bool {
+        guard let predicate = description.filterPredicate else { return true }
+        return (try? predicate.evaluate(with: .object(object), resolver: view)) ?? false
+    }
+
+    /// Checks that the filter and the sort keys (`ordering`) can be evaluated on the content, for requests that set
+    /// them (an array's or a tree's).
+    func checkArrangement(ordering: SortOrdering, view: ReadView) throws {
+        // One limit for all the `MATCHES` of the check: a filter each of whose matches backtracks just under its own
+        // limit would hold the store's lock for as long on every re-arrangement.
+        try RegularExpression.withTotalLimit {
+            for object in content.prefix(1000) {
+                if let predicate = description.filterPredicate {
+                    _ = try predicate.evaluate(with: .object(object), resolver: view)
+                }
+                _ = try ordering.keys(of: .object(object), resolver: view)
+            }
+        }
+    }
+
     /// Applies changed sort descriptors or filter predicate: checks them on the content, then re-arranges.
     func rearrangementDidChange(in context: ControllerContext) throws {
         if let array = self as? ArrayController {
             array.ordering = SortOrdering(description.sortDescriptors)
             array.computeWatchedKeys(model: context.model)
-            try array.checkArrangement(view: context.view)
+            try array.checkArrangement(ordering: array.ordering, view: context.view)
             array.rearrange(in: context)
         } else if let tree = self as? TreeController {
             tree.ordering = SortOrdering(description.sortDescriptors)
             tree.computeWatchedKeys(model: context.model)
-            try tree.checkArrangement(view: context.view)
+            try tree.checkArrangement(ordering: tree.ordering, view: context.view)
             tree.rebuild(in: context)
         }
     }

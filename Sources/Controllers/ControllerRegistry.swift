@@ -241,7 +241,9 @@ public final class ControllerRegistry: Sendable {
                 view: context.view, controllers: registry.controllers.merging([(description.name, controller)]) { $1 },
                 seq: nil)
             controller.update(.full, in: scoped)
-            try (controller as? ArrayController)?.checkArrangement(view: context.view)
+            if let array = controller as? ArrayController {
+                try array.checkArrangement(ordering: array.ordering, view: context.view)
+            }
             try (controller as? TreeController)?.checkDeclaration(model: context.model)
             registry.controllers[description.name] = controller
             registry.order.append(description.name)

@@ -138,30 +138,13 @@ final class TreeController: Controller {
             changed: normalized(selection) != oldSelection || selectedObjects != oldSelected)
     }
 
-    func passesFilter(_ object: ObjectID, view: ReadView) -> Bool {
-        guard let predicate = description.filterPredicate else { return true }
-        return (try? predicate.evaluate(with: .object(object), resolver: view)) ?? false
-    }
-
     func sorted(_ objects: [ObjectID], view: ReadView) -> [ObjectID] {
         guard !ordering.descriptors.isEmpty else { return objects }
         return (try? ordering.sorted(objects, subject: { .object($0) }, resolver: view)) ?? objects
     }
 
-    /// Checks the filter and sort keys on the content, and that `childrenKeyPath` is a to-many of its entity.
-    func checkArrangement(view: ReadView) throws {
-        // One limit for all the `MATCHES` of the check: a filter each of whose matches backtracks just under its own
-        // limit would hold the store's lock for as long on every re-arrangement.
-        try RegularExpression.withTotalLimit {
-            for object in content.prefix(1000) {
-                if let predicate = description.filterPredicate {
-                    _ = try predicate.evaluate(with: .object(object), resolver: view)
-                }
-                _ = try ordering.keys(of: .object(object), resolver: view)
-            }
-        }
-    }
-
+    /// Checks what only the built tree and the model tell: its size, that `childrenKeyPath` is a to-many of its
+    /// entity, and that `countKeyPath` and `leafKeyPath` are key paths of it.
     func checkDeclaration(model: ObjectModel) throws {
         if isTruncated {
             throw ControllerDescription.bad(

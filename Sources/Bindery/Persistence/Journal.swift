@@ -278,11 +278,7 @@ final class Journal: Sendable {
     private func runFlusher() {
         while true {
             flusherWake.wait()
-            let closed = state.withLock { state in
-                if case .closed = state.lifecycle { return true }
-                return false
-            }
-            if closed { return }
+            if isClosed { return }
             do throws(ObjectGraphError) {
                 try io.withLock { _ throws(ObjectGraphError) in try writeQueued(sync: true) }
             } catch {
@@ -291,11 +287,7 @@ final class Journal: Sendable {
                 // reads a change that a restart would not have (every mutating request is all or nothing). Later
                 // wakes (a refused rotation or save, a late waiter) find nothing more to undo. A journal closed
                 // meanwhile (`close` wrote what was queued, or failed and says so) has nothing to roll back.
-                let closedMeanwhile = state.withLock { state in
-                    if case .closed = state.lifecycle { return true }
-                    return false
-                }
-                if !closedMeanwhile, startRollBack(error) {
+                if !isClosed, startRollBack(error) {
                     rollBack()
                     state.withLock { $0.rollingBack = false }
                 }
@@ -345,6 +337,14 @@ final class Journal: Sendable {
             return true
         }
         return ready
+    }
+
+    /// Whether `close` ran.
+    private var isClosed: Bool {
+        state.withLock { state in
+            if case .closed = state.lifecycle { return true }
+            return false
+        }
     }
 
     /// Puts an open journal in the `failed` state (its waiters are then answered with the refusal).

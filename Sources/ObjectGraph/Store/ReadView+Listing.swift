@@ -11,14 +11,11 @@ extension ReadView {
     ) throws -> [ObjectHandle] {
         var handles = try handles(of: entity)
         guard predicate != nil || ordering != nil else { return handles }
+        let paths = (predicate?.keyPaths ?? []) + (ordering?.descriptors.map(\.key) ?? [])
         // Every key path against the model first: an unknown key is an error whatever the objects hold (evaluation
         // alone would miss one behind a false `AND`, or a sort key with one object to sort).
-        for keyPath in (predicate?.keyPaths ?? []) + (ordering?.descriptors.map(\.key) ?? []) {
-            try state.model.checkReadable(keyPath, on: entity)
-        }
-        let index = try state.model.entityIndex(entity)
-        let keyPaths = ListingKeyPaths(
-            (predicate?.keyPaths ?? []) + (ordering?.descriptors.map(\.key) ?? []), entity: index, model: state.model)
+        for keyPath in paths { try state.model.checkReadable(keyPath, on: entity) }
+        let keyPaths = ListingKeyPaths(paths, entity: try state.model.entityIndex(entity), model: state.model)
         if let predicate {
             // Under the store's lock: many `MATCHES` each just under their own limit must not add up to minutes.
             handles = try RegularExpression.withTotalLimit {
