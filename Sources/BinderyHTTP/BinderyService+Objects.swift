@@ -19,7 +19,7 @@ extension BinderyService {
         router.add("GET", "/objects/:entity/:id/*keyPath") { try getValue($0, document: document) }
         router.add("PUT", "/objects/:entity/:id/*keyPath") { try putValue($0, document: document) }
         router.add("POST", "/objects/:entity/:id/*keyPath") { try insertElement($0, document: document) }
-        router.add("DELETE", "/objects/:entity/:id/*keyPath") { try removeElement($0, document: document) }
+        router.add("DELETE", "/objects/:entity/:id/*keyPath/#index") { try removeElement($0, document: document) }
     }
 
     // MARK: Entities
@@ -161,11 +161,8 @@ extension BinderyService {
     /// `DELETE /objects/{Entity}/{id}/{toManyKeyPath}/{index}`: answers the relationship's new value.
     private static func removeElement(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {
         let id = try objectID(request)
-        var segments = request.rest("keyPath")
-        guard segments.count >= 2, let index = Int(segments.removeLast()), index >= 0 else {
-            throw APIError.methodNotAllowed("DELETE", allowed: ["GET", "PUT", "POST", "HEAD"])
-        }
-        let keyPath = segments.joined(separator: ".")
+        let keyPath = request.keyPath("keyPath")
+        let index = Int(request.parameter("index")) ?? Int.max  // digits only: too large is out of range (422)
         let result = try document.transactionBeforeDurable { transaction throws -> (PropertyListValue, Int64) in
             let version = try checkIfMatch(request, id: id, in: transaction.view) {
                 try $0.value(forKeyPath: keyPath, of: id).json

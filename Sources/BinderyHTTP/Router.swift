@@ -2,15 +2,18 @@ import HTTPServer
 
 /// Maps a method and decoded path segments to a handler.
 ///
-/// Patterns are written `/objects/:entity/:id/*keyPath`: literal segments, `:name` for one segment, and a final
-/// `*name` for one or more remaining segments. Literal routes win over parameters because routes are tried in the
-/// order they were added. `HEAD` is served by the `GET` route.
+/// Patterns are written `/objects/:entity/:id/*keyPath`: literal segments, `:name` for one segment, `#name` for one
+/// segment of decimal digits (an index), and `*name` for one or more segments, which takes all but those the
+/// segments after it need (`/*keyPath/#index`). Literal routes win over parameters because routes are tried in the
+/// order they were added. `HEAD` is served by the `GET` route. `Allow` lists only the routes that match the whole
+/// path, digits included.
 public struct Router: Sendable {
     public typealias Handler = @Sendable (RouteRequest) throws -> HTTPHandlerResult
 
     private enum Segment: Sendable, Equatable {
         case literal(String)
         case parameter(String)
+        case index(String)
         case rest(String)
     }
 
@@ -48,6 +51,7 @@ public struct Router: Sendable {
     public mutating func add(_ method: String, _ pattern: String, _ handler: @escaping Handler) {
         let segments: [Segment] = pattern.split(separator: "/").map { part in
             if part.hasPrefix(":") { return .parameter(String(part.dropFirst())) }
+            if part.hasPrefix("#") { return .index(String(part.dropFirst())) }
             if part.hasPrefix("*") { return .rest(String(part.dropFirst())) }
             return .literal(String(part))
         }
@@ -69,7 +73,7 @@ public struct Router: Sendable {
     func route(_ method: String, segments: [String]) -> Outcome {
         let method = method == "HEAD" ? "GET" : method
         for route in routes where route.method == method && Self.matches(route.pattern, segments) {
-            return .found(route.handler, Self.bind(route.pattern))
+            return .found(route.handler, Self.bind(route.pattern, segments))
         }
         let allowed = methods(for: segments)
         return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed)
@@ -87,7 +91,7 @@ public struct Router: Sendable {
 
     private static func matches(_ pattern: [Segment], _ segments: [String]) -> Bool {
         var index = 0
-        for segment in pattern {
+        for (position, segment) in pattern.enumerated() {
             guard index < segments.count else { return false }
             switch segment {
             case .literal(let text):
@@ -95,30 +99,37 @@ public struct Router: Sendable {
                 index += 1
             case .parameter:
                 index += 1
+            case .index:
+                guard segments[index].utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
+                    return false
+                }
+                index += 1
             case .rest:
-                index = segments.count
+                index = segments.count - (pattern.count - position - 1)
+                guard index > position else { return false }  // at least one segment
             }
         }
         return index == segments.count
     }
 
     /// The parameters of a pattern that `matches` the segments: each name with the segments it takes.
-    private static func bind(_ pattern: [Segment]) -> [RouteRequest.Binding] {
+    private static func bind(_ pattern: [Segment], _ segments: [String]) -> [RouteRequest.Binding] {
         var bindings: [RouteRequest.Binding] = []
         let parameters = pattern.count(where: { if case .literal = $0 { false } else { true } })
         guard parameters > 0 else { return bindings }  // no allocation for a route of literals only
         bindings.reserveCapacity(parameters)
         var index = 0
-        for segment in pattern {
+        for (position, segment) in pattern.enumerated() {
             switch segment {
             case .literal:
                 index += 1
-            case .parameter(let name):
+            case .parameter(let name), .index(let name):
                 bindings.append(RouteRequest.Binding(name: name, segments: index..<index + 1))
                 index += 1
             case .rest(let name):
-                bindings.append(RouteRequest.Binding(name: name, segments: index..<Int.max))
-                index = Int.max
+                let end = segments.count - (pattern.count - position - 1)
+                bindings.append(RouteRequest.Binding(name: name, segments: index..<end))
+                index = end
             }
         }
         return bindings
@@ -144,7 +155,7 @@ public struct RouteRequest: Sendable {
         self.bindings = bindings
     }
 
-    /// The segment bound to `:name` (the first of `*name`), or "" when the pattern has none of that name.
+    /// The segment bound to `:name` or `#name` (the first of `*name`), or "" when the pattern has none of that name.
     public func parameter(_ name: String) -> String {
         guard let range = range(of: name), range.lowerBound < segments.count else { return "" }
         return segments[range.lowerBound]

@@ -124,6 +124,22 @@ struct ServiceTests {
         }
     }
 
+    @Test func allowListsDeleteOnlyForAnIndexedPath() throws {
+        try withService { client in
+            let attribute = try client.request("DELETE", "/objects/Employee/1/firstName")
+            #expect(attribute.status == 405)
+            #expect(attribute.header("Allow") == "GET, PUT, POST, HEAD, OPTIONS")
+            #expect(
+                try client.request("OPTIONS", "/objects/Employee/1/lastName").header("Allow")?.contains("DELETE")
+                    == false)
+            let indexed = try client.request("OPTIONS", "/objects/Department/1/employees/0")
+            #expect(indexed.header("Allow")?.contains("DELETE") == true)
+            let tooFar = try client.request("DELETE", "/objects/Department/1/employees/99999999999999999999")
+            #expect(tooFar.status == 422)
+            #expect(try client.request("GET", "/objects/Employee/1/firstName").status == 200)
+        }
+    }
+
     @Test func aWriteToAStaticFileIs405() throws {
         try withService { client in
             for (method, path) in [("POST", "/app.js"), ("PUT", "/index.html"), ("POST", "/"), ("DELETE", "/app.js")] {
@@ -162,5 +178,33 @@ struct RouterTests {
             Issue.record("expected no route")
             return
         }
+    }
+
+    @Test func restThenIndex_takesTheLastSegmentOnlyWhenItIsDigits() throws {
+        var router = Router()
+        router.add("GET", "/objects/:entity/:id/*keyPath") { _ in .response(HTTPResponse(status: 1)) }
+        router.add("DELETE", "/objects/:entity/:id/*keyPath/#index") { _ in .response(HTTPResponse(status: 2)) }
+        let remove = HTTPRequest(method: "DELETE", rawPath: "/objects/Department/1/boss/employees/12")
+        guard case .found(_, let routed) = router.match(remove, segments: remove.pathSegments!) else {
+            Issue.record("no match")
+            return
+        }
+        #expect(routed.rest("keyPath") == ["boss", "employees"])
+        #expect(routed.keyPath("keyPath") == "boss.employees")
+        #expect(routed.parameter("index") == "12")
+        for path in ["/objects/Department/1/name", "/objects/Department/1/employees/-1", "/objects/Department/1/7"] {
+            let request = HTTPRequest(method: "DELETE", rawPath: path)
+            guard case .methodNotAllowed(let allowed) = router.match(request, segments: request.pathSegments!) else {
+                Issue.record("expected 405 for \(path)")
+                continue
+            }
+            #expect(allowed == ["GET", "HEAD"], "\(path)")
+        }
+        let put = HTTPRequest(method: "PUT", rawPath: "/objects/Department/1/employees/3")
+        guard case .methodNotAllowed(let allowed) = router.match(put, segments: put.pathSegments!) else {
+            Issue.record("expected 405")
+            return
+        }
+        #expect(allowed == ["GET", "DELETE", "HEAD"])
     }
 }
