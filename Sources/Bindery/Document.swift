@@ -133,7 +133,7 @@ public final class Document: Sendable {
         hooks.journal.withLock { $0 = append }
         hooks.delivery.withLock { $0 = DeliveryHook { seq in journal.deliveryAwaited(seq) } }
         // The undo groups of changes rolled back after a failed flush are gone with them.
-        storage.rolledBack.handler.withLock { $0 = { undoManager.removeAllActions() } }
+        addRollBackObserver { undoManager.removeAllActions() }
         if storage.recoveredFromCrash {
             // Commits the crash lost may have been seen (with `batch`, read before their flush, with their seqs as
             // ETags): seqs go on past any of them, so that none is given to another change.
@@ -191,6 +191,13 @@ public final class Document: Sendable {
     /// concurrently with itself (see `ObjectStoreHooks.didCommit`).
     public func addCommitObserver(_ observer: @escaping @Sendable (ChangeRecord) -> Void) {
         commitHooks.observers.withLock { $0.append(observer) }
+    }
+
+    /// Adds code run after the store went back to what the data directory holds because a flush failed (`batch`):
+    /// the changes committed after the last durable record are gone, and no change record says so. Runs on the
+    /// journal's flusher, with no lock held, before the requests of those changes are answered.
+    public func addRollBackObserver(_ observer: @escaping @Sendable () -> Void) {
+        storage.rolledBack.observers.withLock { $0.append(observer) }
     }
 
     /// Adds code run under the store's lock right after each commit, with a view of the state just after it (see

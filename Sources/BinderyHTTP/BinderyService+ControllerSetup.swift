@@ -20,6 +20,7 @@ extension BinderyService {
         // then always finds every record its view holds (a commit observer is told later, outside the lock, and a
         // session in between would read objects the controllers do not know are gone).
         document.addCommitCapture { record, _ in controllers.storeDidCommit(record) }
+        document.addRollBackObserver { controllers.storeWasRestored() }
         let path = document.fixtureDirectory + "/controllers.json"
         // A missing file declares no controllers; one that cannot be read stops the server (the error names it).
         let contents: [UInt8]?

@@ -120,6 +120,18 @@ public final class ControllerRegistry: Sendable {
         if !done { _ = try? session { _, _ in } }
     }
 
+    /// Re-reads every controller's content from the store as it is now, dropping the queued records: for a store that
+    /// went back to an earlier state without change records (the rollback of a journal flush that failed), so that
+    /// no controller keeps objects or values the store no longer has.
+    public func storeWasRestored() {
+        _ = takeInbox()
+        _ = try? session { registry, context in
+            registry.lastProcessedSeq = context.view.seq
+            for name in registry.order { registry.controllers[name]?.update(.full, in: context) }
+            Self.followMasters(registry, context: context)
+        }
+    }
+
     private func takeInbox() -> [ChangeRecord] {
         inbox.withLock { $0.takeAll() }
     }

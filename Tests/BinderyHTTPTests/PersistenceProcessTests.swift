@@ -385,6 +385,41 @@ struct PersistenceProcessTests {
         }
     }
 
+    @Test func aRolledBackInsertLeavesNoControllerHoldingIt() throws {
+        try withTemporaryDataDirectory { data in
+            let (started, _, message) = try ServerProcess.start(data: data, fsync: "batch", fileSizeLimit: 128)
+            let server = try #require(started, "\(message)")
+            defer { _ = server.terminate() }
+            let client = server.client
+            // The declared tree `org` has every employee without a manager as a root: each insert adds one.
+            var refused = false
+            for number in 1...5_000 {
+                let body = #"{"firstName": "Temp", "lastName": "N\#(number)", "department": {"$ref": "Department/1"}}"#
+                let response = try client.request("POST", "/objects/Employee", json: body)
+                guard response.status == 201 else {
+                    #expect(response.errorCode == "journal-failed")
+                    refused = true
+                    break
+                }
+            }
+            #expect(refused)
+            let roots = try client.request("GET", "/objects/Employee?filter=manager%20==%20nil&keys=lastName")
+            let stored = try #require(roots.json?["count"]?.integerValue)
+            let tree = try client.request("GET", "/controllers/org/arrangedObjects")
+            guard case .array(let nodes)? = tree.json else {
+                Issue.record("\(tree.status) \(tree.text)")
+                return
+            }
+            #expect(nodes.count == Int(stored))
+            for node in nodes {
+                let reference = try #require(
+                    node["object"]?["$id"]?.stringValue ?? node["object"]?["$ref"]?.stringValue)
+                let path = "/objects/" + reference
+                #expect(try client.request("GET", path).status == 200, "\(path)")
+            }
+        }
+    }
+
     @Test func killNineUnderInsertLoadLeavesRelationshipsConsistent() throws {
         try withTemporaryDataDirectory { data in
             let (started, _, _) = try ServerProcess.start(data: data, fsync: "batch")

@@ -129,7 +129,7 @@ final class DocumentStorage: Sendable {
             snapshotBytes: options.snapshotBytes, deliver: { store.deliverCommitted(through: $0) },
             rollBack: { [rolledBack] in
                 Self.reload(store, from: directory, report: report)
-                rolledBack.handler.withLock { $0 }?()
+                for observer in rolledBack.observers.withLock({ $0 }) { observer() }
             })
         progress = Mutex(
             Progress(
@@ -139,9 +139,10 @@ final class DocumentStorage: Sendable {
 
     // MARK: Recovery
 
-    /// Called after the store went back to what the files hold (the document forgets its undo groups).
+    /// Called after the store went back to what the files hold (the document forgets its undo groups, controllers
+    /// re-read their content).
     final class RollBackHook: Sendable {
-        let handler = Mutex<(@Sendable () -> Void)?>(nil)
+        let observers = Mutex<[@Sendable () -> Void]>([])
     }
 
     let rolledBack = RollBackHook()
