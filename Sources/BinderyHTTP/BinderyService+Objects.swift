@@ -91,13 +91,12 @@ extension BinderyService {
         guard case .dictionary(let values) = try request.jsonBody() else {
             throw APIError(status: 422, code: "type-mismatch", message: "The body must be a JSON object of keys.")
         }
-        let result = try document.transactionBeforeDurable { transaction throws -> (PropertyListValue, Int64) in
+        let result = try document.transactionBeforeDurable { transaction throws -> ChangeAnswer in
             let version = try checkIfMatch(request, id: id, in: transaction.view) { try $0.json(of: id) }
             try transaction.setValuesForKeys(values, of: id)
-            return (try transaction.view.json(of: id), version)
+            return ChangeAnswer(try transaction.view.json(of: id), of: id, version: version, in: transaction)
         }
-        return acknowledge(
-            result, changed(result, id: id, body: result.value.0, previousVersion: result.value.1), document: document)
+        return acknowledge(result, changed(result), document: document)
     }
 
     private static func deleteObject(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {
@@ -125,15 +124,15 @@ extension BinderyService {
         let id = try objectID(request)
         let keyPath = request.keyPath("keyPath")
         let value = try request.jsonBody()
-        let result = try document.transactionBeforeDurable { transaction throws -> (PropertyListValue, Int64) in
+        let result = try document.transactionBeforeDurable { transaction throws -> ChangeAnswer in
             let version = try checkIfMatch(request, id: id, in: transaction.view) {
                 try $0.value(forKeyPath: keyPath, of: id).json
             }
             try transaction.setValue(value, forKeyPath: keyPath, of: id)
-            return (try transaction.view.value(forKeyPath: keyPath, of: id).json, version)
+            return ChangeAnswer(
+                try transaction.view.value(forKeyPath: keyPath, of: id).json, of: id, version: version, in: transaction)
         }
-        return acknowledge(
-            result, changed(result, id: id, body: result.value.0, previousVersion: result.value.1), document: document)
+        return acknowledge(result, changed(result), document: document)
     }
 
     /// `POST /objects/{Entity}/{id}/{toManyKeyPath}?index=N` with a `{"$ref"}` body: answers the relationship's new
@@ -147,15 +146,15 @@ extension BinderyService {
             throw APIError(
                 status: 422, code: "type-mismatch", message: "The body must be a reference: {\"$ref\": \"Entity/id\"}.")
         }
-        let result = try document.transactionBeforeDurable { transaction throws -> (PropertyListValue, Int64) in
+        let result = try document.transactionBeforeDurable { transaction throws -> ChangeAnswer in
             let version = try checkIfMatch(request, id: id, in: transaction.view) {
                 try $0.value(forKeyPath: keyPath, of: id).json
             }
             try transaction.insert(element, at: index, intoKeyPath: keyPath, of: id)
-            return (try transaction.view.value(forKeyPath: keyPath, of: id).json, version)
+            return ChangeAnswer(
+                try transaction.view.value(forKeyPath: keyPath, of: id).json, of: id, version: version, in: transaction)
         }
-        return acknowledge(
-            result, changed(result, id: id, body: result.value.0, previousVersion: result.value.1), document: document)
+        return acknowledge(result, changed(result), document: document)
     }
 
     /// `DELETE /objects/{Entity}/{id}/{toManyKeyPath}/{index}`: answers the relationship's new value.
@@ -163,15 +162,15 @@ extension BinderyService {
         let id = try objectID(request)
         let keyPath = request.keyPath("keyPath")
         let index = Int(request.parameter("index")) ?? Int.max  // digits only: too large is out of range (422)
-        let result = try document.transactionBeforeDurable { transaction throws -> (PropertyListValue, Int64) in
+        let result = try document.transactionBeforeDurable { transaction throws -> ChangeAnswer in
             let version = try checkIfMatch(request, id: id, in: transaction.view) {
                 try $0.value(forKeyPath: keyPath, of: id).json
             }
             try transaction.remove(at: index, fromKeyPath: keyPath, of: id)
-            return (try transaction.view.value(forKeyPath: keyPath, of: id).json, version)
+            return ChangeAnswer(
+                try transaction.view.value(forKeyPath: keyPath, of: id).json, of: id, version: version, in: transaction)
         }
-        return acknowledge(
-            result, changed(result, id: id, body: result.value.0, previousVersion: result.value.1), document: document)
+        return acknowledge(result, changed(result), document: document)
     }
 
     // MARK: Helpers
@@ -241,12 +240,23 @@ extension BinderyService {
         return version
     }
 
-    /// The 200 answer to a change of one object: its ETag is the transaction's seq when the object changed.
-    private static func changed<T>(
-        _ result: TransactionResult<T>, id: ObjectID, body: PropertyListValue, previousVersion: Int64
-    ) -> HTTPResponse {
-        let touched = result.record.map { $0.updated.contains(id) || $0.inserted.contains(id) } ?? false
-        return .json(body, seq: result.seq, etag: etag(touched ? result.seq : previousVersion))
+    /// The body of the answer to a change of one object, and its ETag's version when the commit leaves it as it was.
+    private struct ChangeAnswer: Sendable {
+        var body: PropertyListValue
+        /// nil when the commit moves the object's version to its seq.
+        var unchangedVersion: Int64?
+
+        /// Read inside the transaction: a change through a key path to another object can move this object's
+        /// version too (a derived key reads it), so the record's list of updated objects does not tell.
+        init(_ body: PropertyListValue, of id: ObjectID, version: Int64, in transaction: Transaction) {
+            self.body = body
+            self.unchangedVersion = transaction.changesVersion(of: id) ? nil : version
+        }
+    }
+
+    /// The 200 answer to a change of one object, with the ETag the object has after it.
+    private static func changed(_ result: TransactionResult<ChangeAnswer>) -> HTTPResponse {
+        .json(result.value.body, seq: result.seq, etag: etag(result.value.unchangedVersion ?? result.seq))
     }
 
     /// A query parameter that must be a non-negative integer (`offset`, `limit`, `index`); 400 `bad-query` else.

@@ -76,7 +76,8 @@ extension GraphState {
         -> KeyPathNode
     {
         if evaluation.tracksVersions {
-            evaluation.newestVersion = max(evaluation.newestVersion, tables[handle.entity].versions[handle.row])
+            let version = evaluation.uncommitted.contains(handle) ? .max : tables[handle.entity].versions[handle.row]
+            evaluation.newestVersion = max(evaluation.newestVersion, version)
         }
         switch property {
         case .attribute(let slot):

@@ -7,4 +7,6 @@ struct KeyPathEvaluation {
     var tracksVersions = false
     /// The largest version (seq of last change) of the objects whose properties were read.
     var newestVersion: Int64 = 0
+    /// Objects changed by a transaction not committed yet: reading one of them makes `newestVersion` `.max`.
+    var uncommitted: Set<ObjectHandle> = []
 }

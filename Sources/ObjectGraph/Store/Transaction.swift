@@ -32,6 +32,22 @@ public final class Transaction {
     /// Whether the transaction has changed anything so far.
     public var hasChanges: Bool { !steps.isEmpty }
 
+    /// Whether committing now moves the object's version (its ETag, `ReadView.version(of:)`) to the commit's seq: the
+    /// transaction changed it, or an object its derived keys read. False for an object that does not exist.
+    public func changesVersion(of object: ObjectID) -> Bool {
+        guard let handle = state.existingHandle(of: object) else { return false }
+        if resetIndex != nil || steps.contains(where: { $0.target == handle }) { return true }
+        let derivedKeys = state.model.entities[handle.entity].derivedKeys
+        guard !derivedKeys.isEmpty, !steps.isEmpty else { return false }
+        var evaluation = KeyPathEvaluation(tracksVersions: true)
+        evaluation.uncommitted = Set(steps.compactMap(\.target))
+        for derived in derivedKeys {
+            _ = try? state.evaluate(derived.steps, on: .object(handle), evaluation: &evaluation)
+            if evaluation.newestVersion == .max { return true }
+        }
+        return false
+    }
+
     // MARK: Recorded primitive changes (one side of a relationship each)
 
     func setAttribute(_ handle: ObjectHandle, _ slot: Int, _ value: PropertyListValue) {
