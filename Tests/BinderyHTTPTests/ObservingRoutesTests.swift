@@ -151,8 +151,12 @@ struct ObservingRoutesTests {
                 "POST", "/observers", json: #"{"target": "Employee/4", "keyPath": "salary"}"#)
             let id = try #require(observer.json?["id"]?.stringValue)
             #expect(try client.request("GET", "/observers/\(id)/changes?since=99&timeout=5").status == 410)
-            // The current seq itself waits as before.
+            // The current seq itself waits as before; on a store seeded by this run, 0 is the start of the history
+            // (the seed is the initial state, not a change).
             #expect(try client.request("GET", "/changes?since=1&timeout=0").status == 200)
+            #expect(changes(try client.request("GET", "/changes?since=0&timeout=0")).isEmpty)
+            _ = try client.request("PUT", "/objects/Employee/4/salary", json: "7")
+            #expect(changes(try client.request("GET", "/changes?since=0&timeout=0")).count == 1)
             #expect(try client.request("GET", "/notifications?since=0&timeout=0").status == 200)
         }
     }

@@ -120,6 +120,10 @@ struct PersistenceProcessTests {
             #expect(try again.client.request("GET", "/objects/Department/77/name").json == "Persisted")
             #expect(try again.client.request("GET", "/objects/Employee").json?["count"] == 32)
             #expect(try again.client.request("GET", "/healthz").header("X-Store-Seq") == "3")
+            // The earlier run's changes are not in this run's history: since=0 is a gap, not a fresh start.
+            let gap = try again.client.request("GET", "/changes?since=0&timeout=0")
+            #expect(gap.status == 410)
+            #expect(gap.json?["error"]?["oldest"] == 3)
         }
     }
 

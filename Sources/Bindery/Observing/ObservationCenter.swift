@@ -118,8 +118,11 @@ public final class ObservationCenter: @unchecked Sendable {
         self.store = document.store
         self.report = document.options.report
         let seq = document.store.seq
+        // Seeding is the store's initial state, not a change (nobody observes it): on a store this run seeded and
+        // nothing changed since, the history covers every `since` from 0. Otherwise it starts where the run did.
+        let start = document.storage.seededSeq == seq ? 0 : seq
         history = ChangeHistory(
-            capacity: configuration.historyCapacity, maxBytes: configuration.historyBytes, startingAt: seq)
+            capacity: configuration.historyCapacity, maxBytes: configuration.historyBytes, startingAt: start)
         processedSeq = seq
         notificationCenter = NotificationCenter(
             capacity: configuration.historyCapacity,

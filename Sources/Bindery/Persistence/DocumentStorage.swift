@@ -26,6 +26,8 @@ final class DocumentStorage: Sendable {
     let journal: Journal
     /// Whether the last run on this directory stopped without a clean close (a crash, kill -9, power loss).
     let recoveredFromCrash: Bool
+    /// The store's seq right after this run seeded it from the fixture (nil: it was loaded from the directory).
+    let seededSeq: Int64?
     /// The directory's locks (`DataDirectory.lock()`), held while the storage lives.
     private let locks: [OwnedFileDescriptor]
     private let snapshots = DispatchQueue(label: "bindery.snapshots")
@@ -99,6 +101,7 @@ final class DocumentStorage: Sendable {
         if snapshots.isEmpty && segments.isEmpty {
             try seed()
             let seq = store.seq
+            seededSeq = seq
             try Self.writeSnapshot(store.read { $0.binarySnapshot() }, seq: seq, in: directory)
             try Self.markSaved(seq, in: directory)
             snapshotSeq = seq
@@ -107,6 +110,7 @@ final class DocumentStorage: Sendable {
             firstSeq = seq + 1
             file = try Journal.openSegment(directory, firstSeq: firstSeq)
         } else {
+            seededSeq = nil
             snapshotSeq = try Self.loadNewestSnapshot(snapshots, in: directory, into: store, report: report)
             (savedSeq, uneditedContentSeq) = Self.savedState(in: directory)
             replayed = try Self.replay(segments, in: directory, into: store, report: report)
