@@ -100,7 +100,10 @@ extension BinderyService {
                 controller: request.parameter("name"))
             return .response(.json(edits))
         }
-        router.add("POST", "/controllers/:name/:action") { request in
+        // Only the actions' names: a POST to a read-only key (`arrangedObjects`) is 405 with `Allow`, and an action of
+        // another kind of controller is 404 listing this one's.
+        router.add("POST", "/controllers/:name/:action(\(ControllerRegistry.actions.joined(separator: "|")))") {
+            request in
             let body = request.request.body.isEmpty ? nil : try request.jsonBody()
             let state = try controllers.perform(
                 request.parameter("action"), controller: request.parameter("name"), body: body)

@@ -2,8 +2,8 @@ import HTTPServer
 
 /// Maps a method and decoded path segments to a handler.
 ///
-/// Patterns are written `/objects/:entity/:id/*keyPath`: literal segments, `:name` for one segment, `#name` for one
-/// segment of decimal digits (an index), and `*name` for one or more segments, which takes all but those the
+/// Patterns are written `/objects/:entity/:id/*keyPath`: literal segments, `:name` for one segment (`:name(a|b)`: one
+/// of these words), `#name` for one segment of decimal digits (an index), and `*name` for one or more segments, which takes all but those the
 /// segments after it need (`/*keyPath/#index`). Literal routes win over parameters because routes are tried in the
 /// order they were added. `HEAD` is served by the `GET` route. `Allow` lists only the routes that match the whole
 /// path, digits included.
@@ -12,7 +12,8 @@ public struct Router: Sendable {
 
     private enum Segment: Sendable, Equatable {
         case literal(String)
-        case parameter(String)
+        /// With the words it may be, or nil for any segment.
+        case parameter(String, Set<String>?)
         case index(String)
         case rest(String)
     }
@@ -50,7 +51,13 @@ public struct Router: Sendable {
 
     public mutating func add(_ method: String, _ pattern: String, _ handler: @escaping Handler) {
         let segments: [Segment] = pattern.split(separator: "/").map { part in
-            if part.hasPrefix(":") { return .parameter(String(part.dropFirst())) }
+            if part.hasPrefix(":") {
+                guard let open = part.firstIndex(of: "("), part.hasSuffix(")") else {
+                    return .parameter(String(part.dropFirst()), nil)
+                }
+                let words = part[part.index(after: open)..<part.index(before: part.endIndex)].split(separator: "|")
+                return .parameter(String(part[part.index(after: part.startIndex)..<open]), Set(words.map(String.init)))
+            }
             if part.hasPrefix("#") { return .index(String(part.dropFirst())) }
             if part.hasPrefix("*") { return .rest(String(part.dropFirst())) }
             return .literal(String(part))
@@ -97,7 +104,8 @@ public struct Router: Sendable {
             case .literal(let text):
                 guard segments[index] == text else { return false }
                 index += 1
-            case .parameter:
+            case .parameter(_, let words):
+                guard words?.contains(segments[index]) ?? true else { return false }
                 index += 1
             case .index:
                 guard segments[index].utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
@@ -123,7 +131,7 @@ public struct Router: Sendable {
             switch segment {
             case .literal:
                 index += 1
-            case .parameter(let name), .index(let name):
+            case .parameter(let name, _), .index(let name):
                 bindings.append(RouteRequest.Binding(name: name, segments: index..<index + 1))
                 index += 1
             case .rest(let name):

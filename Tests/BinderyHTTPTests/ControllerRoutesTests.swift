@@ -213,7 +213,14 @@ struct ControllerRoutesTests {
             #expect(remove.status == 200)
             #expect(try client.request("GET", "/controllers/departments/arrangedObjects/@count").json == 5)
             #expect(try client.request("GET", "/controllers/departments/selection/name").json == "Research")
-            #expect(try client.request("POST", "/controllers/employees/fly").status == 404)
+            // No such action: the path is a key of the controller, which only GET reads.
+            for key in ["fly", "arrangedObjects", "selectedObjects"] {
+                let post = try client.request("POST", "/controllers/employees/\(key)")
+                #expect(post.status == 405, "\(key)")
+                #expect(post.header("Allow")?.hasPrefix("GET, ") == true, "\(key)")
+                #expect(post.header("Allow")?.contains("POST") == false, "\(key)")
+            }
+            #expect(try client.request("POST", "/controllers/nobody/add").errorCode == "no-such-controller")
             // An action of another kind of controller: 404, listing what this one has.
             let otherKind = try client.request("POST", "/controllers/employee/insert")
             #expect(otherKind.status == 404)

@@ -23,9 +23,10 @@ struct MetricsAndOpenAPITests {
 
     /// Every route the server has is in `Public/openapi.json` (regenerate it with `scripts/gen-openapi.py`).
     ///
-    /// Templated segments are compared whatever their names (`:name` and `*keyPath` of a route, `{name}` of OpenAPI,
-    /// all as `{}`): OpenAPI forbids two paths that differ only in those names, so `GET /controllers/:name/*keyPath`
-    /// and `POST /controllers/:name/:action` share `/controllers/{name}/{keyPathOrAction}`.
+    /// Templated segments are compared whatever their names (`:name`, `#index` and `*keyPath` of a route, `{name}` of
+    /// OpenAPI, all as `{}`): OpenAPI forbids two paths that differ only in those names, so
+    /// `GET /controllers/:name/*keyPath` and `POST /controllers/:name/:action(...)` share
+    /// `/controllers/{name}/{keyPathOrAction}`.
     @Test func openAPIDescribesEveryRoute() throws {
         let document = try Document(fixtureDirectory: packageRoot + "/Fixtures/employees")
         let service = BinderyService(configuration: .init(publicDirectory: packageRoot + "/Public"), document: document)
@@ -33,11 +34,14 @@ struct MetricsAndOpenAPITests {
         let openAPI = try PropertyListValue(jsonBytes: bytes)
         #expect(openAPI["openapi"] == "3.1.0")
         let paths = try #require(openAPI["paths"]?.dictionaryValue)
+        // A route's `*keyPath` and what follows it (`/#index`) are one OpenAPI `{keyPath}`, which holds slashes.
         func hierarchy(_ path: String) -> String {
-            "/"
-                + path.split(separator: "/").map { part in
-                    part.hasPrefix(":") || part.hasPrefix("*") || part.hasPrefix("{") ? "{}" : String(part)
-                }.joined(separator: "/")
+            var parts: [String] = []
+            for part in path.split(separator: "/") {
+                parts.append(part.first.map { ":*#{".contains($0) } == true ? "{}" : String(part))
+                if part.hasPrefix("*") { break }
+            }
+            return "/" + parts.joined(separator: "/")
         }
         var documented: [String: PropertyListValue] = [:]
         for (path, item) in paths {

@@ -180,6 +180,25 @@ struct RouterTests {
         }
     }
 
+    @Test func aParameterWithWordsMatchesOnlyThem() throws {
+        var router = Router()
+        router.add("POST", "/controllers/:name/:action(add|remove)") { _ in .response(HTTPResponse(status: 1)) }
+        router.add("GET", "/controllers/:name/*keyPath") { _ in .response(HTTPResponse(status: 2)) }
+        let add = HTTPRequest(method: "POST", rawPath: "/controllers/people/add")
+        guard case .found(_, let routed) = router.match(add, segments: add.pathSegments!) else {
+            Issue.record("no match")
+            return
+        }
+        #expect(routed.parameter("action") == "add")
+        #expect(routed.parameter("name") == "people")
+        let other = HTTPRequest(method: "POST", rawPath: "/controllers/people/arrangedObjects")
+        guard case .methodNotAllowed(let allowed) = router.match(other, segments: other.pathSegments!) else {
+            Issue.record("expected 405")
+            return
+        }
+        #expect(allowed == ["GET", "HEAD"])
+    }
+
     @Test func restThenIndex_takesTheLastSegmentOnlyWhenItIsDigits() throws {
         var router = Router()
         router.add("GET", "/objects/:entity/:id/*keyPath") { _ in .response(HTTPResponse(status: 1)) }
