@@ -301,6 +301,41 @@ struct ObjectRoutesTests {
         }
     }
 
+    @Test func everyInvalidValueIsReportedAtOnce() throws {
+        try withService { client in
+            func reported(_ response: TestResponse) -> [String] {
+                (response.json?["error"]?["errors"]?.arrayValue ?? []).compactMap {
+                    guard let code = $0["code"]?.stringValue, let keyPath = $0["keyPath"]?.stringValue else {
+                        return nil
+                    }
+                    return "\(code) \(keyPath)"
+                }.sorted()
+            }
+            let types = try client.request(
+                "PATCH", "/objects/Employee/4", json: #"{"salary": "x", "hireDate": "y", "lastName": "Changed"}"#)
+            #expect(types.status == 422)
+            #expect(types.errorCode == "validation-failed")
+            #expect(reported(types) == ["type-mismatch hireDate", "type-mismatch salary"])
+            let mixed = try client.request("PATCH", "/objects/Employee/4", json: #"{"salary": "x", "firstName": null}"#)
+            #expect(reported(mixed) == ["type-mismatch salary", "validation-failed firstName"])
+            #expect(try client.request("GET", "/objects/Employee/4/lastName").json != "Changed")
+            let insert = try client.request(
+                "POST", "/objects/Employee",
+                json: #"{"$id": "bad", "salary": true, "active": 3, "department": {"$ref": "Department/1"}}"#)
+            #expect(insert.status == 422)
+            #expect(
+                reported(insert) == [
+                    "type-mismatch active", "type-mismatch salary", "validation-failed firstName",
+                    "validation-failed lastName",
+                ])
+            #expect(try client.request("GET", "/objects/Employee/bad").status == 404)
+            // One bad value is reported as itself.
+            let one = try client.request("PATCH", "/objects/Employee/4", json: #"{"salary": "x"}"#)
+            #expect(one.errorCode == "type-mismatch")
+            #expect(one.json?["error"]?["keyPath"] == "salary")
+        }
+    }
+
     @Test func insertWithLocationDuplicateAndCreateOnly() throws {
         try withService { client in
             let body =

@@ -42,10 +42,15 @@ extension Transaction {
         }
         var attributes = entity.attributes.map(\.defaultValue)
         var relationships: [(Int, PropertyListValue)] = []
+        var invalid: [ObjectGraphError] = []
         for (key, value) in values.sorted(by: { $0.key < $1.key }) where key != "$id" {
             switch entity.properties[key] {
             case .attribute(let slot):
-                attributes[slot] = try entity.attributes[slot].coerce(value, of: objectID)
+                do {
+                    attributes[slot] = try entity.attributes[slot].coerce(value, of: objectID)
+                } catch  where error.status == 422 {
+                    invalid.append(error)
+                }
             case .relationship(let index):
                 relationships.append((index, value))
             case .derived:
@@ -56,9 +61,23 @@ extension Transaction {
         }
         let handle = createRow(entity: entityIndex, id: objectID.id, attributes: attributes)
         for (index, value) in relationships {
-            try setRelationship(index, of: handle, to: value)
+            do { try setRelationship(index, of: handle, to: value) } catch  where error.status == 422 {
+                invalid.append(error)
+            }
         }
+        try throwAllInvalid(invalid)
         return objectID
+    }
+
+    /// Throws the values that could not be set (422 each) together with the constraints the rest of the transaction
+    /// breaks, as one error (`errors` for several, API.md §2), so that a client fixes them all at once; returns when
+    /// `invalid` is empty. A key already reported is not reported again by its constraints.
+    private func throwAllInvalid(_ invalid: [ObjectGraphError]) throws(ObjectGraphError) {
+        guard !invalid.isEmpty else { return }
+        let reported = Set(invalid.compactMap { $0.fields["keyPath"] })
+        let broken = validationErrors().filter { error in error.fields["keyPath"].map { !reported.contains($0) } ?? true
+        }
+        throw .combining(invalid + broken)
     }
 
     /// KVC's `setValue(_:forKeyPath:)`: the keys before the last go through relationships (through a to-many, the
@@ -100,9 +119,11 @@ extension Transaction {
 
     /// KVC's `setValuesForKeys(_:)`, all or nothing with the rest of the transaction.
     ///
-    /// A `"$id"` key naming the object itself is ignored; naming another is 422 `validation-failed`.
+    /// A `"$id"` key naming the object itself is ignored; naming another is 422 `validation-failed`. Values that
+    /// cannot be set (422) are reported together, with the constraints the others break.
     public func setValuesForKeys(_ values: [String: PropertyListValue], of object: ObjectID) throws(ObjectGraphError) {
         let handle = try state.handle(of: object)
+        var invalid: [ObjectGraphError] = []
         for (key, value) in values.sorted(by: { $0.key < $1.key }) {
             if key == "$id" {
                 guard try Self.bareID(value, entity: object.entity) == object.id else {
@@ -110,8 +131,11 @@ extension Transaction {
                 }
                 continue
             }
-            try setValue(value, forKey: key, of: handle)
+            do { try setValue(value, forKey: key, of: handle) } catch  where error.status == 422 {
+                invalid.append(error)
+            }
         }
+        try throwAllInvalid(invalid)
     }
 
     /// Inserts `element` into the to-many at `keyPath` (through to-ones) at `index` (nil: at the end).
