@@ -329,6 +329,13 @@ struct ObjectRoutesTests {
                     "validation-failed lastName",
                 ])
             #expect(try client.request("GET", "/objects/Employee/bad").status == 404)
+            // A key starting with $ other than $id is reserved (API.md §1), not an undefined key.
+            let reserved = try client.request("PATCH", "/objects/Employee/4", json: #"{"$foo": 1}"#)
+            #expect(reserved.status == 422)
+            #expect(reserved.json?["error"]?["keyPath"] == "$foo")
+            let reservedInsert = try client.request(
+                "POST", "/objects/Department", json: #"{"name": "Ops", "$bar": {"x": 1}}"#)
+            #expect(reservedInsert.status == 422)
             // One bad value is reported as itself.
             let one = try client.request("PATCH", "/objects/Employee/4", json: #"{"salary": "x"}"#)
             #expect(one.errorCode == "type-mismatch")

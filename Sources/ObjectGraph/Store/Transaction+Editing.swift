@@ -56,6 +56,10 @@ extension Transaction {
             case .derived:
                 throw .readOnlyKey(key, of: objectID)
             case nil:
+                guard !key.hasPrefix("$") else {
+                    invalid.append(Self.reservedKey(key, of: objectID))
+                    continue
+                }
                 throw .undefinedKey(key, entity: entityName)
             }
         }
@@ -131,11 +135,20 @@ extension Transaction {
                 }
                 continue
             }
+            guard !key.hasPrefix("$") else {
+                invalid.append(Self.reservedKey(key, of: object))
+                continue
+            }
             do { try setValue(value, forKey: key, of: handle) } catch  where error.status == 422 {
                 invalid.append(error)
             }
         }
         try throwAllInvalid(invalid)
+    }
+
+    /// 422 for a key of an object's JSON form that starts with `$` and is not `$id` (API.md §1 reserves them).
+    private static func reservedKey(_ key: String, of object: ObjectID) -> ObjectGraphError {
+        .typeMismatch(key, of: object, "\(key) is not a key: keys starting with $ are reserved ($id names the object).")
     }
 
     /// Inserts `element` into the to-many at `keyPath` (through to-ones) at `index` (nil: at the end).
