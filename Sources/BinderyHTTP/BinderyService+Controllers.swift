@@ -94,6 +94,17 @@ extension BinderyService {
         router.add("GET", "/controllers/:name/edits") { request in
             .response(.json(try controllers.edits(controller: request.parameter("name"))))
         }
+        router.add("GET", "/controllers/:name/edits/*keyPath") { request in
+            let keyPath = request.keyPath("keyPath")
+            let name = request.parameter("name")
+            guard let value = try controllers.edits(controller: name)[keyPath] else {
+                throw APIError(
+                    status: 404, code: "not-found",
+                    message: "The controller \"\(name)\" has no pending edit of \(keyPath).",
+                    fields: ["keyPath": .string(keyPath)])
+            }
+            return .response(.json(value))
+        }
         router.add("PUT", "/controllers/:name/edits/*keyPath") { request in
             let edits = try controllers.setPendingEdit(
                 try request.jsonBody(), forKeyPath: request.keyPath("keyPath"),
