@@ -863,11 +863,27 @@
     noteControllers();
   }
 
+  // Selects the objects of `ids` that still exist (a missing one is 404 naming it: it is dropped and the rest
+  // asked again); answers the controller's selected objects.
+  async function selectExisting(name, ids) {
+    let left = ids.slice();
+    for (;;) {
+      try {
+        const { data } = await api('PUT', ctl(name, '/selectedObjects'), left.map(($ref) => ({ $ref })));
+        return data;
+      } catch (e) {
+        const gone = e instanceof APIError && e.code === 'no-such-object' ? e.details.object : undefined;
+        if (!gone || !left.includes(gone)) throw e;
+        left = left.filter((id) => id !== gone);
+      }
+    }
+  }
+
   async function deleteEmployees(ids) {
     for (let attempt = 0; ; attempt += 1) {
       try {
         if (!removerCreated) await createRemover();
-        const { data: chosen } = await api('PUT', ctl(REMOVER, '/selectedObjects'), ids.map(($ref) => ({ $ref })));
+        const chosen = await selectExisting(REMOVER, ids);
         if (!Array.isArray(chosen) || !chosen.length) return; // deleted elsewhere already
         await api('POST', ctl(REMOVER, '/remove'));
         return;
@@ -1106,8 +1122,8 @@
     removerCreated = false; // made again when next needed
     noteControllers();
     await createControllers(emp);
-    if (department) await api('PUT', ctl(DEP, '/selectedObjects'), [{ $ref: department }]);
-    if (employees.length) await api('PUT', ctl(EMP, '/selectedObjects'), employees.map(($ref) => ({ $ref })));
+    if (department) await selectExisting(DEP, [department]);
+    if (employees.length) await selectExisting(EMP, employees);
   }
 
   // Names the page's controllers in the footer.

@@ -51,7 +51,9 @@ extension BinderyService {
         router.add("PUT", "/controllers/:name/selectedObjects") { request in
             let name = request.parameter("name")
             try controllers.setSelectedObjects(try references(try request.jsonBody()), controller: name)
-            return try read("selectedObjects", of: name, controllers, told: told)
+            // The same representation as the GET (the objects, not references).
+            let (objects, seq) = try controllers.selectedObjects(controller: name)
+            return .response(.json(objects, seq: told(seq)))
         }
         router.add("PUT", "/controllers/:name/selection/*keyPath") { request in
             let value = try controllers.setSelectionValue(

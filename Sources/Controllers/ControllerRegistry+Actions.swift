@@ -48,10 +48,15 @@ extension ControllerRegistry {
         }
     }
 
-    /// `PUT /controllers/{name}/selectedObjects`: selects those of `objects` that are arranged.
+    /// `PUT /controllers/{name}/selectedObjects`: selects those of `objects` that are arranged (as Cocoa's
+    /// `setSelectedObjects:`, others are left out); an object that does not exist is 404 `no-such-object`, and
+    /// nothing changes.
     @discardableResult
     public func setSelectedObjects(_ objects: [ObjectID], controller name: String) throws -> PropertyListValue {
-        try changingSelection(name) { controller, context throws(ObjectGraphError) in
+        try store.read { view throws(ObjectGraphError) in
+            if let missing = objects.first(where: { !view.contains($0) }) { throw .noSuchObject(missing) }
+        }
+        return try changingSelection(name) { controller, context throws(ObjectGraphError) in
             try controller.setSelectedObjects(objects, in: context)
         }
     }

@@ -77,6 +77,15 @@ struct ControllerRoutesTests {
             #expect(try client.request("GET", "/controllers/employee/selection/firstName").json == "Bill")
             let objects = try client.request("GET", "/controllers/employees/selectedObjects")
             #expect(objects.json?.arrayValue?.first?["$id"] == "Employee/18")
+            // A reference to no object is 404 and leaves the selection; one that is not arranged is left out.
+            let missing = try client.request(
+                "PUT", "/controllers/employees/selectedObjects", json: #"[{"$ref": "Employee/99999"}]"#)
+            #expect(missing.errorCode == "no-such-object")
+            #expect(try client.request("GET", "/controllers/employees/selectedObjects").json == objects.json)
+            let other = try client.request(
+                "PUT", "/controllers/employees/selectedObjects",
+                json: #"[{"$ref": "Employee/1"}, {"$ref": "Employee/18"}]"#)
+            #expect(other.json?.arrayValue?.map { $0["$id"] } == ["Employee/18"])
             let arranged = try client.request("GET", "/controllers/employees/arrangedObjects?offset=1&limit=2")
             #expect(arranged.json?.arrayValue?.count == 2)
             #expect(arranged.json?.arrayValue?.first?["lastName"] == "Hertzfeld")

@@ -255,7 +255,12 @@ struct SelectionIndexesTests {
     @Test func setSelectedObjects_selectsThoseArranged() throws {
         let h = try Harness()
         try h.employees()
-        try h.registry.setSelectedObjects([id("Employee/eve"), id("Employee/cy"), id("Employee/zed")], controller: "e")
+        try h.registry.setSelectedObjects([id("Employee/eve"), id("Employee/cy")], controller: "e")
+        #expect(try h.selection() == [2, 4])
+        // An object that does not exist is refused, and the selection stays.
+        #expect(throws: ObjectGraphError.self) {
+            try h.registry.setSelectedObjects([id("Employee/eve"), id("Employee/zed")], controller: "e")
+        }
         #expect(try h.selection() == [2, 4])
     }
 
