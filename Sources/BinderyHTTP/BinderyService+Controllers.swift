@@ -68,7 +68,7 @@ extension BinderyService {
         }
         router.add("PUT", "/controllers/:name/selectionIndexPaths") { request in
             let name = request.parameter("name")
-            guard case .array(let paths) = try request.jsonBody() else {
+            guard case .array(let paths) = try request.jsonBody(), paths.allSatisfy({ $0.arrayValue != nil }) else {
                 throw typeMismatch("selectionIndexPaths", "an array of index paths, such as [[0], [0, 1]]")
             }
             try controllers.setSelectionIndexPaths(

@@ -58,7 +58,7 @@ final class ObjectController: Controller {
         [
             "selectionIndexes": .array(selectedObjects.indices.map { .integer(Int64($0)) }),
             "count": .integer(Int64(content.count)),
-            "contentObject": content.count == 1 ? .string(content[0].description) : .null,
+            "contentObject": content.count == 1 ? .dictionary(["$ref": .string(content[0].description)]) : .null,
         ]
     }
 }

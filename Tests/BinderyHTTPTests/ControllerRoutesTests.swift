@@ -507,6 +507,9 @@ struct ControllerRoutesTests {
             #expect(child?["object"]?["lastName"] == "Goldberg")
             let put = try client.request("PUT", "/controllers/org/selectionIndexPaths", json: "[[1, 1], [1, 0]]")
             #expect(put.json == [[1, 0], [1, 1]])
+            let flat = try client.request("PUT", "/controllers/org/selectionIndexPaths", json: "[0]")
+            #expect(flat.errorCode == "type-mismatch")
+            #expect(flat.json?["error"]?["message"]?.stringValue?.contains("[[0], [0, 1]]") == true)
             #expect(try client.request("GET", "/controllers/org/selection/manager").json == ["$ref": "Employee/1"])
         }
     }

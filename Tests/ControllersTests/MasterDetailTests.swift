@@ -61,6 +61,9 @@ struct MasterDetailTests {
         #expect(state["canRemove"] == false)
         #expect(state["selectionIndexes"] == [0, 1])
         #expect(state["contentObject"] == .null)
+        try h.select([0], "staff")
+        let one = try h.registry.state(of: "person").value
+        #expect(one["contentObject"]?["$ref"]?.stringValue?.hasPrefix("Employee/") == true)
         try h.select([], "staff")
         #expect(try h.value("selection.lastName", of: "person") == marker("NoSelection"))
     }
