@@ -41,13 +41,13 @@ public final class HTTPServer: Sendable {
     private let streams = Mutex((open: [ObjectIdentifier: HTTPStream](), stopping: false))
     /// Suspended connections not yet completed, and whether new suspensions must be answered at once.
     private let suspensions = Mutex((connections: [ObjectIdentifier: HTTPSuspendedConnection](), stopping: false))
-    /// Each connection's deadline for receiving its next request (`idleTimeout`).
+    /// Each connection's deadline for receiving its next request (`requestTimeout`).
     fileprivate let headerDeadlines: HeaderDeadlines
 
     public init(configuration: HTTPServerConfiguration, responder: any HTTPResponder) {
         self.configuration = configuration
         self.responder = responder
-        headerDeadlines = HeaderDeadlines(timeout: configuration.idleTimeout)
+        headerDeadlines = HeaderDeadlines(timeout: configuration.requestTimeout ?? configuration.idleTimeout)
     }
 
     /// The bound port while running (the real one when the configuration asked for port 0).

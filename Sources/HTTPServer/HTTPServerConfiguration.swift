@@ -12,6 +12,9 @@ public struct HTTPServerConfiguration: Sendable {
     public var connectionLimit: Int
     /// Seconds after which an idle (not suspended) connection is closed.
     public var idleTimeout: Int
+    /// Seconds a connection has to send a whole request (head and body) once it starts waiting for one, however
+    /// steadily the bytes come (against slowloris); nil: `idleTimeout`.
+    public var requestTimeout: Int?
     /// Bytes of libmicrohttpd's per-connection memory pool (request line, headers, response headers).
     public var connectionMemoryLimit: Int
     public var listenBacklog: Int

@@ -54,14 +54,14 @@ private final class TestResponder: HTTPResponder {
 }
 
 private func withServer(
-    maxBody: Int = 1 << 20, staticRoot: String? = nil, idleTimeout: Int = 60,
+    maxBody: Int = 1 << 20, staticRoot: String? = nil, idleTimeout: Int = 60, requestTimeout: Int? = nil,
     _ body: (HTTPServer, TestResponder, TestHTTPClient) throws -> Void
 ) throws {
     let responder = TestResponder(staticRoot: staticRoot)
-    let server = HTTPServer(
-        configuration: HTTPServerConfiguration(
-            host: "127.0.0.1", port: 0, threads: 2, maxBodySize: maxBody, idleTimeout: idleTimeout),
-        responder: responder)
+    var configuration = HTTPServerConfiguration(
+        host: "127.0.0.1", port: 0, threads: 2, maxBodySize: maxBody, idleTimeout: idleTimeout)
+    configuration.requestTimeout = requestTimeout
+    let server = HTTPServer(configuration: configuration, responder: responder)
     try server.start()
     defer { server.stop() }
     try body(server, responder, TestHTTPClient(port: try #require(server.port)))
@@ -356,7 +356,9 @@ struct HTTPServerTests {
     /// Slow clients: stalled connections hold up nobody, a request sent a byte at a time is answered, and a stalled
     /// connection is closed after the idle timeout.
     @Test func slowClientsHoldUpNobodyAndStalledOnesAreClosed() throws {
-        try withServer(idleTimeout: 1) { _, _, client in
+        // The whole request may take 4 s (the slowloris deadline), idle gaps 1 s: the stalled connections below are
+        // closed for being idle, and the slow request, longer than the idle timeout, is not cut by the deadline.
+        try withServer(idleTimeout: 1, requestTimeout: 4) { _, _, client in
             let testStarted = Date()
             // Twenty connections stall in the middle of a request line, twenty in the middle of a body; their reads
             // give up after 3 s, so that a server that never closes them fails the test quickly.
