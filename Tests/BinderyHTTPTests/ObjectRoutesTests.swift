@@ -119,6 +119,34 @@ struct ObjectRoutesTests {
     /// A request head that would leave too little of the connection's 16 KiB pool for the answer's header fields is
     /// refused (431) before anything is done: libmicrohttpd would have let it be handled and then sent nothing, so a
     /// client retrying a POST would have created the object twice.
+    @Test func aggregatesOverOneValueAndSortsByAToManyAreRefused() throws {
+        try withService { client in
+            func get(_ query: String) throws -> TestResponse {
+                let encoded = query.addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed.subtracting(["+"]))!
+                return try client.request("GET", "/objects/Employee?keys=lastName&" + encoded)
+            }
+            for filter in ["ALL salary > 1", "ANY department.name == 'x'", "NONE lastName == 'x'"] {
+                let answer = try get("filter=" + filter)
+                #expect(answer.errorCode == "bad-predicate", "\(filter)")
+            }
+            #expect(try get("filter=salary IN 5").errorCode == "bad-predicate")
+            #expect(try get("filter=ANY directReports.salary > 100000").status == 200)
+            #expect(try get("filter=ALL directReports.active == true").status == 200)
+            #expect(try get("filter=ANY department.employees.lastName == 'Hopper'").status == 200)
+            #expect(try get("sort=directReports").errorCode == "bad-query")
+            #expect(try get("sort=-department.employees.salary").errorCode == "bad-query")
+            #expect(try get("sort=directReports.@count,lastName").status == 200)
+            #expect(try get("sort=department.name").status == 200)
+            // The same through a controller.
+            let sorted = try client.request(
+                "PUT", "/controllers/departments/sortDescriptors", json: #"[{"key": "employees", "ascending": true}]"#)
+            #expect(sorted.errorCode == "bad-query")
+            let filtered = try client.request(
+                "PUT", "/controllers/departments/filterPredicate", json: #""ALL name == 'x'""#)
+            #expect(filtered.errorCode == "bad-predicate")
+        }
+    }
+
     @Test func aRequestHeadNearThePoolSizeIsRefusedBeforeItIsHandled() throws {
         try withService { client in
             let body = #"{"firstName": "Big", "lastName": "Head", "department": {"$ref": "Department/2"}}"#

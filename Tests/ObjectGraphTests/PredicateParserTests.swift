@@ -65,6 +65,8 @@ struct PredicateParserTests {
             format: "a == 1 AND (b.c > 2 OR a < 0) AND SELF.d IN {e, 1} AND SELF == 'x' AND ANY f.@count > 0")
         #expect(predicate.keyPaths == ["a", "b.c", "d", "e", "f.@count"])
         #expect(ObjectGraph.Predicate.truePredicate.keyPaths.isEmpty)
+        #expect(predicate.aggregatedKeyPaths == ["f.@count"])
+        #expect(try ObjectGraph.Predicate(format: "NOT ALL a.b > 1 OR NONE c == 2").aggregatedKeyPaths == ["a.b", "c"])
     }
 
     /// A format string and the column its error must name.
@@ -92,6 +94,9 @@ struct PredicateParserTests {
         (#"s == 'a\uD83Db'"#, 8),
         (#"s == 'a\uDE00'"#, 8),
         (#"s == '\uD83D\u0041'"#, 7),
+        // IN needs a collection (or a string) on its right.
+        ("salary IN 5", 11),
+        ("a IN NIL", 6),
     ]
 
     @Test(arguments: syntaxErrors)

@@ -105,11 +105,14 @@ struct ValidationTests {
         expectError("read-only-key", status: 422) {
             try store.transaction { tx in try tx.setValue("x", forKeyPath: "departmentName", of: id("Employee/ann")) }
         }
-        expectError("undefined-key") {
+        // A $-key is reserved (API.md §1): reported with the other invalid values (here the missing department).
+        let reserved = expectError("validation-failed", status: 422) {
             try store.transaction { tx in
                 try tx.insert("Employee", values: ["firstName": "A", "lastName": "B", "$weird": 1])
             }
         }
+        let listed = reserved?.fields["errors"]?.arrayValue?.compactMap { $0["keyPath"]?.stringValue } ?? []
+        #expect(listed.contains("$weird"))
     }
 
     @Test func references() throws {

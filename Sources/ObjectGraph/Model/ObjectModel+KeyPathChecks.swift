@@ -48,4 +48,47 @@ extension ObjectModel {
             }
         }
     }
+
+    /// Whether `keyPath` gives several values on an object of `entityName`, by its shape: true when it goes through a
+    /// to-many relationship and no collection operator follows, false when every step is an attribute or a to-one,
+    /// nil when the model cannot tell (a collection operator, an `any` attribute, a derived key, an unknown key).
+    func givesSeveralValues(_ keyPath: String, on entityName: String) -> Bool? {
+        guard let keys = try? KeyPathCompiler.keys(of: keyPath), let index = try? entityIndex(entityName) else {
+            return nil
+        }
+        if keys.contains(where: { $0.hasPrefix("@") }) { return nil }
+        var entity = entities[index]
+        for key in keys where key != "self" {
+            switch entity.properties[key] {
+            case .relationship(let index):
+                if entity.relationships[index].isToMany { return true }
+                entity = entities[entity.relationships[index].destinationIndex]
+            case .attribute(let slot):
+                return entity.attributes[slot].type == .any ? nil : false
+            case .derived, nil:
+                return nil
+            }
+        }
+        return false
+    }
+
+    /// Checks what Foundation refuses in a filter and sort keys by their shape on `entityName` (after
+    /// `checkReadable`): `ANY`, `ALL`, `NONE` or `SOME` over a key path of one value is 400 `bad-predicate`, and a sort
+    /// key that gives several values (a to-many) 400 `bad-query`. What the model cannot tell is left to evaluation.
+    public func checkArrangement(
+        filter: Predicate?, sortKeys: [String], on entityName: String
+    ) throws(ObjectGraphError) {
+        for keyPath in filter?.aggregatedKeyPaths ?? [] where givesSeveralValues(keyPath, on: entityName) == false {
+            throw ObjectGraphError(
+                status: 400, code: "bad-predicate",
+                message: "ANY, ALL and NONE need a collection; \(keyPath) is one value of \(entityName).",
+                fields: ["keyPath": .string(keyPath)])
+        }
+        for keyPath in sortKeys where givesSeveralValues(keyPath, on: entityName) == true {
+            throw .badQuery(
+                "\(keyPath) gives several values (a to-many relationship) and cannot be sorted by; sort by a "
+                    + "collection operator such as \(keyPath.split(separator: ".").first ?? "").@count.",
+                fields: ["keyPath": .string(keyPath)])
+        }
+    }
 }

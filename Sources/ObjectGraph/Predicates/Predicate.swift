@@ -26,12 +26,18 @@ public struct Predicate: Sendable, Hashable, CustomStringConvertible {
     /// when one of them changes.
     public let keyPaths: [String]
 
+    /// The key paths on the left of `ANY`, `ALL`, `NONE` or `SOME` (they must give collections).
+    public let aggregatedKeyPaths: [String]
+
     init(root: Node) {
         self.root = root
         description = Predicate.format(root)
         var keyPaths: [String] = []
         Predicate.collectKeyPaths(root, into: &keyPaths)
         self.keyPaths = keyPaths
+        var aggregated: [String] = []
+        Predicate.collectKeyPaths(root, into: &aggregated, aggregatedOnly: true)
+        self.aggregatedKeyPaths = aggregated
     }
 
     /// Parses a predicate format string.
@@ -87,12 +93,17 @@ public struct Predicate: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    private static func collectKeyPaths(_ node: Node, into keyPaths: inout [String]) {
+    private static func collectKeyPaths(_ node: Node, into keyPaths: inout [String], aggregatedOnly: Bool = false) {
         switch node {
         case .constant: break
-        case .not(let inner): collectKeyPaths(inner, into: &keyPaths)
-        case .and(let nodes), .or(let nodes): for node in nodes { collectKeyPaths(node, into: &keyPaths) }
+        case .not(let inner): collectKeyPaths(inner, into: &keyPaths, aggregatedOnly: aggregatedOnly)
+        case .and(let nodes), .or(let nodes):
+            for node in nodes { collectKeyPaths(node, into: &keyPaths, aggregatedOnly: aggregatedOnly) }
         case .comparison(let comparison):
+            if aggregatedOnly {
+                if comparison.modifier != .direct { comparison.left.collectKeyPaths(into: &keyPaths) }
+                return
+            }
             comparison.left.collectKeyPaths(into: &keyPaths)
             comparison.right.collectKeyPaths(into: &keyPaths)
         }

@@ -148,6 +148,14 @@ struct PredicateParser {
                 throw ObjectGraphError.badPredicate("BETWEEN needs two bounds: {low, high}.", column: rightColumn)
             }
         }
+        if op == .in, case .constant(let value) = right {
+            // As Foundation: the right of IN is a collection (or a string to look in), never one number or date.
+            switch value {
+            case .array, .string: break
+            default:
+                throw ObjectGraphError.badPredicate("IN needs a collection: {a, b} or a key path.", column: rightColumn)
+            }
+        }
         do {
             return try ComparisonPredicate(
                 modifier: modifier, left: left, op: op, options: options, right: right, rightColumn: rightColumn)
