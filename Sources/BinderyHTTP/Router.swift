@@ -3,10 +3,10 @@ import HTTPServer
 /// Maps a method and decoded path segments to a handler.
 ///
 /// Patterns are written `/objects/:entity/:id/*keyPath`: literal segments, `:name` for one segment (`:name(a|b)`: one
-/// of these words), `#name` for one segment of decimal digits (an index), and `*name` for one or more segments, which takes all but those the
-/// segments after it need (`/*keyPath/#index`). Literal routes win over parameters because routes are tried in the
-/// order they were added. `HEAD` is served by the `GET` route. `Allow` lists only the routes that match the whole
-/// path, digits included.
+/// of these words), `#name` for one segment of decimal digits (an index), and `*name` for one or more segments: all
+/// but those the segments after it need (`/*keyPath/#index`). Literal routes win over parameters because routes are
+/// tried in the order they were added. `HEAD` is served by the `GET` route. `Allow` lists only the routes that match
+/// the whole path, words and digits included.
 public struct Router: Sendable {
     public typealias Handler = @Sendable (RouteRequest) throws -> HTTPHandlerResult
 
@@ -113,8 +113,9 @@ public struct Router: Sendable {
                 }
                 index += 1
             case .rest:
+                let start = index
                 index = segments.count - (pattern.count - position - 1)
-                guard index > position else { return false }  // at least one segment
+                guard index > start else { return false }  // at least one segment
             }
         }
         return index == segments.count

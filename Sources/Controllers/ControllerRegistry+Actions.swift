@@ -269,7 +269,8 @@ extension ControllerRegistry {
     /// `POST /controllers/{name}/{action}`: performs a target-action method; answers the controller's state.
     ///
     /// `add`, `insert`, `addChild`, `insertChild` take an optional body `{"object": {...values}}` (and `"index"` for
-    /// `insert` and `insertChild`). A disabled action is 409 `action-disabled`; one this controller does not have 404 `not-found`.
+    /// `insert` and `insertChild`). A disabled action is 409 `action-disabled`; one this controller does not have 404
+    /// `not-found`.
     @discardableResult
     public func perform(_ action: String, controller name: String, body: PropertyListValue? = nil) throws
         -> PropertyListValue

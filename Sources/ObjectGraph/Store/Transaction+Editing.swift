@@ -79,7 +79,9 @@ extension Transaction {
     private func throwAllInvalid(_ invalid: [ObjectGraphError]) throws(ObjectGraphError) {
         guard !invalid.isEmpty else { return }
         let reported = Set(invalid.compactMap { $0.fields["keyPath"] })
-        let broken = validationErrors().filter { error in error.fields["keyPath"].map { !reported.contains($0) } ?? true
+        let broken = validationErrors().filter { error in
+            guard let keyPath = error.fields["keyPath"] else { return true }
+            return !reported.contains(keyPath)
         }
         throw .combining(invalid + broken)
     }
