@@ -258,6 +258,34 @@ struct PersistenceProcessTests {
         }
     }
 
+    /// Requests that the observation queue answers (`/metrics`, registering and removing observers) wait on it from
+    /// the server's threads; stopping the server joins those threads, so the stop must not run on that queue.
+    @Test func sigtermWhileRequestsWaitOnTheObservationQueueStopsTheServer() throws {
+        try withTemporaryDataDirectory { data in
+            let (started, _, _) = try ServerProcess.start(data: data)
+            let server = try #require(started)
+            let threads = onThreads(6) { worker in
+                let client = server.client
+                for _ in 0..<100_000 {
+                    let answer: TestResponse?
+                    if worker.isMultiple(of: 2) {
+                        answer = try? client.request("GET", "/metrics")
+                    } else {
+                        answer = try? client.request(
+                            "POST", "/observers", json: #"{"target": "Employee/4", "keyPath": "salary"}"#)
+                        if let id = answer?.json?["id"]?.stringValue {
+                            _ = try? client.request("DELETE", "/observers/\(id)")
+                        }
+                    }
+                    guard answer != nil else { return }  // the server has gone
+                }
+            }
+            Thread.sleep(forTimeInterval: 0.5)
+            #expect(server.terminate() == 0)
+            while threads.contains(where: { !$0.isFinished }) { Thread.sleep(forTimeInterval: 0.01) }
+        }
+    }
+
     @Test(arguments: ["batch", "always"])
     func sigtermDuringWritesAnswersEachWriteWithItsRealOutcome(fsync: String) throws {
         try withTemporaryDataDirectory { data in
