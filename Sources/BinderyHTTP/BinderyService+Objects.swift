@@ -161,7 +161,11 @@ extension BinderyService {
     private static func removeElement(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {
         let id = try objectID(request)
         let keyPath = request.keyPath("keyPath")
-        let index = Int(request.parameter("index")) ?? Int.max  // digits only: too large is out of range (422)
+        guard let index = Int(request.parameter("index")) else {  // digits only: too large for any to-many
+            throw APIError(
+                status: 422, code: "validation-failed",
+                message: "index \(request.parameter("index")) is out of range.", fields: ["keyPath": .string(keyPath)])
+        }
         let result = try document.transactionBeforeDurable { transaction throws -> ChangeAnswer in
             let version = try checkIfMatch(request, id: id, in: transaction.view) {
                 try $0.value(forKeyPath: keyPath, of: id).json

@@ -256,7 +256,10 @@ public final class ControllerRegistry: Sendable {
             if let array = controller as? ArrayController {
                 try array.checkArrangement(ordering: array.ordering, view: context.view)
             }
-            try (controller as? TreeController)?.checkDeclaration(model: context.model)
+            if let tree = controller as? TreeController {
+                try tree.checkDeclaration(model: context.model)
+                try tree.checkArrangement(ordering: tree.ordering, view: context.view)
+            }
             registry.controllers[description.name] = controller
             registry.order.append(description.name)
             context.emit(controller, .controller)

@@ -136,6 +136,14 @@ struct ObjectRoutesTests {
             #expect(try get("sort=directReports").errorCode == "bad-query")
             #expect(try get("sort=-department.employees.salary").errorCode == "bad-query")
             #expect(try get("sort=directReports.@count,lastName").status == 200)
+            // By static type: a derived key and a collection operator are one value or a collection.
+            #expect(try get("filter=ANY departmentName == 'Sales'").errorCode == "bad-predicate")
+            #expect(try get("filter=SOME directReports.@count > 1").errorCode == "bad-predicate")
+            #expect(try get("filter=ANY directReports.@distinctUnionOfObjects.salary > 1").status == 200)
+            let departments = try client.request(
+                "GET", "/objects/Department?sort=employees.@distinctUnionOfObjects.salary")
+            #expect(departments.errorCode == "bad-query")
+            #expect(try client.request("GET", "/objects/Department?sort=-headcount,payroll").status == 200)
             #expect(try get("sort=department.name").status == 200)
             // The same through a controller.
             let sorted = try client.request(
@@ -144,6 +152,19 @@ struct ObjectRoutesTests {
             let filtered = try client.request(
                 "PUT", "/controllers/departments/filterPredicate", json: #""ALL name == 'x'""#)
             #expect(filtered.errorCode == "bad-predicate")
+            // And when a controller is created, a tree as an array.
+            for (kind, extra) in [("array", ""), ("tree", #", "childrenKeyPath": "directReports""#)] {
+                let sortsByToMany = try client.request(
+                    "POST", "/controllers",
+                    json: #"{"name": "s\#(kind)", "kind": "\#(kind)", "content": "Employee", "#
+                        + #""sortDescriptors": [{"key": "directReports"}]\#(extra)}"#)
+                #expect(sortsByToMany.errorCode == "bad-query", "\(kind)")
+                let allOverOne = try client.request(
+                    "POST", "/controllers",
+                    json: #"{"name": "f\#(kind)", "kind": "\#(kind)", "content": "Employee", "#
+                        + #""filterPredicate": "ALL salary > 1"\#(extra)}"#)
+                #expect(allOverOne.errorCode == "bad-predicate", "\(kind)")
+            }
         }
     }
 

@@ -49,27 +49,16 @@ extension ObjectModel {
         }
     }
 
-    /// Whether `keyPath` gives several values on an object of `entityName`, by its shape: true when it goes through a
-    /// to-many relationship and no collection operator follows, false when every step is an attribute or a to-one,
-    /// nil when the model cannot tell (a collection operator, an `any` attribute, a derived key, an unknown key).
+    /// Whether `keyPath` gives several values on an object of `entityName`, by its static type: true for a
+    /// collection (through a to-many, an array-valued collection operator, a derived key that is one), false for one
+    /// value or object, nil when the model cannot tell (below an `any` attribute, or a key path that does not compile).
     func givesSeveralValues(_ keyPath: String, on entityName: String) -> Bool? {
-        guard let keys = try? KeyPathCompiler.keys(of: keyPath), let index = try? entityIndex(entityName) else {
-            return nil
+        guard let compiled = try? compile(keyPath, for: entityName) else { return nil }
+        switch compiled.resultType {
+        case .collection: return true
+        case .scalar, .entity: return false
+        case .dynamic: return nil
         }
-        if keys.contains(where: { $0.hasPrefix("@") }) { return nil }
-        var entity = entities[index]
-        for key in keys where key != "self" {
-            switch entity.properties[key] {
-            case .relationship(let index):
-                if entity.relationships[index].isToMany { return true }
-                entity = entities[entity.relationships[index].destinationIndex]
-            case .attribute(let slot):
-                return entity.attributes[slot].type == .any ? nil : false
-            case .derived, nil:
-                return nil
-            }
-        }
-        return false
     }
 
     /// Checks what Foundation refuses in a filter and sort keys by their shape on `entityName` (after
@@ -86,8 +75,8 @@ extension ObjectModel {
         }
         for keyPath in sortKeys where givesSeveralValues(keyPath, on: entityName) == true {
             throw .badQuery(
-                "\(keyPath) gives several values (a to-many relationship) and cannot be sorted by; sort by a "
-                    + "collection operator such as \(keyPath.split(separator: ".").first ?? "").@count.",
+                "\(keyPath) gives several values (a collection) and cannot be sorted by; sort by one value of them, "
+                    + "such as their @count.",
                 fields: ["keyPath": .string(keyPath)])
         }
     }
