@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTestSupport
 import ObjectGraph
 import PropertyList
@@ -119,6 +120,24 @@ struct ObjectRoutesTests {
     /// A request head that would leave too little of the connection's 16 KiB pool for the answer's header fields is
     /// refused (431) before anything is done: libmicrohttpd would have let it be handled and then sent nothing, so a
     /// client retrying a POST would have created the object twice.
+    @Test func keyPathsThatFanOutAreBoundedPerListingNotPerObject() throws {
+        try withService { client in
+            // Six to-many steps: about 1.8 million values from one Engineering employee (under the 2 million of one
+            // evaluation), 20 million for the listing.
+            let path = "department" + String(repeating: ".employees.department", count: 5) + ".employees.salary"
+            let query = "filter=ANY \(path) > 0".addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+            let started = Date()
+            let answer = try client.request("GET", "/objects/Employee?keys=lastName&filter=" + query.dropFirst(9))
+            #expect(answer.errorCode == "bad-key-path", "\(answer.status) \(answer.text.prefix(200))")
+            #expect(Date().timeIntervalSince(started) < 5)
+            // A path that stays small is answered as before.
+            let small = "department.employees.department.employees.salary"
+            let fine = "filter=ANY \(small) > 0".addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+            #expect(
+                try client.request("GET", "/objects/Employee?keys=lastName&filter=" + fine.dropFirst(9)).status == 200)
+        }
+    }
+
     @Test func aggregatesOverOneValueAndSortsByAToManyAreRefused() throws {
         try withService { client in
             func get(_ query: String) throws -> TestResponse {

@@ -127,6 +127,34 @@ struct ObservingRoutesTests {
         }
     }
 
+    @Test func observedKeyPathsThatFanOutAreBoundedAloneAndTogether() throws {
+        try withService { client in
+            func observe(_ hops: Int) throws -> TestResponse {
+                let path =
+                    "department" + String(repeating: ".employees.department", count: hops - 1) + ".employees.lastName"
+                return try client.request(
+                    "POST", "/observers", json: #"{"target": "Employee/1", "keyPath": "\#(path)"}"#)
+            }
+            // Five to-many steps from an Engineering employee reach 11^5 values: beyond what one observer may.
+            let alone = try observe(5)
+            #expect(alone.errorCode == "bad-key-path", "\(alone.status) \(alone.text.prefix(200))")
+            // Four reach 11^4 = 14,641 (and 1,464 on the way): about 136 fit in the shared allowance.
+            var refused: TestResponse?
+            for _ in 0..<200 {
+                let answer = try observe(4)
+                guard answer.status == 201 else {
+                    refused = answer
+                    break
+                }
+            }
+            #expect(refused?.errorCode == "too-many-observers")
+            // A commit still answers promptly.
+            let started = Date()
+            #expect(try client.request("PUT", "/objects/Employee/4/salary", json: "5").status == 200)
+            #expect(Date().timeIntervalSince(started) < 2)
+        }
+    }
+
     @Test func oldSinceIsHistoryCompacted() throws {
         try withService(observation: .init(historyCapacity: 3)) { client in
             for value in 0..<5 { _ = try client.request("PUT", "/objects/Employee/4/salary", json: "\(value)") }

@@ -105,7 +105,16 @@ public final class ObservationCenter: @unchecked Sendable {
         var observerID: String
         var object: ObjectID
         var keyPath: String
+        /// The to-many values its evaluation took at registration (at least 1): what it costs every commit.
+        var weight: Int
     }
+
+    /// The to-many values one observed key path may reach (400 `bad-key-path` at registration beyond; read as null
+    /// at a commit after it grew beyond): every commit evaluates every observed key path under the store's lock.
+    static let observedValuesLimit = 100_000
+    /// The to-many values all observed key paths may reach together, as measured at their registration (503
+    /// `too-many-observers` beyond), so that observers cannot make every commit arbitrarily slow.
+    static let observedValuesTotal = 2_000_000
 
     private let watched = Mutex<[WatchedKeyPath]>([])
     /// Values captured at commit, by seq and observer id, until the queue processes that record.
@@ -469,7 +478,10 @@ public final class ObservationCenter: @unchecked Sendable {
         guard !list.isEmpty else { return }
         var values: [String: PropertyListValue] = [:]
         for entry in list {
-            values[entry.observerID] = (try? view.value(forKeyPath: entry.keyPath, of: entry.object))?.json ?? .null
+            let value = try? KeyPathAllowance.withLimit(Self.observedValuesLimit) {
+                try view.value(forKeyPath: entry.keyPath, of: entry.object).json
+            }.value
+            values[entry.observerID] = value ?? .null
         }
         captured.withLock { $0[record.seq] = values }
     }
@@ -584,8 +596,22 @@ public final class ObservationCenter: @unchecked Sendable {
             // Read and start watching under the store's lock, so that no commit falls between the two. With
             // `initial`, in the commit that gives the initial change its seq (it starts right after `since`).
             let read = { [self] (view: ReadView) throws -> PropertyListValue in
-                let value = try view.value(forKeyPath: keyPath, of: object).json
-                watched.withLock { $0.append(WatchedKeyPath(observerID: id, object: object, keyPath: keyPath)) }
+                let (value, used) = try KeyPathAllowance.withLimit(Self.observedValuesLimit) {
+                    try view.value(forKeyPath: keyPath, of: object).json
+                }
+                let entry = WatchedKeyPath(observerID: id, object: object, keyPath: keyPath, weight: max(1, used))
+                try watched.withLock { (list: inout [WatchedKeyPath]) throws(ObjectGraphError) in
+                    let total = list.reduce(0) { $0 + $1.weight }
+                    guard total + entry.weight <= Self.observedValuesTotal else {
+                        throw ObjectGraphError(
+                            status: 503, code: "too-many-observers",
+                            message: "The observed key paths reach \(total) values together; this one would add "
+                                + "\(entry.weight), beyond \(Self.observedValuesTotal). Delete observers of key paths "
+                                + "that fan out through to-many relationships.",
+                            fields: ["limit": .integer(Int64(Self.observedValuesTotal))])
+                    }
+                    list.append(entry)
+                }
                 return value
             }
             let value: PropertyListValue

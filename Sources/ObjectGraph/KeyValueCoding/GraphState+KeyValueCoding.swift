@@ -94,6 +94,12 @@ extension GraphState {
                         "the key path reaches more than \(Self.maximumValues) values (each to-many relationship after "
                             + "another multiplies them).")
                 }
+                if let allowance = evaluation.allowance, !allowance.take(rows.count) {
+                    throw .badKeyPath(
+                        relationship.name,
+                        "the key paths of this request reach more than \(allowance.limit) values together (each "
+                            + "to-many relationship after another multiplies them).")
+                }
                 return .collection(rows.map { .object(ObjectHandle(entity: destination, row: Int($0))) })
             }
             return toOne(handle, relationship).map(KeyPathNode.object) ?? .null

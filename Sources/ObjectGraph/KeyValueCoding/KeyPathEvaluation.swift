@@ -9,4 +9,6 @@ struct KeyPathEvaluation {
     var newestVersion: Int64 = 0
     /// Objects changed by a transaction not committed yet: reading one of them makes `newestVersion` `.max`.
     var uncommitted: Set<ObjectHandle> = []
+    /// The allowance of the run it is part of (`KeyPathAllowance.withLimit`), if any.
+    let allowance = KeyPathAllowance.current
 }
