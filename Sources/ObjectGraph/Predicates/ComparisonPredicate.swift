@@ -75,6 +75,13 @@ final class ComparisonPredicate: Sendable {
             if op == .matches {
                 // Only diacritics are folded: lower-casing a pattern would change `\D` into `\d`.
                 let pattern = StringFolding.fold(string, caseInsensitive: false, diacriticInsensitive: di)
+                // ICU's work per step grows with the pattern's groups, which the step bound does not see: a pattern
+                // of thousands of groups took minutes to apply to a few strings. No sensible pattern is near this.
+                guard pattern.utf16.count <= RegularExpression.maximumPatternLength else {
+                    throw ObjectGraphError.badPredicate(
+                        "The MATCHES pattern is longer than \(RegularExpression.maximumPatternLength) characters.",
+                        column: rightColumn)
+                }
                 regex = try RegularExpression(pattern, caseInsensitive: ci)
             }
         }
@@ -210,6 +217,7 @@ final class ComparisonPredicate: Sendable {
             let subject = StringFolding.fold(string, caseInsensitive: false, diacriticInsensitive: diacriticInsensitive)
             if let regex { return try matches(subject, regex) }
             guard case .value(.string(let pattern)) = rhs,
+                pattern.utf16.count <= RegularExpression.maximumPatternLength,
                 let regex = try? RegularExpression(
                     StringFolding.fold(pattern, caseInsensitive: false, diacriticInsensitive: diacriticInsensitive),
                     caseInsensitive: caseInsensitive)

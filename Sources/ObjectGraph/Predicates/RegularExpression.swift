@@ -43,6 +43,9 @@ public final class RegularExpression: @unchecked Sendable, Hashable {
         try $totalAllowance.withValue(TotalAllowance(totalReports), operation: body)
     }
 
+    /// The longest `MATCHES` pattern a predicate may give, in UTF-16 units (400 `bad-predicate` beyond).
+    public static let maximumPatternLength = 4_096
+
     /// The pattern as given.
     public let pattern: String
     private let expression: NSRegularExpression
