@@ -103,6 +103,7 @@ struct ServeCommand: ParsableCommand {
             configuration: HTTPServerConfiguration(
                 host: host, port: port, threads: threads, maxBodySize: maxBody),
             responder: service)
+        Self.raiseOpenFileLimit()
         try server.start()
         try ShutdownSignal.install {
             // On the signal's own thread, never on the main queue: the main queue is the observation queue, request
@@ -119,5 +120,16 @@ struct ServeCommand: ParsableCommand {
         let shownHost = host.contains(":") ? "[\(host)]" : host
         FileHandle.standardOutput.write(Data("bindery listening on http://\(shownHost):\(server.port ?? port)\n".utf8))
         dispatchMain()
+    }
+
+    /// Raises the soft limit on open files to the hard one: every connection is a descriptor and the server may hold
+    /// 20,000 (waiting long-polls), while a soft limit of a few thousand would make new clients wait unanswered in the
+    /// listen backlog.
+    private static func raiseOpenFileLimit() {
+        var limit = rlimit()
+        let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+        guard getrlimit(resource, &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+        limit.rlim_cur = limit.rlim_max
+        _ = setrlimit(resource, &limit)
     }
 }
