@@ -254,14 +254,21 @@ public final class HTTPServer: Sendable {
             return .malformed(status: 400, reason: "A header field name holds white space or a control character.")
         }
         // A request that waits for `100 Continue` with a body over the limit gets its 413 before sending the body
-        // (RFC 9110 §10.1.1).
-        guard let expect = MHD_lookup_connection_value(connection, .HEADER_KIND, "Expect"),
-            strcasecmp(expect, "100-continue") == 0,
-            let length = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length"),
+        // (RFC 9110 §10.1.1). Other bodies over the limit are drained, so that a client that writes its whole body
+        // before reading sees the 413 rather than a reset, unless the declared length is beyond any sensible
+        // drain: then the 413 goes at once and the connection is closed.
+        guard let length = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length"),
             let size = UInt64(String(cString: length)), size > UInt64(configuration.maxBodySize)
+        else { return nil }
+        if size > UInt64(configuration.maxBodySize) + Self.drainedExcess { return .bodyTooLarge }
+        guard let expect = MHD_lookup_connection_value(connection, .HEADER_KIND, "Expect"),
+            strcasecmp(expect, "100-continue") == 0
         else { return nil }
         return .bodyTooLarge
     }
+
+    /// How far past `maxBodySize` a declared body is still drained before its 413 (see `refusalUpFront`).
+    static let drainedExcess: UInt64 = 64 << 20
 
     fileprivate func append(body data: UnsafePointer<CChar>, count: Int, to context: RequestContext) {
         guard context.refusal == nil else { return }

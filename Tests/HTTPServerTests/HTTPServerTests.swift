@@ -92,6 +92,20 @@ struct HTTPServerTests {
         }
     }
 
+    /// A declared body far beyond the limit (more than 64 MiB over) is not drained: its 413 goes at once, and the
+    /// connection is closed, so that the rest of the body is never read as a request.
+    @Test func aDeclaredBodyFarOverTheLimitIsAnswered413AtOnce() throws {
+        try withServer(maxBody: 1024) { _, _, client in
+            let started = Date()
+            let head =
+                "PUT /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000000\r\n\r\nGET /echo/smuggled HTTP/1.1\r\n\r\n"
+            let answer = String(decoding: try client.exchange(Array(head.utf8)), as: UTF8.self)
+            #expect(answer.hasPrefix("HTTP/1.1 413"), "\(answer)")
+            #expect(!answer.contains("smuggled"))
+            #expect(Date().timeIntervalSince(started) < 5)
+        }
+    }
+
     /// RFC 9110 §10.1.1: a request that waits for `100 Continue` with a body over the limit gets its 413 at once,
     /// before sending the body; one under the limit gets `100 Continue`.
     @Test func expectContinueOverTheLimitIsAnswered413WithoutContinue() throws {
