@@ -164,6 +164,8 @@ struct ObjectRoutesTests {
             #expect(departments.errorCode == "bad-query")
             #expect(try client.request("GET", "/objects/Department?sort=-headcount,payroll").status == 200)
             #expect(try get("sort=department.name").status == 200)
+            #expect(try get("sort=manager").errorCode == "bad-query")
+            #expect(try get("sort=self").errorCode == "bad-query")
             // The same through a controller.
             let sorted = try client.request(
                 "PUT", "/controllers/departments/sortDescriptors", json: #"[{"key": "employees", "ascending": true}]"#)

@@ -63,7 +63,8 @@ extension ObjectModel {
 
     /// Checks what Foundation refuses in a filter and sort keys by their shape on `entityName` (after
     /// `checkReadable`): `ANY`, `ALL`, `NONE` or `SOME` over a key path of one value is 400 `bad-predicate`, and a sort
-    /// key that gives several values (a to-many) 400 `bad-query`. What the model cannot tell is left to evaluation.
+    /// key that gives several values (a to-many) or an object 400 `bad-query`. What the model cannot tell is left to
+    /// evaluation.
     public func checkArrangement(
         filter: Predicate?, sortKeys: [String], on entityName: String
     ) throws(ObjectGraphError) {
@@ -73,11 +74,19 @@ extension ObjectModel {
                 message: "ANY, ALL and NONE need a collection; \(keyPath) is one value of \(entityName).",
                 fields: ["keyPath": .string(keyPath)])
         }
-        for keyPath in sortKeys where givesSeveralValues(keyPath, on: entityName) == true {
-            throw .badQuery(
-                "\(keyPath) gives several values (a collection) and cannot be sorted by; sort by one value of them, "
-                    + "such as their @count.",
-                fields: ["keyPath": .string(keyPath)])
+        for keyPath in sortKeys {
+            if givesSeveralValues(keyPath, on: entityName) == true {
+                throw .badQuery(
+                    "\(keyPath) gives several values (a collection) and cannot be sorted by; sort by one value of "
+                        + "them, such as their @count.",
+                    fields: ["keyPath": .string(keyPath)])
+            }
+            if case .entity? = try? compile(keyPath, for: entityName).resultType {
+                throw .badQuery(
+                    "\(keyPath) gives an object, which has no order (compare: is not defined on it); sort by one of "
+                        + "its attributes, such as \(keyPath == "self" ? "" : keyPath + ".")name.",
+                    fields: ["keyPath": .string(keyPath)])
+            }
         }
     }
 }
