@@ -35,10 +35,10 @@ extension BinderyService {
             $0.split(separator: ",").map { $0.trimmingCharacters(in: " ") }.filter { !$0.isEmpty }
         }
         let ordering = sort.isEmpty ? nil : SortOrdering(sort)
-        // One allowance of to-many values for the filter, the sort keys and the projected keys of every object
-        // together: a key path that fans out is bounded per request, not per object.
-        let ((objects, count, seq), _) = try KeyPathAllowance.withLimit(KeyPathAllowance.perRequest) {
-            try document.store.read { view throws -> ([PropertyListValue], Int, Int64) in
+        let (objects, count, seq) = try document.store.read { view throws -> ([PropertyListValue], Int, Int64) in
+            // One allowance of to-many values for the filter, the sort keys and the projected keys of every object
+            // together: a key path that fans out is bounded per request, not per object.
+            try KeyPathAllowance.withLimit(KeyPathAllowance.perRequest(objectCount: view.objectCount)) {
                 // By handle: the same filter and order as over `.object(id)` subjects, without hashing ids.
                 let handles = try view.handles(of: entity, matching: filter, sortedBy: ordering)
                 let start = min(offset, handles.count)
@@ -46,7 +46,7 @@ extension BinderyService {
                 let end = limit.map { start + min($0, handles.count - start) } ?? handles.count
                 let objects = try handles[start..<end].map { try view.json(of: $0, keys: keys) }
                 return (objects, handles.count, document.acknowledgedSeq(view.seq))
-            }
+            }.value
         }
         return .response(.json(["objects": .array(objects), "count": .integer(Int64(count))], seq: seq))
     }

@@ -18,9 +18,11 @@ public final class KeyPathAllowance: @unchecked Sendable {
 
     @TaskLocal static var current: KeyPathAllowance?
 
-    /// What one request's evaluations may produce together: 4,000,000 to-many elements (twice what one evaluation
-    /// may), well under a second of work.
-    public static let perRequest = 4_000_000
+    /// What one request's evaluations may produce together in a store of `objectCount` objects: 4,000,000 to-many
+    /// elements (twice what one evaluation may, well under a second of work), plus 8 per object, so that a query that
+    /// reads each relationship a few times over a large store (`filter=employees.@count > 5` on every department) is
+    /// not refused while one that multiplies them is.
+    public static func perRequest(objectCount: Int) -> Int { 4_000_000 + 8 * objectCount }
 
     /// Runs `body` with an allowance of `limit` to-many elements for all its evaluations (nested runs draw on the
     /// innermost one only); answers its result and what it used.

@@ -25,8 +25,17 @@ extension GraphState {
             dictionary[relationship.name] = relationshipJSON(handle, relationship)
         }
         if includingDerived {
-            for derived in entity.derivedKeys {
-                dictionary[derived.name] = (try? json(evaluate(derived.steps, on: .object(handle)))) ?? .null
+            // The model's own key paths: outside any request's allowance (`KeyPathAllowance`), which bounds what a
+            // client's key paths fan out to; each is still bounded per evaluation.
+            let outsideAllowance = { [self] in
+                for derived in entity.derivedKeys {
+                    dictionary[derived.name] = (try? json(evaluate(derived.steps, on: .object(handle)))) ?? .null
+                }
+            }
+            if KeyPathAllowance.current == nil {
+                outsideAllowance()
+            } else {
+                KeyPathAllowance.$current.withValue(nil, operation: outsideAllowance)
             }
         }
         return .dictionary(dictionary)

@@ -45,6 +45,9 @@ public struct ReadView: KeyPathResolving {
         return table.liveRows.map { ObjectID(entity: entity, id: table.ids[$0]) }
     }
 
+    /// How many objects the store has, of every entity.
+    public var objectCount: Int { state.tables.reduce(0) { $0 + $1.liveCount } }
+
     /// How many objects `entity` has.
     public func count(of entity: String) throws(ObjectGraphError) -> Int {
         state.tables[try state.model.entityIndex(entity)].liveCount
