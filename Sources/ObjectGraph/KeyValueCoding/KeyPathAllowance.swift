@@ -8,7 +8,7 @@
 /// `@unchecked Sendable`: a run's evaluations happen on the thread that started it (the task-local is not shared).
 public final class KeyPathAllowance: @unchecked Sendable {
     /// The to-many elements the run may still produce.
-    public private(set) var remaining: Int
+    private(set) var remaining: Int
     let limit: Int
 
     init(_ limit: Int) {

@@ -75,17 +75,19 @@ extension ObjectModel {
                 fields: ["keyPath": .string(keyPath)])
         }
         for keyPath in sortKeys {
-            if givesSeveralValues(keyPath, on: entityName) == true {
+            switch (try? compile(keyPath, for: entityName))?.resultType {
+            case .collection?:
                 throw .badQuery(
                     "\(keyPath) gives several values (a collection) and cannot be sorted by; sort by one value of "
                         + "them, such as their @count.",
                     fields: ["keyPath": .string(keyPath)])
-            }
-            if case .entity? = try? compile(keyPath, for: entityName).resultType {
+            case .entity?:
                 throw .badQuery(
                     "\(keyPath) gives an object, which has no order (compare: is not defined on it); sort by one of "
                         + "its attributes, such as \(keyPath == "self" ? "" : keyPath + ".")name.",
                     fields: ["keyPath": .string(keyPath)])
+            default:
+                continue
             }
         }
     }
