@@ -68,15 +68,6 @@ extension ObjectGraphError {
             fields: ["action": .string(action), "controller": .string(controller)])
     }
 
-    /// The error as an entry of an `errors` list: its fields with its code, message and status.
-    var listEntry: PropertyListValue {
-        var entry = fields
-        entry["code"] = .string(code)
-        entry["message"] = .string(message)
-        entry["status"] = .integer(Int64(status))
-        return .dictionary(entry)
-    }
-
     /// A 422 that lists no `errors` with itself as the one entry of `errors` (`commitEditing` always lists them);
     /// any other error as it is.
     var listingItself: ObjectGraphError {

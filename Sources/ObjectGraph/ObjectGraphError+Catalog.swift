@@ -80,17 +80,22 @@ extension ObjectGraphError {
         return ObjectGraphError(status: 500, code: "invalid-model", message: "\(where_): \(reason)", fields: fields)
     }
 
-    /// 422 `validation-failed` gathering several errors in `errors` (each `{code, message, keyPath, object}`).
+    /// The error as an entry of an `errors` list: its fields with its code, message and status.
+    public var listEntry: PropertyListValue {
+        var entry = fields
+        entry["code"] = .string(code)
+        entry["message"] = .string(message)
+        entry["status"] = .integer(Int64(status))
+        return .dictionary(entry)
+    }
+
+    /// 422 `validation-failed` gathering several errors in `errors` (each `{code, message, status, keyPath,
+    /// object}`).
     ///
     /// One error is returned as it is; `keyPath` of the combined error is the first error's.
     static func combining(_ errors: [ObjectGraphError]) -> ObjectGraphError {
         if errors.count == 1 { return errors[0] }
-        let list: [PropertyListValue] = errors.map { error in
-            var entry = error.fields
-            entry["code"] = .string(error.code)
-            entry["message"] = .string(error.message)
-            return .dictionary(entry)
-        }
+        let list = errors.map(\.listEntry)
         var fields: [String: PropertyListValue] = ["errors": .array(list)]
         fields["keyPath"] = errors.first?.fields["keyPath"]
         let sentences = errors.prefix(3).map(\.message).joined(separator: " ")

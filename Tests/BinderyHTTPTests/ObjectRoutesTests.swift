@@ -386,6 +386,8 @@ struct ObjectRoutesTests {
             #expect(types.status == 422)
             #expect(types.errorCode == "validation-failed")
             #expect(reported(types) == ["type-mismatch hireDate", "type-mismatch salary"])
+            // Each entry has the shape of commitEditing's: code, message, status and keyPath.
+            #expect(types.json?["error"]?["errors"]?.arrayValue?.allSatisfy { $0["status"] == 422 } == true)
             let mixed = try client.request("PATCH", "/objects/Employee/4", json: #"{"salary": "x", "firstName": null}"#)
             #expect(reported(mixed) == ["type-mismatch salary", "validation-failed firstName"])
             #expect(try client.request("GET", "/objects/Employee/4/lastName").json != "Changed")
