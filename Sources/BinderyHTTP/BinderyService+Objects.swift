@@ -36,9 +36,10 @@ extension BinderyService {
         }
         let ordering = sort.isEmpty ? nil : SortOrdering(sort)
         let (objects, count, seq) = try document.store.read { view throws -> ([PropertyListValue], Int, Int64) in
-            // One allowance of to-many values for the filter, the sort keys and the projected keys of every object
-            // together: a key path that fans out is bounded per request, not per object.
-            try KeyPathAllowance.withLimit(KeyPathAllowance.perRequest(objectCount: view.objectCount)) {
+            // The client's key paths (filter, sort keys, projected keys) are evaluated on every object: one that fans
+            // out is refused at its first object rather than paid for on each (`KeyPathAllowance`).
+            try KeyPathAllowance.withLimit(perEvaluation: KeyPathAllowance.perEvaluation(objectCount: view.objectCount))
+            {
                 // By handle: the same filter and order as over `.object(id)` subjects, without hashing ids.
                 let handles = try view.handles(of: entity, matching: filter, sortedBy: ordering)
                 let start = min(offset, handles.count)

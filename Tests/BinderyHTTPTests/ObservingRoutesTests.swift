@@ -138,7 +138,7 @@ struct ObservingRoutesTests {
             // Five to-many steps from an Engineering employee reach 11^5 values: beyond what one observer may.
             let alone = try observe(5)
             #expect(alone.errorCode == "bad-key-path", "\(alone.status) \(alone.text.prefix(200))")
-            // Four reach 11^4 = 14,641 (and 1,464 on the way): about 136 fit in the shared allowance.
+            // Four reach 11^4 = 14,641 (and 1,464 on the way): about 120 fit in the 2,000,000 all observers share.
             var refused: TestResponse?
             for _ in 0..<200 {
                 let answer = try observe(4)

@@ -109,12 +109,11 @@ public final class ObservationCenter: @unchecked Sendable {
         var weight: Int
     }
 
-    /// The to-many values one observed key path may reach (400 `bad-key-path` at registration beyond; read as null
-    /// at a commit after it grew beyond): every commit evaluates every observed key path under the store's lock.
-    static let observedValuesLimit = 100_000
-    /// The to-many values all observed key paths may reach together, as measured at their registration (503
-    /// `too-many-observers` beyond), so that observers cannot make every commit arbitrarily slow.
-    static let observedValuesTotal = 2_000_000
+    /// The to-many values all observed key paths may reach together in a store of `objectCount` objects, as measured
+    /// at their registration (503 `too-many-observers` beyond): every commit evaluates every observed key path under
+    /// the store's lock. Each one alone may reach `KeyPathAllowance.perEvaluation` (400 `bad-key-path` at
+    /// registration beyond; read as null at a commit after it grew beyond).
+    static func observedValuesTotal(objectCount: Int) -> Int { max(2_000_000, 4 * objectCount) }
 
     private let watched = Mutex<[WatchedKeyPath]>([])
     /// Values captured at commit, by seq and observer id, until the queue processes that record.
@@ -483,8 +482,9 @@ public final class ObservationCenter: @unchecked Sendable {
         let list = watched.withLock { $0 }
         guard !list.isEmpty else { return }
         var values: [String: PropertyListValue] = [:]
+        let perEvaluation = KeyPathAllowance.perEvaluation(objectCount: view.objectCount)
         for entry in list {
-            let value = try? KeyPathAllowance.withLimit(Self.observedValuesLimit) {
+            let value = try? KeyPathAllowance.withLimit(perEvaluation: perEvaluation) {
                 try view.value(forKeyPath: entry.keyPath, of: entry.object).json
             }.value
             values[entry.observerID] = value ?? .null
@@ -602,19 +602,20 @@ public final class ObservationCenter: @unchecked Sendable {
             // Read and start watching under the store's lock, so that no commit falls between the two. With
             // `initial`, in the commit that gives the initial change its seq (it starts right after `since`).
             let read = { [self] (view: ReadView) throws -> PropertyListValue in
-                let (value, used) = try KeyPathAllowance.withLimit(Self.observedValuesLimit) {
-                    try view.value(forKeyPath: keyPath, of: object).json
-                }
+                let (value, used) = try KeyPathAllowance.withLimit(
+                    perEvaluation: KeyPathAllowance.perEvaluation(objectCount: view.objectCount)
+                ) { try view.value(forKeyPath: keyPath, of: object).json }
                 let entry = WatchedKeyPath(observerID: id, object: object, keyPath: keyPath, weight: max(1, used))
+                let limit = Self.observedValuesTotal(objectCount: view.objectCount)
                 try watched.withLock { (list: inout [WatchedKeyPath]) throws(ObjectGraphError) in
                     let total = list.reduce(0) { $0 + $1.weight }
-                    guard total + entry.weight <= Self.observedValuesTotal else {
+                    guard total + entry.weight <= limit else {
                         throw ObjectGraphError(
                             status: 503, code: "too-many-observers",
                             message: "The observed key paths reach \(total) values together; this one would add "
-                                + "\(entry.weight), beyond \(Self.observedValuesTotal). Delete observers of key paths "
-                                + "that fan out through to-many relationships.",
-                            fields: ["limit": .integer(Int64(Self.observedValuesTotal))])
+                                + "\(entry.weight), beyond \(limit). Delete observers of key paths that fan out "
+                                + "through to-many relationships.",
+                            fields: ["limit": .integer(Int64(limit))])
                     }
                     list.append(entry)
                 }

@@ -91,13 +91,13 @@ extension GraphState {
                 guard evaluation.budget >= 0 else {
                     throw .badKeyPath(
                         relationship.name,
-                        "the key path reaches more than \(Self.maximumValues) values (each to-many relationship after "
+                        "the key path reaches more than \(evaluation.limit) values (each to-many relationship after "
                             + "another multiplies them).")
                 }
                 if let allowance = evaluation.allowance, !allowance.take(rows.count) {
                     throw .badKeyPath(
                         relationship.name,
-                        "the key paths of this request reach more than \(allowance.limit) values together (each "
+                        "the key paths of this request reach more than \(allowance.total ?? 0) values together (each "
                             + "to-many relationship after another multiplies them).")
                 }
                 return .collection(rows.map { .object(ObjectHandle(entity: destination, row: Int($0))) })

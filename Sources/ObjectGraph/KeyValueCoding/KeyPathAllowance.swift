@@ -1,40 +1,45 @@
-/// A limit on the to-many elements that all the key-path evaluations of one run may produce together.
+/// A tighter limit on the to-many elements the key-path evaluations of one run may produce, each and together.
 ///
-/// One evaluation may produce `GraphState.maximumValues`; a request that evaluates a key path on every object of a
-/// listing, or an observer evaluated at every commit, would otherwise multiply that by its number of objects (a short
-/// key path that fans out through to-many relationships, evaluated on 30 objects, is 60 million values). Evaluations
-/// run inside `withLimit(_:_:)` also draw on its allowance: beyond it they throw 400 `bad-key-path`.
+/// One evaluation may produce `GraphState.maximumValues` anywhere. A client's key path that fans out through to-many
+/// relationships (`department.employees.department.employees...`) evaluated on every object of a listing, or by an
+/// observer at every commit, multiplies that. Inside `withLimit`, each evaluation may produce `perEvaluation` (in
+/// proportion to the store, so that a large relationship of a large store is still read whole), and all of them
+/// together `total` when one is given; beyond either they throw 400 `bad-key-path`.
 ///
 /// `@unchecked Sendable`: a run's evaluations happen on the thread that started it (the task-local is not shared).
 public final class KeyPathAllowance: @unchecked Sendable {
-    /// The to-many elements the run may still produce.
-    private(set) var remaining: Int
-    let limit: Int
+    let total: Int?
+    let perEvaluation: Int
+    /// The to-many elements the run's evaluations produced so far.
+    private(set) var used = 0
 
-    init(_ limit: Int) {
-        self.limit = limit
-        remaining = limit
+    init(total: Int?, perEvaluation: Int) {
+        self.total = total
+        self.perEvaluation = perEvaluation
     }
 
     @TaskLocal static var current: KeyPathAllowance?
 
-    /// What one request's evaluations may produce together in a store of `objectCount` objects: 4,000,000 to-many
-    /// elements (twice what one evaluation may, well under a second of work), plus 8 per object, so that a query that
-    /// reads each relationship a few times over a large store (`filter=employees.@count > 5` on every department) is
-    /// not refused while one that multiplies them is.
-    public static func perRequest(objectCount: Int) -> Int { 4_000_000 + 8 * objectCount }
-
-    /// Runs `body` with an allowance of `limit` to-many elements for all its evaluations (nested runs draw on the
-    /// innermost one only); answers its result and what it used.
-    public static func withLimit<T>(_ limit: Int, _ body: () throws -> T) rethrows -> (value: T, used: Int) {
-        let allowance = KeyPathAllowance(limit)
-        let value = try $current.withValue(allowance, operation: body)
-        return (value, limit - allowance.remaining)
+    /// What one evaluation of a client's key path may produce in a store of `objectCount` objects: twice the store
+    /// (any relationship read whole), at least 100,000, at most `GraphState.maximumValues`. A key path that fans out
+    /// visits the same objects many times over and meets it.
+    public static func perEvaluation(objectCount: Int) -> Int {
+        min(GraphState.maximumValues, max(100_000, 2 * objectCount))
     }
 
-    /// Takes `count` elements; false when the allowance cannot give them.
+    /// Runs `body` with this allowance for all its evaluations (nested runs draw on the innermost one only); answers
+    /// its result and the to-many elements its evaluations produced.
+    public static func withLimit<T>(
+        total: Int? = nil, perEvaluation: Int, _ body: () throws -> T
+    ) rethrows -> (value: T, used: Int) {
+        let allowance = KeyPathAllowance(total: total, perEvaluation: perEvaluation)
+        let value = try $current.withValue(allowance, operation: body)
+        return (value, allowance.used)
+    }
+
+    /// Takes `count` elements; false when the total cannot give them.
     func take(_ count: Int) -> Bool {
-        remaining -= count
-        return remaining >= 0
+        used += count
+        return total.map { used <= $0 } ?? true
     }
 }
