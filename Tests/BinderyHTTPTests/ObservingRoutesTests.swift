@@ -148,6 +148,12 @@ struct ObservingRoutesTests {
                 }
             }
             #expect(refused?.errorCode == "too-many-observers")
+            // An observer of a controller's key path is bounded the same way (its arranged objects fan out too).
+            let hops = String(repeating: ".department.employees", count: 4)
+            let controller = try client.request(
+                "POST", "/observers",
+                json: #"{"target": "controllers/employees", "keyPath": "arrangedObjects\#(hops)"}"#)
+            #expect(controller.errorCode == "bad-key-path", "\(controller.status) \(controller.text.prefix(200))")
             // A commit still answers promptly.
             let started = Date()
             #expect(try client.request("PUT", "/objects/Employee/4/salary", json: "5").status == 200)

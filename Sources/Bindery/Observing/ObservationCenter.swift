@@ -115,6 +115,25 @@ public final class ObservationCenter: @unchecked Sendable {
     /// registration beyond; read as null at a commit after it grew beyond).
     static func observedValuesTotal(objectCount: Int) -> Int { max(2_000_000, 4 * objectCount) }
 
+    /// The weights of the observers of controllers and the defaults (re-read on the queue when their target
+    /// changes), by observer id; on the queue only.
+    private var externalWeights: [String: Int] = [:]
+
+    /// 503 `too-many-observers` when an observer of `weight` would take the observed key paths beyond
+    /// `observedValuesTotal`. `objects` are the object observers' entries (read under `watched`'s lock).
+    private func checkObservedWeight(
+        adding weight: Int, objects: [WatchedKeyPath], objectCount: Int
+    ) throws(ObjectGraphError) {
+        let limit = Self.observedValuesTotal(objectCount: objectCount)
+        let total = objects.reduce(0) { $0 + $1.weight } + externalWeights.values.reduce(0, +)
+        guard total + weight > limit else { return }
+        throw ObjectGraphError(
+            status: 503, code: "too-many-observers",
+            message: "The observed key paths reach \(total) values together; this one would add \(weight), beyond "
+                + "\(limit). Delete observers of key paths that fan out through to-many relationships.",
+            fields: ["limit": .integer(Int64(limit))])
+    }
+
     private let watched = Mutex<[WatchedKeyPath]>([])
     /// Values captured at commit, by seq and observer id, until the queue processes that record.
     private let captured = Mutex<[Int64: [String: PropertyListValue]]>([:])
@@ -496,6 +515,7 @@ public final class ObservationCenter: @unchecked Sendable {
         observers[id] = nil
         answerCache.removeAll(keepingCapacity: true)
         watched.withLock { $0.removeAll { $0.observerID == id } }
+        externalWeights[id] = nil
     }
 
     private func updateObservers(with record: ChangeRecord) {
@@ -606,17 +626,8 @@ public final class ObservationCenter: @unchecked Sendable {
                     perEvaluation: KeyPathAllowance.perEvaluation(objectCount: view.objectCount)
                 ) { try view.value(forKeyPath: keyPath, of: object).json }
                 let entry = WatchedKeyPath(observerID: id, object: object, keyPath: keyPath, weight: max(1, used))
-                let limit = Self.observedValuesTotal(objectCount: view.objectCount)
                 try watched.withLock { (list: inout [WatchedKeyPath]) throws(ObjectGraphError) in
-                    let total = list.reduce(0) { $0 + $1.weight }
-                    guard total + entry.weight <= limit else {
-                        throw ObjectGraphError(
-                            status: 503, code: "too-many-observers",
-                            message: "The observed key paths reach \(total) values together; this one would add "
-                                + "\(entry.weight), beyond \(limit). Delete observers of key paths that fan out "
-                                + "through to-many relationships.",
-                            fields: ["limit": .integer(Int64(limit))])
-                    }
+                    try checkObservedWeight(adding: entry.weight, objects: list, objectCount: view.objectCount)
                     list.append(entry)
                 }
                 return value
@@ -666,8 +677,12 @@ public final class ObservationCenter: @unchecked Sendable {
         queue.async { [self] in
             guard let externalReader else { return }
             var found: [(observer: KeyValueObserver, value: PropertyListValue)] = []
+            let bound = KeyPathAllowance.perEvaluation(objectCount: store.read { $0.objectCount })
             for observer in observers.values where observer.target.description == target {
-                let value = (try? externalReader(target, observer.keyPath)) ?? .null
+                let value =
+                    (try? KeyPathAllowance.withLimit(total: bound, perEvaluation: bound) {
+                        try externalReader(target, observer.keyPath)
+                    }.value) ?? .null
                 if value != observer.lastValue { found.append((observer, value)) }
             }
             // No seq: the document is closed, and nobody polls any more.
@@ -695,11 +710,18 @@ public final class ObservationCenter: @unchecked Sendable {
                 throw ObjectGraphError(status: 404, code: "not-found", message: "\(target) cannot be observed here.")
             }
             try checkObserverCapacity()
-            let value = try externalReader(target, keyPath)
+            // Bounded as an object's observed key path is (`arrangedObjects.department.employees` fans out too).
+            let objectCount = store.read { $0.objectCount }
+            let bound = KeyPathAllowance.perEvaluation(objectCount: objectCount)
+            let (value, used) = try KeyPathAllowance.withLimit(total: bound, perEvaluation: bound) {
+                try externalReader(target, keyPath)
+            }
+            try checkObservedWeight(adding: max(1, used), objects: watched.withLock { $0 }, objectCount: objectCount)
             let parsedTarget: KeyValueObserver.Target =
                 target == "defaults" ? .defaults : .controller(String(target.dropFirst("controllers/".count)))
             nextObserverID += 1
             let id = "o\(nextObserverID)-\(runToken)"
+            externalWeights[id] = max(1, used)
             // The state is read on this queue, where its changes are found too (`externalTargetDidChange`).
             let initialSeq = options.contains(.initial) ? try store.advanceSeq() : nil
             let since = initialSeq.map { $0 - 1 } ?? processedSeq
