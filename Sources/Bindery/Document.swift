@@ -127,8 +127,10 @@ public final class Document: Sendable {
         self.undoManager = undoManager
         let journal = storage.journal
         let append = CommitHook { record in
-            try journal.append(record)
-            undoManager.didCommit(record)
+            // A large record is kept encoded for undo: encoded once here, for the journal too.
+            let encoded = DocumentUndoManager.keepsEncoded(record) ? record.jsonBytes() : nil
+            try journal.append(record, encoded: encoded)
+            undoManager.didCommit(record, encoded: encoded)
         }
         hooks.journal.withLock { $0 = append }
         hooks.delivery.withLock { $0 = DeliveryHook { seq in journal.deliveryAwaited(seq) } }

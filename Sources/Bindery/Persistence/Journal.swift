@@ -59,8 +59,8 @@ final class Journal: Sendable {
         var lifecycle: Lifecycle
         /// Bytes in the current segment.
         var size: Int
-        /// Committed records not written yet, in seq order.
-        var queued: [ChangeRecord] = []
+        /// Committed records not written yet, in seq order, with their JSON encoding when the committer made it.
+        var queued: [(record: ChangeRecord, encoded: [UInt8]?)] = []
         /// Whether the flusher has been woken and has not taken the queue since.
         var flusherWoken = false
         var writtenSeq: Int64
@@ -114,11 +114,13 @@ final class Journal: Sendable {
     // MARK: Appending (under the store's lock)
 
     /// Queues `record` (`batch`) or writes its frame now (and flushes it with `always`); throws when the journal
-    /// failed or closed, or when the write fails (nothing of it then stays in the file).
-    func append(_ record: ChangeRecord) throws(ObjectGraphError) {
+    /// failed or closed, or when the write fails (nothing of it then stays in the file). `encoded` is the record's
+    /// `jsonBytes()` when the caller made it already (a large record the undo manager keeps encoded), so that it is
+    /// not encoded twice.
+    func append(_ record: ChangeRecord, encoded: [UInt8]? = nil) throws(ObjectGraphError) {
         let wakesFlusher = try state.withLock { (state: inout State) throws(ObjectGraphError) -> Bool in
             _ = try Self.openFile(state)
-            state.queued.append(record)
+            state.queued.append((record, encoded))
             guard policy == .batch, !state.flusherWoken else { return false }
             state.flusherWoken = true
             return true
@@ -141,7 +143,9 @@ final class Journal: Sendable {
     /// cut or flush also puts the journal in the `failed` state.
     private func writeQueued(sync: Bool) throws(ObjectGraphError) {
         let (records, file, size) = try state.withLock {
-            (state: inout State) throws(ObjectGraphError) -> ([ChangeRecord], OwnedFileDescriptor, Int) in
+            (state: inout State) throws(ObjectGraphError) -> (
+                [(record: ChangeRecord, encoded: [UInt8]?)], OwnedFileDescriptor, Int
+            ) in
             state.flusherWoken = false
             let file = try Self.openFile(state)
             return (state.queued.takeAll(), file, state.size)
@@ -149,7 +153,7 @@ final class Journal: Sendable {
         var frames: [UInt8] = []
         if !records.isEmpty {
             frames.reserveCapacity(records.count * 256)
-            for record in records { JournalFrame.append(record.jsonBytes(), to: &frames) }
+            for (record, encoded) in records { JournalFrame.append(encoded ?? record.jsonBytes(), to: &frames) }
             if let code = frames.withUnsafeBytes({ FileIO.writeAll(file.fd, $0) }) {
                 let failure = FileIO.error("write", file.path, errno: code)
                 if ftruncate(file.fd, off_t(size)) != 0 {
@@ -159,7 +163,7 @@ final class Journal: Sendable {
                 throw failure
             }
         }
-        let lastSeq = records.last?.seq
+        let lastSeq = records.last?.record.seq
         let needsSync = sync && (lastSeq != nil || state.withLock { $0.durableSeq < $0.writtenSeq })
         let failure = needsSync ? FileIO.sync(file.fd).map { FileIO.error("fdatasync", file.path, errno: $0) } : nil
         state.withLock { state in

@@ -32,9 +32,10 @@ public final class DocumentUndoManager: Sendable {
         /// Records with more changes than this (or a whole-graph replacement) are kept encoded.
         static let largeRecordChanges = 64
 
-        init(_ record: ChangeRecord) {
-            if record.changes.count > Self.largeRecordChanges || record.changes.contains(where: { $0.kind == .reset }) {
-                self = .encoded(seq: record.seq, bytes: record.jsonBytes())
+        /// `encoded` is the record's `jsonBytes()` when the caller made it (see `DocumentUndoManager.keepsEncoded`).
+        init(_ record: ChangeRecord, encoded: [UInt8]?) {
+            if DocumentUndoManager.keepsEncoded(record) {
+                self = .encoded(seq: record.seq, bytes: encoded ?? record.jsonBytes())
             } else {
                 self = .record(record)
             }
@@ -63,6 +64,12 @@ public final class DocumentUndoManager: Sendable {
                 }
             }
         }
+    }
+
+    /// Whether the undo group of `record` is kept as its JSON encoding: the committer then encodes it once, for the
+    /// journal and for this manager (`didCommit(_:encoded:)`).
+    static func keepsEncoded(_ record: ChangeRecord) -> Bool {
+        record.changes.count > Group.largeRecordChanges || record.changes.contains(where: { $0.kind == .reset })
     }
 
     /// What a commit did to NSDocument's change count: a new change, an undo, a redo.
@@ -145,8 +152,8 @@ public final class DocumentUndoManager: Sendable {
     }
 
     /// Records a commit (the store's `willCommit`, after the journal): a new group, or the completion of an undo or
-    /// redo.
-    func didCommit(_ record: ChangeRecord) {
+    /// redo. `encoded` is the record's `jsonBytes()` when the committer made it.
+    func didCommit(_ record: ChangeRecord, encoded: [UInt8]? = nil) {
         state.withLock { state in
             // A commit that only took a seq (`ObjectStore.advanceSeq()`) changed nothing to undo.
             guard !record.changes.isEmpty else { return }
@@ -165,7 +172,7 @@ public final class DocumentUndoManager: Sendable {
             switch state.pending {
             case .change:
                 guard levelsOfUndo > 0 else { return }
-                state.undoStack.append(Group(record))
+                state.undoStack.append(Group(record, encoded: encoded))
                 if state.undoStack.count > levelsOfUndo { state.undoStack.removeFirst() }
                 state.redoStack.removeAll()
             case .undo(let seq):
@@ -176,7 +183,7 @@ public final class DocumentUndoManager: Sendable {
                 if let index = state.redoStack.lastIndex(where: { $0.seq == seq }) {
                     state.redoStack.remove(at: index)
                 }
-                state.undoStack.append(Group(record))
+                state.undoStack.append(Group(record, encoded: encoded))
                 if state.undoStack.count > levelsOfUndo { state.undoStack.removeFirst() }
             }
             state.pending = .change
