@@ -115,6 +115,17 @@ public final class ObservationCenter: @unchecked Sendable {
     /// registration beyond; read as null at a commit after it grew beyond).
     static func observedValuesTotal(objectCount: Int) -> Int { max(2_000_000, 4 * objectCount) }
 
+    /// Reads an observed key path within the bound every observed key path has: `KeyPathAllowance.perEvaluation`
+    /// for the whole read (a controller's key path evaluates one per arranged object). Answers the value and the
+    /// to-many values the read took (its weight, at least 1).
+    private static func boundedRead(
+        objectCount: Int, _ read: () throws -> PropertyListValue
+    ) throws -> (value: PropertyListValue, weight: Int) {
+        let bound = KeyPathAllowance.perEvaluation(objectCount: objectCount)
+        let (value, used) = try KeyPathAllowance.withLimit(total: bound, perEvaluation: bound, read)
+        return (value, max(1, used))
+    }
+
     /// The weights of the observers of controllers and the defaults (re-read on the queue when their target
     /// changes), by observer id; on the queue only.
     private var externalWeights: [String: Int] = [:]
@@ -501,12 +512,12 @@ public final class ObservationCenter: @unchecked Sendable {
         let list = watched.withLock { $0 }
         guard !list.isEmpty else { return }
         var values: [String: PropertyListValue] = [:]
-        let perEvaluation = KeyPathAllowance.perEvaluation(objectCount: view.objectCount)
+        let objectCount = view.objectCount
         for entry in list {
-            let value = try? KeyPathAllowance.withLimit(perEvaluation: perEvaluation) {
+            let read = try? Self.boundedRead(objectCount: objectCount) {
                 try view.value(forKeyPath: entry.keyPath, of: entry.object).json
-            }.value
-            values[entry.observerID] = value ?? .null
+            }
+            values[entry.observerID] = read?.value ?? .null
         }
         captured.withLock { $0[record.seq] = values }
     }
@@ -622,10 +633,10 @@ public final class ObservationCenter: @unchecked Sendable {
             // Read and start watching under the store's lock, so that no commit falls between the two. With
             // `initial`, in the commit that gives the initial change its seq (it starts right after `since`).
             let read = { [self] (view: ReadView) throws -> PropertyListValue in
-                let (value, used) = try KeyPathAllowance.withLimit(
-                    perEvaluation: KeyPathAllowance.perEvaluation(objectCount: view.objectCount)
-                ) { try view.value(forKeyPath: keyPath, of: object).json }
-                let entry = WatchedKeyPath(observerID: id, object: object, keyPath: keyPath, weight: max(1, used))
+                let (value, weight) = try Self.boundedRead(objectCount: view.objectCount) {
+                    try view.value(forKeyPath: keyPath, of: object).json
+                }
+                let entry = WatchedKeyPath(observerID: id, object: object, keyPath: keyPath, weight: weight)
                 try watched.withLock { (list: inout [WatchedKeyPath]) throws(ObjectGraphError) in
                     try checkObservedWeight(adding: entry.weight, objects: list, objectCount: view.objectCount)
                     list.append(entry)
@@ -677,12 +688,12 @@ public final class ObservationCenter: @unchecked Sendable {
         queue.async { [self] in
             guard let externalReader else { return }
             var found: [(observer: KeyValueObserver, value: PropertyListValue)] = []
-            let bound = KeyPathAllowance.perEvaluation(objectCount: store.read { $0.objectCount })
+            let objectCount = store.read { $0.objectCount }
             for observer in observers.values where observer.target.description == target {
-                let value =
-                    (try? KeyPathAllowance.withLimit(total: bound, perEvaluation: bound) {
-                        try externalReader(target, observer.keyPath)
-                    }.value) ?? .null
+                let read = try? Self.boundedRead(objectCount: objectCount) {
+                    try externalReader(target, observer.keyPath)
+                }
+                let value = read?.value ?? .null
                 if value != observer.lastValue { found.append((observer, value)) }
             }
             // No seq: the document is closed, and nobody polls any more.
@@ -712,16 +723,13 @@ public final class ObservationCenter: @unchecked Sendable {
             try checkObserverCapacity()
             // Bounded as an object's observed key path is (`arrangedObjects.department.employees` fans out too).
             let objectCount = store.read { $0.objectCount }
-            let bound = KeyPathAllowance.perEvaluation(objectCount: objectCount)
-            let (value, used) = try KeyPathAllowance.withLimit(total: bound, perEvaluation: bound) {
-                try externalReader(target, keyPath)
-            }
-            try checkObservedWeight(adding: max(1, used), objects: watched.withLock { $0 }, objectCount: objectCount)
+            let (value, weight) = try Self.boundedRead(objectCount: objectCount) { try externalReader(target, keyPath) }
+            try checkObservedWeight(adding: weight, objects: watched.withLock { $0 }, objectCount: objectCount)
             let parsedTarget: KeyValueObserver.Target =
                 target == "defaults" ? .defaults : .controller(String(target.dropFirst("controllers/".count)))
             nextObserverID += 1
             let id = "o\(nextObserverID)-\(runToken)"
-            externalWeights[id] = max(1, used)
+            externalWeights[id] = weight
             // The state is read on this queue, where its changes are found too (`externalTargetDidChange`).
             let initialSeq = options.contains(.initial) ? try store.advanceSeq() : nil
             let since = initialSeq.map { $0 - 1 } ?? processedSeq
