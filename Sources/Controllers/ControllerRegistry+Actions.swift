@@ -19,7 +19,7 @@ extension ControllerRegistry {
     /// empty selection is kept.
     @discardableResult
     public func setSelectionIndexes(_ indexes: [Int], controller name: String) throws -> PropertyListValue {
-        let check = { (controller: Controller) throws(ObjectGraphError) in
+        let check = { (controller: Controller, _: ReadView) throws(ObjectGraphError) in
             if controller is TreeController {
                 throw ObjectGraphError.undefinedKey("selectionIndexes", entity: "Controller \(name)")
             }
@@ -38,7 +38,7 @@ extension ControllerRegistry {
     /// `PUT /controllers/{name}/selectionIndexPaths` (tree controllers).
     @discardableResult
     public func setSelectionIndexPaths(_ paths: [[Int]], controller name: String) throws -> PropertyListValue {
-        let check = { (controller: Controller) throws(ObjectGraphError) in
+        let check = { (controller: Controller, _: ReadView) throws(ObjectGraphError) in
             guard controller is TreeController else {
                 throw ObjectGraphError.undefinedKey("selectionIndexPaths", entity: "Controller \(name)")
             }
@@ -53,10 +53,10 @@ extension ControllerRegistry {
     /// nothing changes.
     @discardableResult
     public func setSelectedObjects(_ objects: [ObjectID], controller name: String) throws -> PropertyListValue {
-        try store.read { view throws(ObjectGraphError) in
+        let check = { (_: Controller, view: ReadView) throws(ObjectGraphError) in
             if let missing = objects.first(where: { !view.contains($0) }) { throw .noSuchObject(missing) }
         }
-        return try changingSelection(name) { controller, context throws(ObjectGraphError) in
+        return try changingSelection(name, checking: check) { controller, context throws(ObjectGraphError) in
             try controller.setSelectedObjects(objects, in: context)
         }
     }
@@ -64,14 +64,14 @@ extension ControllerRegistry {
     /// Commits pending edits, then changes the selection and lets details follow; answers the controller's state.
     /// `check` refuses the request before anything is committed (and again with the lock taken for the change).
     private func changingSelection(
-        _ name: String, checking check: (Controller) throws(ObjectGraphError) -> Void = { _ in },
+        _ name: String, checking check: (Controller, ReadView) throws(ObjectGraphError) -> Void = { _, _ in },
         _ change: (Controller, ControllerContext) throws(ObjectGraphError) -> Void
     ) throws -> PropertyListValue {
-        try session { _, context in try check(try context.controller(name)) }
+        try session { _, context in try check(try context.controller(name), context.view) }
         try commitEditsBeforeSelectionChange(name)
         return try session { registry, context in
             let controller = try context.controller(name)
-            try check(controller)
+            try check(controller, context.view)
             try change(controller, context)
             Self.followMasters(registry, context: context)
             return controller.state(in: context)
