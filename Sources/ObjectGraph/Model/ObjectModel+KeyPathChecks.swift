@@ -49,18 +49,6 @@ extension ObjectModel {
         }
     }
 
-    /// Whether `keyPath` gives several values on an object of `entityName`, by its static type: true for a
-    /// collection (through a to-many, an array-valued collection operator, a derived key that is one), false for one
-    /// value or object, nil when the model cannot tell (below an `any` attribute, or a key path that does not compile).
-    func givesSeveralValues(_ keyPath: String, on entityName: String) -> Bool? {
-        guard let compiled = try? compile(keyPath, for: entityName) else { return nil }
-        switch compiled.resultType {
-        case .collection: return true
-        case .scalar, .entity: return false
-        case .dynamic: return nil
-        }
-    }
-
     /// Checks what Foundation refuses in a filter and sort keys by their shape on `entityName` (after
     /// `checkReadable`): `ANY`, `ALL`, `NONE` or `SOME` over a key path of one value is 400 `bad-predicate`, and a sort
     /// key that gives several values (a to-many) or an object 400 `bad-query`. What the model cannot tell is left to
@@ -68,14 +56,22 @@ extension ObjectModel {
     public func checkArrangement(
         filter: Predicate?, sortKeys: [String], on entityName: String
     ) throws(ObjectGraphError) {
-        for keyPath in filter?.aggregatedKeyPaths ?? [] where givesSeveralValues(keyPath, on: entityName) == false {
-            throw ObjectGraphError(
-                status: 400, code: "bad-predicate",
-                message: "ANY, ALL and NONE need a collection; \(keyPath) is one value of \(entityName).",
-                fields: ["keyPath": .string(keyPath)])
+        // By the key path's static type: a collection (through a to-many, an array-valued collection operator, a
+        // derived key that is one), one value or one object; below an `any` attribute (`.dynamic`) nobody can tell.
+        func type(of keyPath: String) -> StaticType? { try? compile(keyPath, for: entityName).resultType }
+        for keyPath in filter?.aggregatedKeyPaths ?? [] {
+            switch type(of: keyPath) {
+            case .scalar?, .entity?:
+                throw ObjectGraphError(
+                    status: 400, code: "bad-predicate",
+                    message: "ANY, ALL and NONE need a collection; \(keyPath) is one value of \(entityName).",
+                    fields: ["keyPath": .string(keyPath)])
+            default:
+                continue
+            }
         }
         for keyPath in sortKeys {
-            switch (try? compile(keyPath, for: entityName))?.resultType {
+            switch type(of: keyPath) {
             case .collection?:
                 throw .badQuery(
                     "\(keyPath) gives several values (a collection) and cannot be sorted by; sort by one value of "
