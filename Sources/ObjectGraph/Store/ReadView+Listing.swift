@@ -11,12 +11,12 @@ extension ReadView {
     ) throws -> [ObjectHandle] {
         var handles = try handles(of: entity)
         guard predicate != nil || ordering != nil else { return handles }
-        let paths = (predicate?.keyPaths ?? []) + (ordering?.descriptors.map(\.key) ?? [])
+        let sortKeys = ordering?.descriptors.map(\.key) ?? []
+        let paths = (predicate?.keyPaths ?? []) + sortKeys
         // Every key path against the model first: an unknown key is an error whatever the objects hold (evaluation
         // alone would miss one behind a false `AND`, or a sort key with one object to sort).
         for keyPath in paths { try state.model.checkReadable(keyPath, on: entity) }
-        try state.model.checkArrangement(
-            filter: predicate, sortKeys: ordering?.descriptors.map(\.key) ?? [], on: entity)
+        try state.model.checkArrangement(filter: predicate, sortKeys: sortKeys, on: entity)
         let keyPaths = ListingKeyPaths(paths, entity: try state.model.entityIndex(entity), model: state.model)
         if let predicate {
             // Under the store's lock: many `MATCHES` each just under their own limit must not add up to minutes.
