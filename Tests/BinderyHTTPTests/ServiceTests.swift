@@ -154,25 +154,36 @@ struct ServiceTests {
 }
 
 struct RouterTests {
+    /// The routed request for `method path`, or nil (recorded as an issue) when no route takes it.
+    private func route(_ router: Router, _ method: String, _ path: String) -> RouteRequest? {
+        let request = HTTPRequest(method: method, rawPath: path)
+        guard case .found(_, let routed) = router.match(request, segments: request.pathSegments!) else {
+            Issue.record("no match for \(method) \(path)")
+            return nil
+        }
+        return routed
+    }
+
+    /// The methods a 405 for `method path` allows, or nil (recorded as an issue) when it is not a 405.
+    private func allowed(_ router: Router, _ method: String, _ path: String) -> [String]? {
+        let request = HTTPRequest(method: method, rawPath: path)
+        guard case .methodNotAllowed(let allowed) = router.match(request, segments: request.pathSegments!) else {
+            Issue.record("expected 405 for \(method) \(path)")
+            return nil
+        }
+        return allowed
+    }
+
     @Test func bindsParametersAndRest() throws {
         var router = Router()
         router.add("GET", "/objects/:entity") { _ in .response(HTTPResponse(status: 1)) }
         router.add("GET", "/objects/:entity/:id/*keyPath") { _ in .response(HTTPResponse(status: 2)) }
         router.add("PUT", "/objects/:entity/:id/*keyPath") { _ in .response(HTTPResponse(status: 3)) }
-        let request = HTTPRequest(method: "GET", rawPath: "/objects/Employee/42/department/name")
-        guard case .found(_, let routed) = router.match(request, segments: request.pathSegments!) else {
-            Issue.record("no match")
-            return
-        }
+        let routed = try #require(route(router, "GET", "/objects/Employee/42/department/name"))
         #expect(routed.parameter("entity") == "Employee")
         #expect(routed.parameter("id") == "42")
         #expect(routed.rest("keyPath") == ["department", "name"])
-        let delete = HTTPRequest(method: "DELETE", rawPath: "/objects/Employee/42/name")
-        guard case .methodNotAllowed(let allowed) = router.match(delete, segments: delete.pathSegments!) else {
-            Issue.record("expected 405")
-            return
-        }
-        #expect(allowed == ["GET", "PUT", "HEAD"])
+        #expect(allowed(router, "DELETE", "/objects/Employee/42/name") == ["GET", "PUT", "HEAD"])
         let none = HTTPRequest(method: "GET", rawPath: "/objects")
         guard case .notFound = router.match(none, segments: none.pathSegments!) else {
             Issue.record("expected no route")
@@ -184,46 +195,23 @@ struct RouterTests {
         var router = Router()
         router.add("POST", "/controllers/:name/:action(add|remove)") { _ in .response(HTTPResponse(status: 1)) }
         router.add("GET", "/controllers/:name/*keyPath") { _ in .response(HTTPResponse(status: 2)) }
-        let add = HTTPRequest(method: "POST", rawPath: "/controllers/people/add")
-        guard case .found(_, let routed) = router.match(add, segments: add.pathSegments!) else {
-            Issue.record("no match")
-            return
-        }
+        let routed = try #require(route(router, "POST", "/controllers/people/add"))
         #expect(routed.parameter("action") == "add")
         #expect(routed.parameter("name") == "people")
-        let other = HTTPRequest(method: "POST", rawPath: "/controllers/people/arrangedObjects")
-        guard case .methodNotAllowed(let allowed) = router.match(other, segments: other.pathSegments!) else {
-            Issue.record("expected 405")
-            return
-        }
-        #expect(allowed == ["GET", "HEAD"])
+        #expect(allowed(router, "POST", "/controllers/people/arrangedObjects") == ["GET", "HEAD"])
     }
 
     @Test func restThenIndex_takesTheLastSegmentOnlyWhenItIsDigits() throws {
         var router = Router()
         router.add("GET", "/objects/:entity/:id/*keyPath") { _ in .response(HTTPResponse(status: 1)) }
         router.add("DELETE", "/objects/:entity/:id/*keyPath/#index") { _ in .response(HTTPResponse(status: 2)) }
-        let remove = HTTPRequest(method: "DELETE", rawPath: "/objects/Department/1/boss/employees/12")
-        guard case .found(_, let routed) = router.match(remove, segments: remove.pathSegments!) else {
-            Issue.record("no match")
-            return
-        }
+        let routed = try #require(route(router, "DELETE", "/objects/Department/1/boss/employees/12"))
         #expect(routed.rest("keyPath") == ["boss", "employees"])
         #expect(routed.keyPath("keyPath") == "boss.employees")
         #expect(routed.parameter("index") == "12")
         for path in ["/objects/Department/1/name", "/objects/Department/1/employees/-1", "/objects/Department/1/7"] {
-            let request = HTTPRequest(method: "DELETE", rawPath: path)
-            guard case .methodNotAllowed(let allowed) = router.match(request, segments: request.pathSegments!) else {
-                Issue.record("expected 405 for \(path)")
-                continue
-            }
-            #expect(allowed == ["GET", "HEAD"], "\(path)")
+            #expect(allowed(router, "DELETE", path) == ["GET", "HEAD"], "\(path)")
         }
-        let put = HTTPRequest(method: "PUT", rawPath: "/objects/Department/1/employees/3")
-        guard case .methodNotAllowed(let allowed) = router.match(put, segments: put.pathSegments!) else {
-            Issue.record("expected 405")
-            return
-        }
-        #expect(allowed == ["GET", "DELETE", "HEAD"])
+        #expect(allowed(router, "PUT", "/objects/Department/1/employees/3") == ["GET", "DELETE", "HEAD"])
     }
 }
