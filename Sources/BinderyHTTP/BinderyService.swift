@@ -141,6 +141,14 @@ public final class BinderyService: HTTPResponder {
         return .error(APIError(status: status, code: code, message: reason))
     }
 
+    public func respondToUnsentLimit(limit: Int) -> HTTPResponse {
+        .error(
+            APIError(
+                status: 503, code: "server-busy",
+                message: "The server holds \(limit) bytes of answers that clients have not read yet; retry shortly.",
+                headers: [("Retry-After", "1")]))
+    }
+
     /// Counts the response and adds the headers every response carries: `X-Store-Seq` (a handler that knows the
     /// seq its answer reflects sets it itself, else the store's current seq is used, no further than is durable:
     /// `Document.acknowledgedSeq`) and

@@ -43,6 +43,14 @@ public final class HTTPServer: Sendable {
     private let suspensions = Mutex((connections: [ObjectIdentifier: HTTPSuspendedConnection](), stopping: false))
     /// Each connection's deadline for receiving its next request (`requestTimeout`).
     fileprivate let headerDeadlines: HeaderDeadlines
+    /// Bytes of the answers of at least `countedBodySize` that libmicrohttpd holds, not yet sent (`UnsentBody`).
+    fileprivate let unsentBytes = Atomic<Int>(0)
+    /// Answers at least this large are counted in `unsentBytes`. Smaller ones are copied by libmicrohttpd uncounted:
+    /// at most this much per connection.
+    static let countedBodySize = 16 << 10
+
+    /// Bytes of large answers waiting for clients to read them (see `HTTPServerConfiguration.maxUnsentBytes`).
+    public var unsentByteCount: Int { unsentBytes.load(ordering: .relaxed) }
 
     public init(configuration: HTTPServerConfiguration, responder: any HTTPResponder) {
         self.configuration = configuration
@@ -343,11 +351,24 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    fileprivate func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MHD_Result {
+    /// Hands the response to libmicrohttpd. A large answer to a safe request (`isSafe`: GET or HEAD, whose answer
+    /// can be replaced without losing a change) while other large answers hold `maxUnsentBytes` is replaced by the
+    /// responder's `respondToUnsentLimit`: clients that do not read could otherwise make the server hold any amount.
+    fileprivate func queue(_ response: HTTPResponse, on connection: OpaquePointer, isSafe: Bool) -> MHD_Result {
         let mhdResponse: OpaquePointer?
         switch response.body {
         case .empty:
             mhdResponse = MHD_create_response_from_buffer(0, nil, .RESPMEM_PERSISTENT)
+        case .bytes(let bytes) where bytes.count >= Self.countedBodySize:
+            let unsent = unsentBytes.load(ordering: .relaxed)
+            if isSafe, unsent > 0, unsent + bytes.count > configuration.maxUnsentBytes {
+                return queue(
+                    responder.respondToUnsentLimit(limit: configuration.maxUnsentBytes), on: connection, isSafe: false)
+            }
+            let body = Unmanaged.passRetained(UnsentBody(copying: bytes, countedIn: self))
+            mhdResponse = MHD_create_response_from_buffer_with_free_callback_cls(
+                bytes.count, body.takeUnretainedValue().storage.baseAddress, unsentBodyReleased, body.toOpaque())
+            if mhdResponse == nil { body.release() }
         case .bytes(let bytes):
             mhdResponse = bytes.withUnsafeBytes { raw in
                 MHD_create_response_from_buffer(
@@ -441,10 +462,10 @@ private let accessHandler: MHD_AccessHandlerCallback = {
             contextSlot.pointee = HTTPServer.headerSeen
             guard let refusal = server.refusalUpFront(connection, url: url, version: version) else { return .YES }
             HTTPServer.context(in: contextSlot).refusal = refusal
+            let name = method.map(methodName) ?? "GET"
             let response = server.handle(
-                connection: connection, rawURL: originForm(url),
-                method: method.map(methodName) ?? "GET", contextSlot: contextSlot)
-            return response.map { server.queue($0, on: connection) } ?? .YES
+                connection: connection, rawURL: originForm(url), method: name, contextSlot: contextSlot)
+            return response.map { server.queue($0, on: connection, isSafe: isSafe(name)) } ?? .YES
         }
         if let uploadDataSize, uploadDataSize.pointee != 0 {
             if let uploadData {
@@ -455,11 +476,11 @@ private let accessHandler: MHD_AccessHandlerCallback = {
         }
         // The whole request is in.
         clock(of: connection)?.requestReceived()
+        let name = method.map(methodName) ?? "GET"
         let response = server.handle(
-            connection: connection, rawURL: originForm(url),
-            method: method.map(methodName) ?? "GET", contextSlot: contextSlot)
+            connection: connection, rawURL: originForm(url), method: name, contextSlot: contextSlot)
         guard let response else { return .YES }  // suspended: answered after `resume`
-        return server.queue(response, on: connection)
+        return server.queue(response, on: connection, isSafe: isSafe(name))
     }
 }
 
@@ -499,6 +520,34 @@ private func methodName(_ method: UnsafePointer<CChar>) -> String {
     if `is`("HEAD") { return "HEAD" }
     if `is`("OPTIONS") { return "OPTIONS" }
     return String(cString: method)
+}
+
+/// Whether a request of this method changes nothing (its answer can be replaced by a 503 without losing a change).
+private func isSafe(_ method: String) -> Bool {
+    method == "GET" || method == "HEAD"
+}
+
+/// A large answer's bytes while libmicrohttpd holds them, counted in the server's `unsentBytes` until released.
+private final class UnsentBody {
+    let storage: UnsafeMutableRawBufferPointer
+    let server: HTTPServer
+
+    init(copying bytes: [UInt8], countedIn server: HTTPServer) {
+        let storage = UnsafeMutableRawBufferPointer.allocate(byteCount: bytes.count, alignment: 1)
+        bytes.withUnsafeBytes { storage.copyMemory(from: $0) }
+        self.storage = storage
+        self.server = server
+        server.unsentBytes.add(bytes.count, ordering: .relaxed)
+    }
+
+    deinit {
+        server.unsentBytes.subtract(storage.count, ordering: .relaxed)
+        storage.deallocate()
+    }
+}
+
+private let unsentBodyReleased: MHD_ContentReaderFreeCallback = { cls in
+    if let cls { Unmanaged<UnsentBody>.fromOpaque(cls).release() }
 }
 
 private let streamReader: MHD_ContentReaderCallback = { cls, _, buffer, max in

@@ -15,6 +15,10 @@ public struct HTTPServerConfiguration: Sendable {
     /// Seconds a connection has to send a whole request (head and body) once it starts waiting for one, however
     /// steadily the bytes come (against slowloris); nil: `idleTimeout`.
     public var requestTimeout: Int?
+    /// Bytes of large answers (`HTTPServer.countedBodySize` and over) held for clients that have not read them yet;
+    /// while more is held, a GET or HEAD whose answer is large gets `HTTPResponder.respondToUnsentLimit` instead
+    /// (unless nothing else is held: one answer larger than the limit still goes).
+    public var maxUnsentBytes: Int
     /// Bytes of libmicrohttpd's per-connection memory pool (request line, headers, response headers).
     public var connectionMemoryLimit: Int
     public var listenBacklog: Int
@@ -27,7 +31,7 @@ public struct HTTPServerConfiguration: Sendable {
     public init(
         host: String = "127.0.0.1", port: UInt16 = 8080, threads: Int = HTTPServerConfiguration.processorCount,
         maxBodySize: Int = 1 << 20, connectionLimit: Int = 20_000, idleTimeout: Int = 60,
-        connectionMemoryLimit: Int = 16 * 1024, listenBacklog: Int = 4096
+        connectionMemoryLimit: Int = 16 * 1024, listenBacklog: Int = 4096, maxUnsentBytes: Int = 1 << 30
     ) {
         self.host = host
         self.port = port
@@ -37,6 +41,7 @@ public struct HTTPServerConfiguration: Sendable {
         self.idleTimeout = idleTimeout
         self.connectionMemoryLimit = connectionMemoryLimit
         self.listenBacklog = listenBacklog
+        self.maxUnsentBytes = maxUnsentBytes
     }
 
     /// The number of online processors.

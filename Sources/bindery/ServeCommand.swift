@@ -44,6 +44,10 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "The request body limit in bytes (413 beyond).")
     var maxBody = 1_048_576
 
+    @Option(
+        help: "Bytes of large answers held for clients that have not read them; beyond, a GET gets 503 server-busy.")
+    var maxUnsent = 1 << 30
+
     @Option(help: "Seconds after which an unpolled observer expires.")
     var observerTtl = 300
 
@@ -61,6 +65,7 @@ struct ServeCommand: ParsableCommand {
 
     func validate() throws {
         guard maxBody > 0 else { throw ValidationError("--max-body must be positive") }
+        guard maxUnsent > 0 else { throw ValidationError("--max-unsent must be positive") }
         guard undoDepth >= 0 else { throw ValidationError("--undo-depth must not be negative") }
         guard threads > 0 else { throw ValidationError("--threads must be positive") }
         guard history > 0 else { throw ValidationError("--history must be positive") }
@@ -101,7 +106,7 @@ struct ServeCommand: ParsableCommand {
         }
         let server = HTTPServer(
             configuration: HTTPServerConfiguration(
-                host: host, port: port, threads: threads, maxBodySize: maxBody),
+                host: host, port: port, threads: threads, maxBodySize: maxBody, maxUnsentBytes: maxUnsent),
             responder: service)
         Self.raiseOpenFileLimit()
         try server.start()

@@ -84,6 +84,24 @@ struct ServiceTests {
         }
     }
 
+    @Test func answersHeldForSlowReadersGiveServerBusyJSON() throws {
+        // The HTTP layer's budget itself is tested in HTTPServerTests; this is the answer the service gives then.
+        let document = try Document(fixtureDirectory: packageRoot + "/Fixtures/employees")
+        let service = BinderyService(
+            configuration: .init(publicDirectory: packageRoot + "/Public", corsOrigin: "*"), document: document,
+            observations: ObservationCenter(document: document, queue: DispatchQueue(label: "test.busy")))
+        let response = service.respondToUnsentLimit(limit: 1000)
+        #expect(response.status == 503)
+        #expect(response.headers.contains { $0.name == "Retry-After" && $0.value == "1" })
+        guard case .bytes(let body) = response.body else {
+            Issue.record("no body")
+            return
+        }
+        let json = try PropertyListValue(jsonBytes: body)
+        #expect(json["error"]?["code"] == "server-busy")
+        #expect(json["error"]?["message"]?.stringValue?.contains("1000 bytes") == true)
+    }
+
     @Test func undecodablePathIs400JSON() throws {
         try withService { client in
             let response = try client.request("GET", "/objects/%FF%FE")

@@ -22,6 +22,11 @@ private final class TestResponder: HTTPResponder {
             let query = request.query.map { "\($0.name)=\($0.value)" }.joined(separator: "&")
             let text = "\(request.method) \(segments.joined(separator: "|")) ?\(query) body=\(request.body.count)"
             return .response(HTTPResponse(status: 200, contentType: "text/plain", text: text))
+        case "big":
+            // `size` bytes, any method.
+            let size = request.query.first { $0.name == "size" }.flatMap { Int($0.value) } ?? 0
+            return .response(
+                HTTPResponse(status: 200, body: .bytes(Array(repeating: 120, count: size))))
         case "wait":
             return .suspend(
                 HTTPSuspension(
@@ -55,11 +60,12 @@ private final class TestResponder: HTTPResponder {
 
 private func withServer(
     maxBody: Int = 1 << 20, staticRoot: String? = nil, idleTimeout: Int = 60, requestTimeout: Int? = nil,
-    _ body: (HTTPServer, TestResponder, TestHTTPClient) throws -> Void
+    maxUnsent: Int = 1 << 30, _ body: (HTTPServer, TestResponder, TestHTTPClient) throws -> Void
 ) throws {
     let responder = TestResponder(staticRoot: staticRoot)
     var configuration = HTTPServerConfiguration(
-        host: "127.0.0.1", port: 0, threads: 2, maxBodySize: maxBody, idleTimeout: idleTimeout)
+        host: "127.0.0.1", port: 0, threads: 2, maxBodySize: maxBody, idleTimeout: idleTimeout,
+        maxUnsentBytes: maxUnsent)
     configuration.requestTimeout = requestTimeout
     let server = HTTPServer(configuration: configuration, responder: responder)
     try server.start()
@@ -411,6 +417,32 @@ struct HTTPServerTests {
                     break
                 }
             }
+        }
+    }
+
+    @Test func largeAnswersHeldForClientsThatDoNotReadAreBounded() throws {
+        // 24 MiB answers against a 16 MiB budget: more than the loopback socket buffers take, so an unread one stays
+        // held by the server.
+        let size = 24 << 20
+        try withServer(maxUnsent: 16 << 20) { server, _, client in
+            let request = Array("GET /big?size=\(size) HTTP/1.1\r\nHost: x\r\n\r\n".utf8)
+            // Nothing is held: one answer over the budget still goes, and is held while its client does not read.
+            let unread = try client.connect()
+            try client.send(request, on: unread)
+            for _ in 0..<200 where server.unsentByteCount == 0 { usleep(10_000) }
+            #expect(server.unsentByteCount == size)
+            // Another large GET is refused while it is held; a small one, and a POST (whose answer may report a
+            // change), are not.
+            let refused = try client.request("GET", "/big?size=\(size)")
+            #expect(refused.status == 503)
+            #expect(refused.header("Retry-After") == "1")
+            #expect(try client.request("GET", "/big?size=1000").body.count == 1000)
+            #expect(try client.request("POST", "/big?size=\(size)").body.count == size)
+            // Once the client leaves, its answer is released and large GETs go again.
+            close(unread)
+            for _ in 0..<500 where server.unsentByteCount != 0 { usleep(10_000) }
+            #expect(server.unsentByteCount == 0)
+            #expect(try client.request("GET", "/big?size=\(size)").body.count == size)
         }
     }
 
