@@ -13,9 +13,9 @@ public struct XMLPropertyListError: Error, Sendable, CustomStringConvertible {
 extension PropertyListValue {
     /// This value as an XML property list (Apple's `PropertyList-1.0` DTD).
     ///
-    /// A property list has no null: a null dictionary entry is left out (an absent key reads back as null), and a
-    /// null elsewhere is written as the marker dictionary `{"$null": true}`, which `init(xmlPropertyList:)` reads
-    /// back as null. Lines are indented one tab per level down to `maximumIndent` levels (so that the size stays
+    /// A property list has no null: null, in a dictionary as elsewhere, is written as the marker dictionary
+    /// `{"$null": true}`, which `init(xmlPropertyList:)` reads back as null. (A null dictionary entry is not left
+    /// out: `PUT /store` reads an absent attribute as the model's default, so the export would not read back.) Lines are indented one tab per level down to `maximumIndent` levels (so that the size stays
     /// linear in the depth). A carriage return is written `&#13;` (an XML reader would read a raw one as a line
     /// feed); a string with another control character (but tab and line feed) cannot be written, as XML 1.0 has no
     /// way to carry it, and throws.
@@ -54,8 +54,7 @@ extension PropertyListValue {
             out += "\(pad)</array>\n"
         case .dictionary(let dictionary):
             out += "\(pad)<dict>\n"
-            for key in dictionary.keys.sorted() {
-                guard let element = dictionary[key], !element.isNull else { continue }
+            for (key, element) in dictionary.sorted(by: { $0.key < $1.key }) {
                 out += "\(pad)\t<key>\(try escape(key))</key>\n"
                 try writeXML(element, indent: indent + 1, into: &out)
             }

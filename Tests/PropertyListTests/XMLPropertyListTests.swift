@@ -29,9 +29,12 @@ struct XMLPropertyListTests {
         #expect(try PropertyListValue(xmlPropertyList: fraction) == .date(Date(timeIntervalSince1970: 1_795_558_340.5)))
     }
 
-    @Test func leavesNullDictionaryEntriesOut() throws {
-        let value: PropertyListValue = ["present": 1, "absent": nil]
-        #expect(try PropertyListValue(xmlPropertyList: try value.xmlPropertyList()) == ["present": 1])
+    @Test func writesNullDictionaryEntriesAsTheMarker() throws {
+        // An entry left out would read back as absent, which an import takes as "the model's default".
+        let value: PropertyListValue = ["present": 1, "null": nil]
+        let xml = try value.xmlPropertyList()
+        #expect(String(decoding: xml, as: UTF8.self).contains("\t<key>null</key>\n\t<dict>\n\t\t<key>$null</key>"))
+        #expect(try PropertyListValue(xmlPropertyList: xml) == value)
     }
 
     /// As for JSON: a client's value nests at most `valueDepthLimit` levels (every reader of it recurses).
