@@ -84,7 +84,7 @@ extension BinderyService {
         let (json, version, seq) = try document.store.read { view throws -> (PropertyListValue, Int64, Int64) in
             (try view.json(of: id), try view.version(of: id), document.acknowledgedSeq(view.seq))
         }
-        if let condition = request.request.header("If-None-Match"), matches(condition, version: version) {
+        if let condition = request.request.header("If-None-Match"), matches(condition, version: version, weak: true) {
             return .response(
                 HTTPResponse(status: 304, headers: [("ETag", etag(version)), ("X-Store-Seq", String(seq))]))
         }
@@ -224,11 +224,12 @@ extension BinderyService {
 
     static func etag(_ version: Int64) -> String { "\"\(version)\"" }
 
-    /// Whether an `If-Match` / `If-None-Match` list names this version (`*` names any).
-    static func matches(_ condition: String, version: Int64) -> Bool {
+    /// Whether an `If-Match` / `If-None-Match` list names this version (`*` names any). `If-Match` compares strongly
+    /// (RFC 9110 §13.1.1: a weak tag `W/"7"` never matches), `If-None-Match` weakly (`weak`).
+    static func matches(_ condition: String, version: Int64, weak: Bool = false) -> Bool {
         condition.split(separator: ",").contains { candidate in
             var tag = candidate.trimmingCharacters(in: " \t")
-            if tag.hasPrefix("W/") { tag.removeFirst(2) }
+            if weak, tag.hasPrefix("W/") { tag.removeFirst(2) }
             return tag == "*" || tag == etag(version)
         }
     }

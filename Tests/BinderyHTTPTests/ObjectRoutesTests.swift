@@ -352,6 +352,15 @@ struct ObjectRoutesTests {
             #expect(stale.errorCode == "precondition-failed")
             #expect(stale.json?["error"]?["current"] == 160000)
             #expect(stale.header("ETag") == "\"2\"")
+            // If-Match compares strongly: a weak tag never matches, and an empty list names nothing.
+            for condition in ["W/\"2\"", ""] {
+                let weak = try client.request(
+                    "PUT", "/objects/Employee/4/salary", headers: ["If-Match": condition], json: "1")
+                #expect(weak.status == 412, "If-Match: \(condition)")
+            }
+            // If-None-Match compares weakly.
+            #expect(
+                try client.request("GET", "/objects/Employee/4", headers: ["If-None-Match": "W/\"2\""]).status == 304)
             let fresh = try client.request(
                 "PUT", "/objects/Employee/4/salary", headers: ["If-Match": "\"2\""], json: "1")
             #expect(fresh.status == 200)
