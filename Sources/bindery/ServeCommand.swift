@@ -58,7 +58,7 @@ struct ServeCommand: ParsableCommand {
     var maxObservers = 10_000
 
     @Option(help: "HTTP worker threads (default: one per core).")
-    var threads = HTTPServerConfiguration.processorCount
+    var threads: Int?
 
     @Option(help: "The Access-Control-Allow-Origin header.")
     var cors = "*"
@@ -67,7 +67,7 @@ struct ServeCommand: ParsableCommand {
         guard maxBody > 0 else { throw ValidationError("--max-body must be positive") }
         guard maxUnsent > 0 else { throw ValidationError("--max-unsent must be positive") }
         guard undoDepth >= 0 else { throw ValidationError("--undo-depth must not be negative") }
-        guard threads > 0 else { throw ValidationError("--threads must be positive") }
+        guard (threads ?? 1) > 0 else { throw ValidationError("--threads must be positive") }
         guard history > 0 else { throw ValidationError("--history must be positive") }
         guard historyBytes > 0 else { throw ValidationError("--history-bytes must be positive") }
         guard observerTtl > 0 else { throw ValidationError("--observer-ttl must be positive") }
@@ -106,7 +106,8 @@ struct ServeCommand: ParsableCommand {
         }
         let server = HTTPServer(
             configuration: HTTPServerConfiguration(
-                host: host, port: port, threads: threads, maxBodySize: maxBody, maxUnsentBytes: maxUnsent),
+                host: host, port: port, threads: threads ?? HTTPServerConfiguration.processorCount,
+                maxBodySize: maxBody, maxUnsentBytes: maxUnsent),
             responder: service)
         Self.raiseOpenFileLimit()
         try server.start()
