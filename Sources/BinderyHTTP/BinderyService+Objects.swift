@@ -141,7 +141,7 @@ extension BinderyService {
     }
 
     /// `POST /objects/{Entity}/{id}/{toManyKeyPath}?index=N` with a `{"$ref"}` body: answers the relationship's new
-    /// value.
+    /// value (read from its owner: the change may move the path's to-ones, see `Transaction.toManyOwner`).
     private static func insertElement(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {
         let id = try objectID(request)
         let keyPath = request.keyPath("keyPath")
@@ -155,14 +155,15 @@ extension BinderyService {
             let version = try checkIfMatch(request, id: id, in: transaction.view) {
                 try $0.value(forKeyPath: keyPath, of: id).json
             }
+            let (owner, key) = try transaction.toManyOwner(keyPath, of: id)
             try transaction.insert(element, at: index, intoKeyPath: keyPath, of: id)
             return ChangeAnswer(
-                try transaction.view.value(forKeyPath: keyPath, of: id).json, of: id, version: version, in: transaction)
+                try transaction.view.value(forKeyPath: key, of: owner).json, of: id, version: version, in: transaction)
         }
         return acknowledge(result, changed(result), document: document)
     }
 
-    /// `DELETE /objects/{Entity}/{id}/{toManyKeyPath}/{index}`: answers the relationship's new value.
+    /// `DELETE /objects/{Entity}/{id}/{toManyKeyPath}/{index}`: answers the relationship's new value (from its owner).
     private static func removeElement(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {
         let id = try objectID(request)
         let keyPath = request.keyPath("keyPath")
@@ -175,9 +176,10 @@ extension BinderyService {
             let version = try checkIfMatch(request, id: id, in: transaction.view) {
                 try $0.value(forKeyPath: keyPath, of: id).json
             }
+            let (owner, key) = try transaction.toManyOwner(keyPath, of: id)
             try transaction.remove(at: index, fromKeyPath: keyPath, of: id)
             return ChangeAnswer(
-                try transaction.view.value(forKeyPath: keyPath, of: id).json, of: id, version: version, in: transaction)
+                try transaction.view.value(forKeyPath: key, of: owner).json, of: id, version: version, in: transaction)
         }
         return acknowledge(result, changed(result), document: document)
     }

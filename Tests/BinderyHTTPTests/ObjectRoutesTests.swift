@@ -499,6 +499,12 @@ struct ObjectRoutesTests {
             let removed = try client.request("DELETE", "/objects/Employee/1/directReports/1")
             #expect(removed.json == [["$ref": "Employee/2"], ["$ref": "Employee/3"]])
             #expect(try client.request("GET", "/objects/Employee/7/manager").json == PropertyListValue.null)
+            // Through a to-one that the change itself clears (Employee/3 leaves its manager's directReports), the
+            // answer is still the relationship's new value, read from its owner.
+            let left = try client.request("DELETE", "/objects/Employee/3/manager/directReports/1")
+            #expect(left.status == 200)
+            #expect(left.json == [["$ref": "Employee/2"]])
+            #expect(try client.request("GET", "/objects/Employee/3/manager").json == PropertyListValue.null)
             // Employee.department is required: removing from Department.employees is refused, nothing changes.
             let refused = try client.request("DELETE", "/objects/Department/5/employees/0")
             #expect(refused.status == 422)

@@ -342,6 +342,16 @@ extension Transaction {
         }
     }
 
+    /// The object that owns the to-many a key path (through to-ones) ends in, and the to-many's key: what a change
+    /// through the path changes, whatever it does to the path's to-ones (removing an object from
+    /// `department.employees` leaves `department` nil).
+    public func toManyOwner(_ keyPath: String, of object: ObjectID) throws(ObjectGraphError) -> (
+        owner: ObjectID, key: String
+    ) {
+        let (handle, index) = try toManyTarget(keyPath, of: object)
+        return (state.objectID(of: handle), state.relationship(handle, index).name)
+    }
+
     /// The object and the to-many relationship a to-many key path (through to-ones) ends in.
     private func toManyTarget(
         _ keyPath: String, of object: ObjectID
