@@ -89,6 +89,12 @@ extension Controller {
             arrangedIndex: arrangedIndex)
     }
 
+    /// Whether `action` moves the selection, and with it the content of the controllers following this one: `remove`
+    /// always, an insertion when it selects the new object (an object controller's `add` makes it the content).
+    func changesSelection(by action: String) -> Bool {
+        action == "remove" || options.selectsInsertedObjects || self is ObjectController
+    }
+
     /// Entity mode (and object controllers) delete; relationship mode removes from the relationship, refused with
     /// 422 `cardinality` when the objects cannot live without it (a required to-one inverse).
     func removalEdit(of objects: [ObjectID], model: ObjectModel) throws -> ModelEdit {

@@ -5,7 +5,9 @@ import PropertyList
 ///
 /// A selection change asked by a client first commits pending edits — the controller's own and those of every
 /// controller following it — as NSArrayController asks its editors to commit before it changes the selection: if a
-/// commit fails (422 with every error), the edits are kept and the selection stays as it was.
+/// commit fails (422 with every error), the edits are kept and the selection stays as it was. So do the actions that
+/// move the selection: `add`, `insert`, `addChild` and `insertChild` when they select the new object, and `remove`
+/// (see `insertOrRemove`).
 extension ControllerRegistry {
     /// The actions `POST /controllers/{name}/{action}` knows.
     public static let actions = [
@@ -79,9 +81,10 @@ extension ControllerRegistry {
     }
 
     /// Commits the pending edits of the controller's own editors, then those of every controller that follows it: a
-    /// master's new selection gives its details new content, and their edits must not move to other objects.
-    private func commitEditsBeforeSelectionChange(_ name: String) throws {
-        try commitPendingEdits(of: [name] + followers(of: name), beforeSelectionChange: true)
+    /// master's new selection gives its details new content, and their edits must not move to other objects. Edits
+    /// whose objects are all among `removed` are left for the removal to drop.
+    private func commitEditsBeforeSelectionChange(_ name: String, sparing removed: Set<ObjectID> = []) throws {
+        try commitPendingEdits(of: [name] + followers(of: name), beforeSelectionChange: true, sparing: removed)
     }
 
     /// The controllers whose content follows `name`, directly or through other controllers, masters first.
@@ -204,7 +207,10 @@ extension ControllerRegistry {
     ///
     /// Before a selection change, edits whose selection has gone (the content changed under them) are dropped, as
     /// an editor bound to an empty selection has nothing to commit: they must not keep the selection from changing.
-    func commitPendingEdits(of names: [String], beforeSelectionChange: Bool = false) throws {
+    /// Edits whose selected objects are all in `removed` (about to be removed) are neither committed nor dropped here.
+    func commitPendingEdits(
+        of names: [String], beforeSelectionChange: Bool = false, sparing removed: Set<ObjectID> = []
+    ) throws {
         typealias Plan = (name: String, edit: ModelEdit, objects: [ObjectID], edits: [PendingEdit])
         let plans = try session { _, context -> [Plan] in
             var plans: [Plan] = []
@@ -222,6 +228,7 @@ extension ControllerRegistry {
                     context.emit(controller, .isEditing)
                     continue
                 }
+                if !removed.isEmpty, objects.allSatisfy(removed.contains) { continue }
                 let edits = controller.pendingEdits
                 plans.append((name, .setValues(objects: objects, edits: edits), objects, edits))
             }
@@ -330,7 +337,14 @@ extension ControllerRegistry {
         }
     }
 
-    /// `add`, `insert`, `addChild`, `insertChild`, `remove`: plan, transact, finish.
+    /// `add`, `insert`, `addChild`, `insertChild`, `remove`: plan, commit pending edits, plan again, transact, finish.
+    ///
+    /// An action that moves the selection (`Controller.changesSelection(by:)`) first commits the pending edits of the
+    /// controller and of the controllers following it (whose content moves with it), as a selection change does; if
+    /// that fails (422 with every error) nothing is created or removed and the edits and the selection are kept.
+    /// `remove` commits only the edits of objects that survive it: those whose objects are all removed are dropped
+    /// with them, as Cocoa discards the editors bound to removed objects (so they never keep an object from being
+    /// removed); edits of a controller that follows the one removing, for other objects, are committed.
     private func insertOrRemove(_ action: String, controller name: String, body: PropertyListValue?) throws
         -> PropertyListValue
     {
@@ -352,6 +366,13 @@ extension ControllerRegistry {
             }
             requestedIndex = Int(value)
         }
+        // Planned once to refuse the request before any edit is committed, and again after: the commit may re-arrange.
+        let (changesSelection, removed) = try session { _, context -> (Bool, [ObjectID]) in
+            let controller = try context.controller(name)
+            _ = try controller.plan(action, values: values, index: requestedIndex, in: context)
+            return (controller.changesSelection(by: action), action == "remove" ? controller.selectedObjects : [])
+        }
+        if changesSelection { try commitEditsBeforeSelectionChange(name, sparing: Set(removed)) }
         let plan = try session { _, context -> InsertionPlan in
             let controller = try context.controller(name)
             let plan = try controller.plan(action, values: values, index: requestedIndex, in: context)

@@ -119,6 +119,90 @@ struct EditingTests {
         #expect(try h.selection() == [0])
     }
 
+    /// `add` selects the new object (`selectsInsertedObjects`): the edits are committed first, to the objects they
+    /// were made for, as for a selection change.
+    @Test func add_withValidPendingEdits_commitsThemToTheOldSelection_selectsTheNewObject() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.registry.setPendingEdit(1, forKeyPath: "salary", controller: "e")
+        try h.registry.perform(
+            "add", controller: "e",
+            body: ["object": ["firstName": "Al", "lastName": "Aaron", "department": ref("Department/2")]])
+        #expect(try h.json("salary", of: "Employee/ann") == 1)
+        #expect(try h.selectedNames() == ["Aaron"])
+        #expect(try h.value("selection.salary") == .null)
+        #expect(try h.value("isEditing") == false)
+        #expect(h.notifications == ["ControllerDidCommitEditing"])
+    }
+
+    @Test func add_withInvalidPendingEdits_422_nothingCreated_editsAndSelectionKept() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.select([1])
+        try h.registry.setPendingEdit(-1, forKeyPath: "salary", controller: "e")
+        let seq = h.store.seq
+        expectError("validation-failed", status: 422) {
+            try h.registry.perform(
+                "add", controller: "e",
+                body: ["object": ["firstName": "Al", "lastName": "Aaron", "department": ref("Department/2")]])
+        }
+        #expect(h.store.seq == seq)
+        #expect(try h.names() == ["Archer", "Baker", "Cole", "Dunn", "Evans"])
+        #expect(try h.selection() == [1])
+        #expect(try h.registry.edits(controller: "e") == ["salary": -1])
+    }
+
+    /// `insert` selects the new object too: an invalid edit refuses it, a valid one is committed first.
+    @Test func insert_withPendingEdits_commitsFirst_invalidEdits422() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.select([2])
+        let body: PropertyListValue = [
+            "object": ["firstName": "Zed", "lastName": "Zulu", "department": ref("Department/2")]
+        ]
+        try h.registry.setPendingEdit(-1, forKeyPath: "salary", controller: "e")
+        expectError("validation-failed", status: 422) { try h.registry.perform("insert", controller: "e", body: body) }
+        #expect(try h.names().count == 5)
+        #expect(try h.selectedNames() == ["Cole"])
+        try h.registry.setPendingEdit(9, forKeyPath: "salary", controller: "e")
+        try h.registry.perform("insert", controller: "e", body: body)
+        #expect(try h.json("salary", of: "Employee/cy") == 9)
+        #expect(try h.selectedNames() == ["Zulu"])
+        #expect(try h.value("isEditing") == false)
+    }
+
+    /// The pending edits of an object that `remove` takes away are discarded with it (as Cocoa discards the editors
+    /// bound to removed objects), so even invalid ones do not keep it from being removed.
+    @Test func remove_withPendingEditsOfTheRemovedObject_discardsThem() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.select([2])
+        try h.registry.setPendingEdit(-1, forKeyPath: "salary", controller: "e")
+        try h.registry.perform("remove", controller: "e")
+        #expect(h.store.read { $0.contains(id("Employee/cy")) } == false)
+        #expect(try h.value("isEditing") == false)
+        #expect(try h.selectedNames() == ["Dunn"])
+        #expect(try h.json("salary", of: "Employee/dee") == 100)
+    }
+
+    /// The controllers following the one that removes get other content; their edits are for objects that survive
+    /// the removal, and are committed first (a failure refuses the removal).
+    @Test func remove_withPendingEditsOfAFollower_commitsThemFirst_invalidEdits422() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.employees("reports", content: "@e.selection.directReports")
+        #expect(try h.selectedNames("reports") == ["Baker"])
+        try h.registry.setPendingEdit(-1, forKeyPath: "salary", controller: "reports")
+        expectError("validation-failed", status: 422) { try h.registry.perform("remove", controller: "e") }
+        #expect(h.store.read { $0.contains(id("Employee/ann")) } == true)
+        #expect(try h.registry.edits(controller: "reports") == ["salary": -1])
+        try h.registry.setPendingEdit(7, forKeyPath: "salary", controller: "reports")
+        try h.registry.perform("remove", controller: "e")
+        #expect(h.store.read { $0.contains(id("Employee/ann")) } == false)
+        #expect(try h.json("salary", of: "Employee/bob") == 7)
+        #expect(try h.value("isEditing", of: "reports") == false)
+    }
+
     @Test func selectionRequestOfTheWrongKind_refusedBeforeEditsAreCommitted() throws {
         let h = try Harness()
         try h.employees()

@@ -88,6 +88,30 @@ struct MasterDetailTests {
         #expect(try h.names("staff") == ["Dunn"])
     }
 
+    /// A master's `add` selects the new object, which gives its details other content: their edits (and those of
+    /// the controllers following them) are committed first, or the `add` is refused with nothing created.
+    @Test func masterAdd_withPendingEditsOfTheDetails_commitsThemFirst_invalidEdits422() throws {
+        let h = try harness()
+        try h.select([2], "departments")
+        try h.registry.setPendingEdit(-1, forKeyPath: "salary", controller: "staff")
+        try h.registry.setPendingEdit("Annie", forKeyPath: "firstName", controller: "person")
+        expectError("validation-failed", status: 422) {
+            try h.registry.perform("add", controller: "departments", body: ["object": ["name": "Ops"]])
+        }
+        #expect(try h.value("arrangedObjects.name", of: "departments") == ["Legal", "Research", "Sales"])
+        #expect(try h.selection("departments") == [2])
+        #expect(try h.registry.edits(controller: "staff") == ["salary": -1])
+        #expect(try h.registry.edits(controller: "person") == ["firstName": "Annie"])
+        try h.registry.setPendingEdit(5, forKeyPath: "salary", controller: "staff")
+        try h.registry.perform("add", controller: "departments", body: ["object": ["name": "Ops"]])
+        #expect(try h.json("salary", of: "Employee/ann") == 5)
+        #expect(try h.json("firstName", of: "Employee/ann") == "Annie")
+        #expect(try h.value("selection.name", of: "departments") == "Ops")
+        #expect(try h.names("staff").isEmpty)
+        #expect(try h.value("isEditing", of: "staff") == false)
+        #expect(try h.value("isEditing", of: "person") == false)
+    }
+
     @Test func objectController_addRemove_entityAndBoundModes() throws {
         let h = try harness()
         try h.select([1], "departments")

@@ -97,6 +97,27 @@ struct TreeControllerTests {
         #expect(try h.value("arrangedObjects", of: "org").arrayValue?.count == 2)  // no new root
     }
 
+    /// `addChild` selects the new child: the pending edits are committed first, or it is refused.
+    @Test func tree_addChild_withPendingEdits_commitsFirst_invalidEdits422() throws {
+        let h = try harness()
+        try h.registry.setSelectionIndexPaths([[1]], controller: "org")  // Dunn
+        let body: PropertyListValue = [
+            "object": ["firstName": "Kim", "lastName": "Kahn", "department": ref("Department/2")]
+        ]
+        try h.registry.setPendingEdit(-1, forKeyPath: "salary", controller: "org")
+        expectError("validation-failed", status: 422) {
+            try h.registry.perform("addChild", controller: "org", body: body)
+        }
+        #expect(try h.json("directReports", of: "Employee/dee") == [])
+        #expect(try h.value("selectionIndexPaths", of: "org") == [[1]])
+        #expect(try h.registry.edits(controller: "org") == ["salary": -1])
+        try h.registry.setPendingEdit(7, forKeyPath: "salary", controller: "org")
+        try h.registry.perform("addChild", controller: "org", body: body)
+        #expect(try h.json("salary", of: "Employee/dee") == 7)
+        #expect(try h.value("selectionIndexPaths", of: "org") == [[1, 0]])
+        #expect(try h.value("isEditing", of: "org") == false)
+    }
+
     @Test func tree_insert_placesAtTheSelection_unsortedUntilRearranged() throws {
         let h = try harness()
         try h.registry.setSelectionIndexPaths([[0, 0]], controller: "org")  // Baker, before Cole
