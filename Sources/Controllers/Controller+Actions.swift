@@ -130,7 +130,7 @@ extension Controller {
             try? rearrangementDidChange(in: context)
         }
         if let tree = self as? TreeController {
-            tree.didInsert(object, at: plan.action == "insert" ? plan.indexPath : nil, in: context)
+            tree.didInsert(object, at: plan.indexPath, in: context)
         } else if let array = self as? ArrayController {
             if plan.action == "insert", let index = plan.arrangedIndex {
                 array.place(object, at: index, in: context)

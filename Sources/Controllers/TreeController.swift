@@ -294,38 +294,28 @@ final class TreeController: Controller {
                 throw ObjectGraphError.actionDisabled(action, of: name, "the content's entity is not known.")
             }
             // NSTreeController's add: puts the new object after the selection at the same depth; insert: at the
-            // selection's index path. Without a selection, both append to the roots.
-            if action == "add", let path = selectionIndexPaths.first, path.count > 1,
-                let selected = node(at: path)?.object, let parent = node(at: Array(path.dropLast()))?.object
-            {
-                let siblings = RelationshipOwner(object: parent, keyPath: childrenKeyPath)
-                let after = position(of: selected, in: siblings).map { $0 + 1 }
+            // selection's index path. Without a selection, both append to the roots. `didInsert` places the node there.
+            guard let path = selectionIndexPaths.first, let last = path.last, let selected = node(at: path)?.object
+            else {
                 return InsertionPlan(
-                    action: action, edit: .create(entity: entity, values: values, owner: siblings, index: after))
+                    action: action, edit: .create(entity: entity, values: values, owner: owner, index: nil),
+                    indexPath: [roots.count])
             }
-            if action == "insert", let path = selectionIndexPaths.first, let selected = node(at: path)?.object {
-                if path.count > 1, let parent = node(at: Array(path.dropLast()))?.object {
-                    let siblings = RelationshipOwner(object: parent, keyPath: childrenKeyPath)
-                    return InsertionPlan(
-                        action: action,
-                        edit: .create(
-                            entity: entity, values: values, owner: siblings, index: position(of: selected, in: siblings)
-                        ),
-                        indexPath: path)
-                }
-                let at = owner.flatMap { position(of: selected, in: $0) }
-                return InsertionPlan(
-                    action: action, edit: .create(entity: entity, values: values, owner: owner, index: at),
-                    indexPath: path)
+            let offset = action == "add" ? 1 : 0
+            var siblings = owner
+            if path.count > 1, let parent = node(at: Array(path.dropLast()))?.object {
+                siblings = RelationshipOwner(object: parent, keyPath: childrenKeyPath)
             }
+            let at = siblings.flatMap { position(of: selected, in: $0) }.map { $0 + offset }
             return InsertionPlan(
-                action: action, edit: .create(entity: entity, values: values, owner: owner, index: nil))
+                action: action, edit: .create(entity: entity, values: values, owner: siblings, index: at),
+                indexPath: Array(path.dropLast()) + [last + offset])
         }
     }
 
-    /// Puts a node inserted by `insert` at `indexPath` among its siblings, unsorted until the tree is next rebuilt
-    /// (as NSTreeController's `insertObject:atArrangedObjectIndexPath:`), then selects the new node (when
-    /// `selectsInsertedObjects`).
+    /// Puts a node inserted by `add` or `insert` at `indexPath` among its siblings, unsorted until the tree is next
+    /// rebuilt (as NSTreeController's `insertObject:atArrangedObjectIndexPath:`), then selects the new node (when
+    /// `selectsInsertedObjects`). Without `indexPath` (`addChild`, `insertChild`) the node stays where it was sorted.
     func didInsert(_ object: ObjectID, at indexPath: [Int]?, in context: ControllerContext) {
         let oldSelected = selectedObjects
         let oldSelection = selectionIndexPaths

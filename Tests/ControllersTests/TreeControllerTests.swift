@@ -76,25 +76,50 @@ struct TreeControllerTests {
         #expect(try h.value("selection.manager", of: "org") == ref("Employee/dee"))
     }
 
-    @Test func tree_add_entityMode_newRoot() throws {
+    /// `add` puts the new root after the selected one, unsorted until the tree is next rebuilt (NSTreeController).
+    @Test func tree_add_entityMode_newRootAfterTheSelection_unsortedUntilRearranged() throws {
         let h = try harness()
         try h.registry.perform(
             "add", controller: "org",
             body: ["object": ["firstName": "Al", "lastName": "Aaron", "department": ref("Department/2")]])
         #expect(try h.value("arrangedObjects.@count", of: "org") == 6)
-        #expect(try h.value("selectionIndexPaths", of: "org") == [[0]])
+        #expect(try h.value("selectionIndexPaths", of: "org") == [[1]])  // Archer, Aaron, Dunn
         #expect(try h.value("selection.lastName", of: "org") == "Aaron")
+        #expect(try objectAt(h, [2]) == ref("Employee/dee"))
+        try h.registry.perform("rearrangeObjects", controller: "org")
+        #expect(try h.value("selectionIndexPaths", of: "org") == [[0]])
+        #expect(try objectAt(h, [1]) == ref("Employee/ann"))
     }
 
-    @Test func tree_add_withANestedSelection_addsASiblingAtTheSameDepth() throws {
+    @Test func tree_addOrInsert_withoutSelection_appendsARoot_unsorted() throws {
+        let h = try harness()
+        try h.registry.setSelectionIndexPaths([], controller: "org")
+        try h.registry.perform(
+            "add", controller: "org",
+            body: ["object": ["firstName": "Al", "lastName": "Aaron", "department": ref("Department/2")]])
+        #expect(try h.value("selectionIndexPaths", of: "org") == [[2]])  // Archer, Dunn, Aaron
+        #expect(try h.value("selection.lastName", of: "org") == "Aaron")
+        #expect(try objectAt(h, [0]) == ref("Employee/ann"))
+        try h.registry.setSelectionIndexPaths([], controller: "org")
+        try h.registry.perform(
+            "insert", controller: "org",
+            body: ["object": ["firstName": "Abe", "lastName": "Able", "department": ref("Department/2")]])
+        #expect(try h.value("selectionIndexPaths", of: "org") == [[3]])  // Archer, Dunn, Aaron, Able
+        #expect(try h.value("selection.lastName", of: "org") == "Able")
+    }
+
+    @Test func tree_add_withANestedSelection_placedAfterIt_unsortedUntilRearranged() throws {
         let h = try harness()
         try h.registry.setSelectionIndexPaths([[0, 0]], controller: "org")  // Baker, under Archer
         try h.registry.perform(
             "add", controller: "org",
-            body: ["object": ["firstName": "Bea", "lastName": "Bell", "department": ref("Department/1")]])
+            body: ["object": ["firstName": "Abe", "lastName": "Able", "department": ref("Department/1")]])
+        #expect(try h.value("selectionIndexPaths", of: "org") == [[0, 1]])  // Baker, Able, Cole
         #expect(try h.value("selection.manager", of: "org") == ref("Employee/ann"))
-        #expect(try h.value("selectionIndexPaths", of: "org") == [[0, 1]])  // Baker, Bell, Cole
+        #expect(try objectAt(h, [0, 0]) == ref("Employee/bob"))
         #expect(try h.value("arrangedObjects", of: "org").arrayValue?.count == 2)  // no new root
+        try h.registry.perform("rearrangeObjects", controller: "org")
+        #expect(try h.value("selectionIndexPaths", of: "org") == [[0, 0]])
     }
 
     /// `addChild` selects the new child: the pending edits are committed first, or it is refused.
