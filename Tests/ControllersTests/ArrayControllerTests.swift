@@ -59,7 +59,7 @@ struct ControllerDefaultsTests {
         }
         try h.employees()
         expectError("conflict", status: 409) { try h.employees() }
-        expectError("no-such-controller", status: 404) { try h.value("selection", of: "nobody") }
+        expectError("no-such-controller", status: 404) { _ = try h.value("selection", of: "nobody") }
     }
 
     @Test func create_beyondTheRuntimeLimit_isRefusedUntilOneIsRemoved() throws {

@@ -278,6 +278,6 @@ struct ObservingControllerKeysTests {
         #expect(try h.value("count") == 5)
         #expect(try h.value("canSelectNext") == true)
         #expect(try h.value("avoidsEmptySelection") == true)
-        expectError("undefined-key", status: 404) { try h.value("nope") }
+        expectError("undefined-key", status: 404) { _ = try h.value("nope") }
     }
 }
