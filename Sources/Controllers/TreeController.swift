@@ -281,14 +281,17 @@ final class TreeController: Controller {
             }
             return InsertionPlan(action: action, edit: .sequence(edits))
         case "addChild", "insertChild":
-            guard let parent = selectedObjects.first,
+            // addChild: the last child of the selected node; insertChild: at `index` among its children.
+            guard let path = selectionIndexPaths.first, let parent = node(at: path)?.object,
                 let entity = model.destinationEntity(from: parent.entity, keyPath: childrenKeyPath)
             else { throw ObjectGraphError.actionDisabled(action, of: name, "select one node to add a child to.") }
             let children = RelationshipOwner(object: parent, keyPath: childrenKeyPath)
             let count = (try? view.value(forKeyPath: childrenKeyPath, of: parent))?.objectIDs.count ?? 0
             let at = action == "insertChild" ? min(index ?? 0, count) : nil
+            let shown = node(at: path)?.children.count ?? 0
             return InsertionPlan(
-                action: action, edit: .create(entity: entity, values: values, owner: children, index: at))
+                action: action, edit: .create(entity: entity, values: values, owner: children, index: at),
+                indexPath: path + [min(at ?? shown, shown)])
         default:
             guard let entity = contentEntity else {
                 throw ObjectGraphError.actionDisabled(action, of: name, "the content's entity is not known.")
@@ -313,9 +316,9 @@ final class TreeController: Controller {
         }
     }
 
-    /// Puts a node inserted by `add` or `insert` at `indexPath` among its siblings, unsorted until the tree is next
-    /// rebuilt (as NSTreeController's `insertObject:atArrangedObjectIndexPath:`), then selects the new node (when
-    /// `selectsInsertedObjects`). Without `indexPath` (`addChild`, `insertChild`) the node stays where it was sorted.
+    /// Puts a node inserted by `add`, `insert`, `addChild` or `insertChild` at `indexPath` among its siblings,
+    /// unsorted until the tree is next rebuilt (as NSTreeController's `insertObject:atArrangedObjectIndexPath:`), then
+    /// selects the new node (when `selectsInsertedObjects`).
     func didInsert(_ object: ObjectID, at indexPath: [Int]?, in context: ControllerContext) {
         let oldSelected = selectedObjects
         let oldSelection = selectionIndexPaths

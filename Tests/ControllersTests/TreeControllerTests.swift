@@ -76,6 +76,25 @@ struct TreeControllerTests {
         #expect(try h.value("selection.manager", of: "org") == ref("Employee/dee"))
     }
 
+    /// `addChild` appends to the selected node's children and `insertChild` puts the child at its index, unsorted
+    /// until the tree is next rebuilt (NSTreeController).
+    @Test func tree_addChildAndInsertChild_placedAsAsked_unsortedUntilRearranged() throws {
+        let h = try harness()
+        try h.registry.perform(
+            "addChild", controller: "org",
+            body: ["object": ["firstName": "Al", "lastName": "Aaron", "department": ref("Department/1")]])
+        #expect(try h.value("selectionIndexPaths", of: "org") == [[0, 2]])  // Baker, Cole, Aaron
+        #expect(try h.value("selection.lastName", of: "org") == "Aaron")
+        try h.registry.setSelectionIndexPaths([[0]], controller: "org")
+        try h.registry.perform(
+            "insertChild", controller: "org",
+            body: ["index": 1, "object": ["firstName": "Zed", "lastName": "Zorn", "department": ref("Department/1")]])
+        #expect(try h.value("selectionIndexPaths", of: "org") == [[0, 1]])  // Baker, Zorn, Cole, Aaron
+        #expect(try h.value("selection.lastName", of: "org") == "Zorn")
+        try h.registry.perform("rearrangeObjects", controller: "org")
+        #expect(try h.value("selectionIndexPaths", of: "org") == [[0, 3]])  // Aaron, Baker, Cole, Zorn
+    }
+
     /// `add` puts the new root after the selected one, unsorted until the tree is next rebuilt (NSTreeController).
     @Test func tree_add_entityMode_newRootAfterTheSelection_unsortedUntilRearranged() throws {
         let h = try harness()
