@@ -81,6 +81,7 @@
     ready: false,
   };
   const dirty = new Set(); // fields typed into and not yet sent as pending edits
+  const invalid = new Map(); // field → what is wrong with what it says (not sent; kept on screen until fixed)
   const typing = new Set(); // fields the user has typed into since they got focus: not re-rendered until blur
   const editTimers = new Map();
   const inflightEdits = new Set();
@@ -99,13 +100,32 @@
   // HTTP
 
   class APIError extends Error {
-    constructor(status, body, method, path) {
+    constructor(status, body, method, path, { text = '', retryAfter = null } = {}) {
       const err = (body && body.error) || {};
-      super(err.message || `${method} ${path} failed with ${status}`);
+      const plain = !body && text && text.length < 200 ? text.trim() : '';
+      super(err.message || plain || `${method} ${path} failed with ${status}`);
       this.status = status;
       this.code = err.code || 'http-error';
       this.details = err;
+      this.retryAfter = retryAfter; // seconds the server asked to wait before trying again (503), or null
     }
+  }
+
+  // Seconds of a Retry-After header (delta-seconds or an HTTP date), or null.
+  function retryAfterOf(res) {
+    const header = res.headers.get('Retry-After');
+    if (!header) return null;
+    const seconds = /^\d+$/.test(header.trim()) ? Number(header) : (Date.parse(header) - Date.now()) / 1000;
+    return Number.isFinite(seconds) ? Math.min(Math.max(Math.ceil(seconds), 1), 60) : null;
+  }
+
+  // What the connection chip says about a failed request: the server's own answer when there was one
+  // (503 busy, 500, a lost controller), "unreachable" only when no HTTP answer came at all.
+  function failureLabel(e) {
+    if (!(e instanceof APIError)) return 'Server unreachable';
+    if (e.code === 'no-such-controller') return 'Controllers lost';
+    if (e.status === 503) return 'Server busy';
+    return `Server error ${e.status}`;
   }
 
   async function api(method, path, body, options = {}) {
@@ -124,7 +144,7 @@
         data = null;
       }
     }
-    if (!res.ok) throw new APIError(res.status, data, method, path);
+    if (!res.ok) throw new APIError(res.status, data, method, path, { text, retryAfter: retryAfterOf(res) });
     const seq = Number(res.headers.get('X-Store-Seq'));
     return { data, seq: Number.isFinite(seq) ? seq : null, status: res.status };
   }
@@ -139,6 +159,9 @@
 
   let syncing = null;
   let syncAgain = false;
+  let syncFailure = null; // the error of the last sync when it failed (the page is not in step), else null
+  let syncRetry = null; // a sync the server asked to retry later (503 with Retry-After)
+  let pollLive = false; // the change feed's long-poll is answering
 
   function requestSync() {
     if (syncing) {
@@ -148,6 +171,7 @@
     syncing = (async () => {
       let ok = false;
       let restored = false;
+      let failure = null;
       do {
         syncAgain = false;
         try {
@@ -155,27 +179,59 @@
           ok = true;
         } catch (e) {
           ok = false;
+          failure = e;
           if (e instanceof APIError && e.code === 'no-such-controller' && !stopped && !restored) {
-            // The server restarted, or something deleted them: create them again (once per sync).
-            restored = await restoreControllers().then(
-              () => true,
-              () => false,
-            );
-            if (restored) {
+            // The server restarted, or another client deleted them: create them again (once per sync).
+            setConnection('resync', 'Re-creating controllers…');
+            try {
+              await restoreControllers();
+              restored = true;
+              appendNote('This page’s controllers were gone from the server: re-created');
               syncAgain = true;
               continue;
+            } catch (again) {
+              failure = again;
             }
           }
-          setConnection('offline', 'Server unreachable');
         }
       } while (syncAgain && !stopped);
-      if (ok && restored) clearConnectionError(); // what failed on the lost controllers is moot now
-      if (ok && el.connection.dataset.state === 'offline') wake(); // the server is back: reconnect now
+      clearTimeout(syncRetry);
+      syncRetry = null;
+      if (ok) {
+        const wasFailing = syncFailure !== null;
+        syncFailure = null;
+        if (restored || wasFailing) clearConnectionError(); // what failed meanwhile is moot now
+        if (!pollLive) wake(); // the server is back: the change feed reconnects now
+        else if (el.connection.dataset.state !== 'live') setConnection('live', 'Live');
+      } else if (!stopped) {
+        reportSyncFailure(failure);
+      }
       return ok;
     })().finally(() => {
       syncing = null;
     });
     return syncing;
+  }
+
+  // The page could not read its controllers. With an HTTP answer, says what the server said (the chip
+  // names it, the message shows above the form) and, when the server gave a Retry-After, tries again
+  // then; without one, the server is unreachable and the change feed's reconnection takes over.
+  function reportSyncFailure(e) {
+    syncFailure = e;
+    if (!(e instanceof APIError)) {
+      setConnection('offline', failureLabel(e));
+      return;
+    }
+    showError(e, { connection: true });
+    if (e.retryAfter) {
+      syncRetry = setTimeout(() => {
+        syncRetry = null;
+        requestSync();
+      }, e.retryAfter * 1000);
+      setConnection('offline', `${failureLabel(e)}, retrying in ${e.retryAfter}s`, e.message);
+    } else {
+      setConnection('offline', failureLabel(e), e.message);
+    }
   }
 
   async function syncOnce() {
@@ -376,9 +432,16 @@
     return n % 8;
   }
 
+  // The people a selected employee may report to: everyone but the selected employees themselves (the
+  // model would take an employee as their own manager, as Core Data would; the page does not offer it).
+  // A manager set elsewhere that is now excluded stays listed, disabled, so the field shows the truth.
   function renderManagerOptions() {
-    const entries = [...state.people.entries()];
-    const signature = entries.map(([id, p]) => `${id}:${personName(p)}`).join('|');
+    const emp = state.emp || {};
+    const selected = new Set((emp.selectionIndexes || []).map((i) => idOf(state.employees[i])).filter((x) => x));
+    const bound = Object.prototype.hasOwnProperty.call(state.edits, 'manager') ? state.edits.manager : (state.selection || {}).manager;
+    const current = bound && bound.$ref ? bound.$ref : null;
+    const entries = [...state.people.entries()].filter(([id]) => !selected.has(id) || id === current);
+    const signature = JSON.stringify([entries.map(([id, p]) => `${id}:${personName(p)}`), [...selected], current]);
     if (signature === managerSignature) return;
     managerSignature = signature;
     const select = field.manager;
@@ -386,7 +449,9 @@
     select.replaceChildren(
       h('option', { value: '__marker__', hidden: true, disabled: true, text: '' }),
       h('option', { value: '', text: '— No manager —' }),
-      ...entries.map(([id, p]) => h('option', { value: id, text: personName(p) || id })),
+      ...entries.map(([id, p]) =>
+        h('option', { value: id, disabled: selected.has(id), text: (personName(p) || id) + (selected.has(id) ? ' (self)' : '') }),
+      ),
     );
     select.value = keep;
   }
@@ -406,7 +471,7 @@
       // The user's typing wins until it is sent, and while the field keeps the focus (rewriting a
       // date input's value would also reset the segment being typed).
       if (typing.has(key) && document.activeElement !== input) typing.delete(key); // disabled meanwhile
-      if (dirty.has(key) || editTimers.has(key) || typing.has(key)) continue;
+      if (dirty.has(key) || editTimers.has(key) || typing.has(key) || invalid.has(key)) continue;
       const value = edited ? state.edits[key] : selection[key];
       showValue(key, input, noSelection ? { $marker: 'NoSelection' } : value);
     }
@@ -455,23 +520,27 @@
   // ---------------------------------------------------------------------------------------------
   // Errors
 
-  function showError(e) {
-    connectionError = !!(e && e.connection);
+  // Shows e above the form. `connection`: it says only that the page is out of step with the server
+  // (unreachable, busy, controllers lost), and goes once the page is live and in step again.
+  function showError(e, { connection = false, retrying = 0 } = {}) {
+    connectionError = !!(e && (e.connection || connection));
     if (!e) {
       el.error.hidden = true;
       el.error.replaceChildren();
-      for (const key of FIELDS) field[key].removeAttribute('aria-invalid');
+      for (const key of FIELDS) if (!invalid.has(key)) field[key].removeAttribute('aria-invalid');
       return;
     }
     const details = (e && e.details) || {};
     const list = Array.isArray(details.errors) && details.errors.length ? details.errors : [details];
     const items = list.map((x) => x.message || e.message).filter((m) => m);
+    const title = e.status === 422 ? 'Not saved. ' : e.status === 503 ? 'Server unavailable. ' : 'Something went wrong. ';
     el.error.replaceChildren(
-      h('strong', { text: e.status === 422 ? 'Not saved. ' : 'Something went wrong. ' }),
+      h('strong', { text: title }),
       ...(items.length > 1 ? [h('ul', {}, ...items.map((m) => h('li', { text: m })))] : [items[0] || e.message]),
+      retrying ? ` Retrying in ${retrying}s…` : '',
     );
     el.error.hidden = false;
-    for (const key of FIELDS) field[key].removeAttribute('aria-invalid');
+    for (const key of FIELDS) if (!invalid.has(key)) field[key].removeAttribute('aria-invalid');
     for (const x of list) {
       const key = x.keyPath && x.keyPath.split('.')[0];
       if (field[key]) field[key].setAttribute('aria-invalid', 'true');
@@ -484,8 +553,11 @@
     if (connectionError) showError(null);
   }
 
+  const BUSY_RETRIES = 3; // times a request answered 503 with Retry-After is sent again
+
   // Runs fn; shows its error next to the form instead of throwing. Answers fn's result, or undefined.
   // When the server has lost the page's controllers (it restarted), makes them again and retries once.
+  // When it is busy (503 with Retry-After), shows its message and retries after the time it asked for.
   async function guarded(fn) {
     try {
       return await fn();
@@ -495,6 +567,17 @@
         try {
           await restoreControllers();
           return await fn();
+        } catch (again) {
+          e = again;
+        }
+      }
+      for (let attempt = 0; e instanceof APIError && e.retryAfter && attempt < BUSY_RETRIES && !stopped; attempt += 1) {
+        showError(e, { connection: true, retrying: e.retryAfter });
+        await sleepFor(e.retryAfter * 1000);
+        try {
+          const result = await fn();
+          clearConnectionError();
+          return result;
         } catch (again) {
           e = again;
         }
@@ -514,8 +597,28 @@
 
   // A date input with a segment still being typed (`04/dd/2014`) has no value, and says badInput.
   const incompleteDate = (input) => input.type === 'date' && input.value === '' && input.validity.badInput;
+  // A date input whose every segment was cleared: empty, and not half typed.
+  const clearedDate = (input) => input.type === 'date' && input.value === '' && !input.validity.badInput;
 
-  // The field's value as a pending edit, or undefined when there is nothing to send.
+  const hasEdit = (key) => Object.prototype.hasOwnProperty.call(state.edits, key);
+  // What the field is bound to now: its pending edit, else the selection's value (or marker).
+  const boundValue = (key) => (hasEdit(key) ? state.edits[key] : (state.selection || {})[key]);
+
+  // The field shows the selection's placeholder (Multiple values, say) and the user left it empty:
+  // that is no edit (as in Cocoa, a placeholder left alone changes nothing).
+  function leftAtPlaceholder(key) {
+    const input = field[key];
+    if (input.type === 'checkbox' || input.tagName === 'SELECT') return false;
+    return isMarker((state.selection || {})[key]) && input.value === '' && !input.validity.badInput;
+  }
+
+  class InvalidField {
+    constructor(message) {
+      this.message = message;
+    }
+  }
+
+  // The field's value as a pending edit, undefined when there is nothing to send, or an InvalidField.
   function readField(key) {
     const input = field[key];
     switch (key) {
@@ -526,7 +629,10 @@
       case 'hireDate': {
         if (incompleteDate(input)) return undefined; // never a date the user did not clear
         if (!input.value) return null;
-        const current = state.edits.hireDate || state.selection.hireDate;
+        // A date input takes years up to 275760; a date is written with a four-digit year (ISO 8601).
+        const match = /^(\d{4})-\d{2}-\d{2}$/.exec(input.value);
+        if (!match || Number(match[1]) < 1) return new InvalidField('Enter a date with a year from 0001 to 9999.');
+        const current = hasEdit('hireDate') ? state.edits.hireDate : state.selection.hireDate;
         const time = current && current.$date ? current.$date.slice(10) : 'T00:00:00.000Z';
         return { $date: `${input.value}${time}` };
       }
@@ -559,22 +665,90 @@
     el.discard.disabled = false;
   }
 
-  function sendEdit(key) {
+  // Sends the field's value as a pending edit. `clear`: the user asked to clear it (the Clear button),
+  // which is an edit also where the field showed a placeholder.
+  function sendEdit(key, { clear = false } = {}) {
     if (!dirty.has(key)) return Promise.resolve();
     if (field[key].tagName === 'SELECT' && field[key].value === '__marker__') {
       dirty.delete(key);
       return Promise.resolve();
     }
+    if (!clear && leftAtPlaceholder(key)) {
+      // Nothing typed over the placeholder: no edit; one sent while typing is taken back.
+      dirty.delete(key);
+      setFieldError(key, null);
+      return track(dropEdit(key));
+    }
     const value = readField(key);
+    if (value instanceof InvalidField) {
+      dirty.delete(key);
+      setFieldError(key, value.message);
+      return Promise.resolve();
+    }
+    setFieldError(key, null);
     if (value === undefined) {
       dirty.delete(key);
       return Promise.resolve();
     }
-    const p = mutate(() => guarded(() => api('PUT', ctl(EMP, `/edits/${key}`), value)))
-      .finally(() => inflightEdits.delete(p));
     dirty.delete(key);
-    inflightEdits.add(p);
-    return p;
+    return track(
+      mutate(() =>
+        guarded(async () => {
+          try {
+            return await api('PUT', ctl(EMP, `/edits/${key}`), value);
+          } catch (e) {
+            // The server refused the value itself (a date it cannot read, say): say so at the field.
+            if (!(e instanceof APIError && (e.status === 400 || e.status === 422))) throw e;
+            setFieldError(key, e.message);
+            return undefined;
+          }
+        }),
+      ),
+    );
+  }
+
+  function track(p) {
+    const tracked = p.finally(() => inflightEdits.delete(tracked));
+    inflightEdits.add(tracked);
+    return tracked;
+  }
+
+  // Takes back the pending edit of `key` and keeps the others (the API drops pending edits all at once).
+  function dropEdit(key) {
+    return mutate(() =>
+      guarded(async () => {
+        const { data: pending } = await api('GET', ctl(EMP, '/edits'));
+        if (!pending || !Object.prototype.hasOwnProperty.call(pending, key)) return;
+        await api('POST', ctl(EMP, '/discardEditing'));
+        for (const [k, v] of Object.entries(pending)) if (k !== key) await api('PUT', ctl(EMP, `/edits/${k}`), v);
+      }),
+    );
+  }
+
+  // A message under the field (null: none), with aria-invalid; the field keeps what the user typed
+  // until it is fixed, discarded, or the selection changes.
+  function setFieldError(key, message) {
+    const input = field[key];
+    const note = $(`field-${key}-error`);
+    if (message) {
+      invalid.set(key, message);
+      input.setAttribute('aria-invalid', 'true');
+      if (note) {
+        note.textContent = message;
+        note.hidden = false;
+      }
+    } else if (invalid.has(key)) {
+      invalid.delete(key);
+      input.removeAttribute('aria-invalid');
+      if (note) {
+        note.textContent = '';
+        note.hidden = true;
+      }
+    }
+  }
+
+  function clearFieldErrors() {
+    for (const key of [...invalid.keys()]) setFieldError(key, null);
   }
 
   async function flushEdits() {
@@ -591,6 +765,7 @@
     editTimers.clear();
     dirty.clear();
     typing.clear();
+    clearFieldErrors();
   }
 
   // The user changed a field: send it as a pending edit after `delay` ms, unless it is a date still
@@ -611,6 +786,31 @@
     if (field.hireDate.type === 'text') field.hireDate.type = 'date';
   });
 
+  // Clearing a date segment by segment: the first cleared segment empties the value (half typed, so
+  // nothing is sent) and the last one fires no event, as the value stays empty. A key that leaves every
+  // segment empty is a cleared date: null, unless the field showed a placeholder or was empty already.
+  function dateMayBeCleared() {
+    const input = field.hireDate;
+    if (!clearedDate(input) || leftAtPlaceholder('hireDate')) return false;
+    const bound = boundValue('hireDate');
+    return bound !== null && bound !== undefined && !isMarker(bound);
+  }
+  field.hireDate.addEventListener('keyup', (event) => {
+    if ((event.key === 'Backspace' || event.key === 'Delete') && dateMayBeCleared()) fieldChanged('hireDate', 500);
+  });
+  $('clear-hireDate').addEventListener('click', () => {
+    const input = field.hireDate;
+    if (input.disabled || el.fieldset.disabled) return;
+    input.type = 'date';
+    input.value = '';
+    setFieldError('hireDate', null);
+    dirty.add('hireDate');
+    clearTimeout(editTimers.get('hireDate'));
+    editTimers.delete('hireDate');
+    renderEditedState();
+    sendEdit('hireDate', { clear: true });
+  });
+
   for (const key of FIELDS) {
     const input = field[key];
     const immediate = input.type === 'checkbox' || input.tagName === 'SELECT';
@@ -628,6 +828,9 @@
         clearTimeout(editTimers.get(key));
         editTimers.delete(key);
         sendEdit(key); // left the field: send what it says now (and re-read)
+      } else if (key === 'hireDate' && dateMayBeCleared()) {
+        dirty.add(key);
+        sendEdit(key); // left with every segment cleared: the date is cleared
       } else if (typed && state.ready) {
         if (incompleteDate(input)) renderForm(); // left half typed: show the bound value again
         requestSync(); // and anything that changed while the field was left alone
@@ -653,6 +856,12 @@
 
   async function commit() {
     await flushEdits();
+    if (invalid.size) {
+      // A field says something the server would not take: fix it (or discard) first.
+      const [key] = invalid.keys();
+      field[key].focus();
+      return;
+    }
     await mutate(() =>
       guarded(async () => {
         await api('POST', ctl(EMP, '/commitEditing'));
@@ -690,15 +899,24 @@
       }),
     );
     if (!committed) return;
+    const before = state.depSelection;
     state.depSelection = [index];
     state.anchor = null;
     renderDepartments();
-    await mutate(() =>
+    const done = await mutate(() =>
       guarded(async () => {
         await api('PUT', ctl(DEP, '/selectionIndexes'), [index]);
         showError(null);
+        clearFieldErrors();
+        return true;
       }),
     );
+    // The selection is the server's controller's: when it did not take the change (the server is away),
+    // the highlight goes back to what the controller has, so that the list and the form agree.
+    if (!done && state.depSelection.length === 1 && state.depSelection[0] === index) {
+      state.depSelection = before;
+      renderDepartments();
+    }
   }
 
   async function selectEmployees(indexes) {
@@ -706,14 +924,23 @@
     const current = (state.emp && state.emp.selectionIndexes) || [];
     if (sorted.length === current.length && sorted.every((v, i) => v === current[i])) return;
     await flushEdits();
-    if (state.emp) state.emp.selectionIndexes = sorted;
+    const emp = state.emp;
+    if (emp) emp.selectionIndexes = sorted;
     renderEmployees(); // optimistic; the sync that follows renders the form from the new selection
-    await mutate(() =>
+    const done = await mutate(() =>
       guarded(async () => {
         await api('PUT', ctl(EMP, '/selectionIndexes'), sorted);
         showError(null);
+        clearFieldErrors();
+        return true;
       }),
     );
+    // Not taken (the server is away): the rows show the controller's selection again, the one the form
+    // shows, rather than a selection the page does not have.
+    if (!done && emp && state.emp === emp && emp.selectionIndexes === sorted) {
+      emp.selectionIndexes = current;
+      renderEmployees();
+    }
   }
 
   el.depList.addEventListener('click', (event) => {
@@ -795,9 +1022,16 @@
     const primary = ((state.emp && state.emp.sortDescriptors) || [])[0];
     const ascending = !(primary && primary.key === spec[0].key && primary.ascending);
     const descriptors = spec.map((d) => ({ key: d.key, ascending, selector: d.selector }));
-    if (state.emp) state.emp.sortDescriptors = descriptors;
+    const emp = state.emp;
+    const before = emp && emp.sortDescriptors;
+    if (emp) emp.sortDescriptors = descriptors;
     renderEmployees();
-    mutate(() => guarded(() => api('PUT', ctl(EMP, '/sortDescriptors'), descriptors)));
+    mutate(() => guarded(() => api('PUT', ctl(EMP, '/sortDescriptors'), descriptors))).then((done) => {
+      if (done === undefined && emp && state.emp === emp && emp.sortDescriptors === descriptors) {
+        emp.sortDescriptors = before; // not taken: the indicator shows the controller's sort again
+        renderEmployees();
+      }
+    });
   });
 
   // `firstName CONTAINS[cd] "x" OR lastName CONTAINS[cd] "x"`; several words must all match.
@@ -938,9 +1172,22 @@
   // ---------------------------------------------------------------------------------------------
   // The change feed: one long-poll, back-off on errors, re-sync on 410.
 
-  function setConnection(kind, label) {
+  function setConnection(kind, label, detail = '') {
     el.connection.dataset.state = kind;
     el.connection.querySelector('.connection-label').textContent = label;
+    if (detail) el.connection.title = detail;
+    else el.connection.removeAttribute('title');
+  }
+
+  // The change feed answers: says Live unless the last sync failed (then it tries again).
+  function feedAnswered() {
+    pollLive = true;
+    if (syncFailure === null) {
+      if (el.connection.dataset.state !== 'live') clearConnectionError();
+      setConnection('live', 'Live');
+    } else if (!syncing && !syncRetry) {
+      requestSync();
+    }
   }
 
   // A sleep that the browser's `online` event cuts short, so a reconnect does not wait out its back-off.
@@ -955,17 +1202,31 @@
       };
     });
   window.addEventListener('online', () => wake());
+  const sleepFor = (ms) => new Promise((resolve) => setTimeout(resolve, ms)); // not cut short
 
   // Sleeps ms, counting the seconds left down in the connection label ("Reconnecting in 3s").
-  async function countdown(ms, what) {
+  async function countdown(ms, what, detail = '') {
     const until = Date.now() + ms;
     for (let left = ms; left > 0 && !stopped; left = until - Date.now()) {
-      setConnection('offline', `${what} in ${Math.ceil(left / 1000)}s`);
+      setConnection('offline', `${what} in ${Math.ceil(left / 1000)}s`, detail);
       if (await sleep(((left - 1) % 1000) + 1)) break; // to the next whole second, or woken
     }
   }
 
   const PROBE_TIMEOUT = 5000; // ms a probe may take before it counts as failed
+  const CHECK_INTERVAL = 4000; // ms between checks that the page's controllers still exist
+
+  // Deleting a controller is no change to the store, so the change feed does not tell: another client
+  // may have deleted the page's controllers (DELETE /controllers/{name}) while the page sits quiet.
+  // A cheap look every few seconds notices (404 no-such-controller), and the sync re-creates them.
+  async function checkControllers() {
+    if (stopped || !state.ready || syncing || !pollLive || document.visibilityState === 'hidden') return;
+    try {
+      await Promise.all([api('GET', ctl(DEP)), api('GET', ctl(EMP))]);
+    } catch (e) {
+      if (e instanceof APIError && e.code === 'no-such-controller') requestSync();
+    }
+  }
 
   async function pollChanges(since) {
     let backoff = 500;
@@ -995,13 +1256,16 @@
           if (failed) stats.reconnects += 1;
           failed = false;
           clearConnectionError();
-          setConnection('live', 'Live');
+          feedAnswered();
           backoff = 500;
           continue;
         }
         if (res.status === 503) {
-          const wait = Number(res.headers.get('Retry-After')) || 1;
-          await countdown(wait * 1000, 'Busy, retrying');
+          // Busy (too-many-waiters, server-busy): the server's own message, and its Retry-After.
+          const busy = new APIError(503, body, 'GET', '/changes', { retryAfter: retryAfterOf(res) });
+          pollLive = false;
+          showError(busy, { connection: true });
+          await countdown((busy.retryAfter || 1) * 1000, 'Server busy, retrying', busy.message);
           continue;
         }
         if (!res.ok || !body || !Array.isArray(body.changes)) throw new Error(`HTTP ${res.status}`);
@@ -1015,7 +1279,7 @@
           failed = false;
           clearConnectionError();
         }
-        setConnection('live', 'Live');
+        feedAnswered();
         backoff = 500;
         if (body.changes.length) {
           // Described once the sync has read the objects they name (a new employee, say).
@@ -1028,6 +1292,7 @@
         clearTimeout(probeTimer);
         if (stopped) return;
         failed = true;
+        pollLive = false;
         await countdown(backoff + Math.random() * backoff * 0.3, 'Reconnecting');
         backoff = Math.min(backoff * 2, 15000);
       }
@@ -1059,8 +1324,20 @@
     return JSON.stringify(v);
   }
 
+  // A change to the store as a whole (PUT /store replaces the object graph): no object, no values.
+  function describeStoreChange(c) {
+    const text = c.keyPath === 'objects' ? 'Store replaced (PUT /store): every object re-read' : `Store ${c.keyPath} changed`;
+    return h(
+      'li',
+      { class: 'feed-item feed-store fresh', 'data-seq': c.seq },
+      h('span', { class: 'seq', text: `#${c.seq}` }),
+      h('span', { class: 'what' }, h('span', { class: 'target', title: 'store', text })),
+    );
+  }
+
   function appendFeed(changes) {
     const items = changes.map((c) => {
+      if (c.target === 'store') return describeStoreChange(c);
       const arrow =
         c.kind === 'insertion'
           ? [h('span', { class: 'kind kind-insert', text: '+' }), h('span', { class: 'new', text: formatValue(c.new) })]
@@ -1175,13 +1452,19 @@
       try {
         await createControllers();
         const seq = await syncOnce();
+        clearConnectionError();
         setConnection('live', 'Live');
+        pollLive = true;
         pollChanges(seq ?? 0);
+        setInterval(checkControllers, CHECK_INTERVAL);
         setTimeout(reapOrphans, 1000);
         return;
       } catch (e) {
-        if (e instanceof APIError) showError(e);
-        await countdown(backoff, 'Server unreachable, retrying');
+        // An HTTP answer (503 too-many-controllers, say) is shown as the server put it, and its
+        // Retry-After is honoured; "unreachable" only when no answer came.
+        if (e instanceof APIError) showError(e, { connection: true });
+        const wait = e instanceof APIError && e.retryAfter ? e.retryAfter * 1000 : backoff;
+        await countdown(wait, `${failureLabel(e)}, retrying`, e instanceof APIError ? e.message : '');
         backoff = Math.min(backoff * 2, 15000);
       }
     }

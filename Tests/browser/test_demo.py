@@ -633,9 +633,15 @@ def test_recovers_at_once_after_a_server_restart(start_server):
 
         start_server.stop(srv)
         p.wait(lambda: state() == "offline")
-        # A click while the server is away says so.
+        # A click while the server is away says so, and shows no selection the controller does not have:
+        # the highlighted row and the form agree.
         p.click(lambda: p.employee_row("Susan Kare"))
         p.wait(lambda: "could not be reached" in p.el("error").text)
+        p.wait(lambda: p.selected_employees() == ["Steve Jobs"])
+        assert p.value("firstName") == "Steve"
+        p.click(lambda: p.department_row("Finance"))
+        time.sleep(0.3)
+        p.wait(lambda: p.selected_department() == "Sales")
         p.wait(lambda: re.fullmatch(r"Reconnecting in \d+s", label()))
 
         # The server comes back (on the same data, without the page's controllers): the page probes at
@@ -694,3 +700,287 @@ def test_unload_deletes_the_page_controllers(browser, server):
     p.wait(lambda: server.request("GET", f"/controllers/{first['departments']}")[0] == 404)
     assert server.request("GET", f"/controllers/{second['employees']}")[0] == 200
     assert p.console_errors() == []
+
+
+# -- usability defects found by the audit -------------------------------------------------------------
+
+# Answers the next `count` requests whose method and path match with a 503 of the server's error shape
+# (as the server answers too-many-controllers, server-busy or journal-failed), the rest as usual.
+FAKE_503 = """
+    const [method, pattern, count, code, message, retryAfter] = arguments;
+    window.__fake503 = { left: count, seen: 0 };
+    const real = window.__realFetch || (window.__realFetch = window.fetch);
+    window.fetch = (url, init) => {
+      const m = (init && init.method) || 'GET';
+      if (window.__fake503.left > 0 && m === method && new RegExp(pattern).test(String(url))) {
+        window.__fake503.left -= 1;
+        window.__fake503.seen += 1;
+        const headers = { 'Content-Type': 'application/json' };
+        if (retryAfter) headers['Retry-After'] = String(retryAfter);
+        return Promise.resolve(new Response(JSON.stringify({ error: { code, message } }), { status: 503, headers }));
+      }
+      return real(url, init);
+    };"""
+
+
+def connection(p):
+    chip = p.b.find_element(By.ID, "connection")
+    return chip.get_attribute("data-state"), chip.find_element(By.CLASS_NAME, "connection-label").text
+
+
+def test_a_503_shows_the_server_message_and_retries_after_retry_after(page, server):
+    page.select_department("Sales")
+    page.select_employee("Steve Jobs")
+    emp = page.controllers()["employees"]
+    message = "1000 controllers created at run time exist already; delete one first."
+
+    # The page's reads answered 503 with Retry-After: the server's message, not "unreachable", and a
+    # retry once the second has passed, after which the page is live again.
+    page.b.execute_script(FAKE_503, "GET", f"/controllers/{emp}/arrangedObjects$", 2, "too-many-controllers", message, 1)
+    page.b.execute_script("window.bindery.sync()")
+    page.wait(lambda: connection(page)[0] == "offline", timeout=LIVE)
+    state, label = connection(page)
+    assert "unreachable" not in label.lower(), label
+    assert "busy" in label.lower(), label
+    page.wait(lambda: message in page.el("error").text)
+    assert "unreachable" not in page.el("error").text.lower()
+    page.wait(lambda: connection(page) == ("live", "Live"), timeout=WAIT, message="retried after Retry-After")
+    assert page.b.execute_script("return window.__fake503.seen") == 2
+    page.wait(lambda: not page.el("error").is_displayed())
+
+    # A click answered 503 with Retry-After: shown with the server's words, then sent again.
+    page.b.execute_script(FAKE_503, "PUT", f"/controllers/{emp}/selectionIndexes$", 1, "server-busy", "The server holds too many unread answers; retry shortly.", 1)
+    page.click(lambda: page.employee_row("Susan Kare"))
+    page.wait(lambda: "too many unread answers" in page.el("error").text, timeout=LIVE)
+    page.wait(lambda: server.get(f"/controllers/{emp}/selectedObjects")[0]["lastName"] == "Kare")
+    page.wait(lambda: page.value("firstName") == "Susan")
+    page.wait(lambda: not page.el("error").is_displayed())
+
+    # Without Retry-After (journal-failed): the message stays, the highlight stays with the controller.
+    page.b.execute_script(FAKE_503, "PUT", f"/controllers/{emp}/selectionIndexes$", 1, "journal-failed", "The journal can no longer be written; changes are refused until restart.", 0)
+    page.click(lambda: page.employee_row("Steve Jobs"))
+    page.wait(lambda: "journal can no longer be written" in page.el("error").text, timeout=LIVE)
+    assert page.selected_employees() == ["Susan Kare"]
+    assert page.value("firstName") == "Susan"
+    assert "unreachable" not in connection(page)[1].lower()
+
+
+def test_the_manager_picker_leaves_out_the_employee_itself(page, server):
+    page.select_department("Engineering")
+    page.select_employee("Alan Kay")
+    alan = server.employee_named("Alan", "Kay")
+    grace = server.employee_named("Grace", "Hopper")
+
+    def offered():
+        return page.b.execute_script(
+            "return [...document.getElementById('field-manager').options]"
+            ".filter((o) => !o.disabled && !o.hidden).map((o) => o.value)")
+
+    page.wait(lambda: grace in offered())
+    assert alan not in offered()
+    assert "" in offered(), "no manager stays a choice"
+    # Everyone else is offered.
+    everyone = {o["$id"] for o in server.get("/objects/Employee?keys=firstName")["objects"]}
+    assert set(offered()) == (everyone - {alan}) | {""}
+
+    # Several selected: none of them is offered.
+    page.select_employee("Grace Hopper", modifier=Keys.CONTROL)
+    page.wait(lambda: sorted(page.selected_employees()) == ["Alan Kay", "Grace Hopper"])
+    page.wait(lambda: grace not in offered())
+    assert alan not in offered()
+
+    # Back to one: the other is a choice again.
+    page.select_employee("Grace Hopper")
+    page.wait(lambda: alan in offered() and grace not in offered())
+
+
+def test_a_placeholder_left_empty_is_no_edit(page, server):
+    page.select_department("Sales")
+    steve, susan = server.employee_named("Steve", "Jobs"), server.employee_named("Susan", "Kare")
+    assert server.get(f"/objects/{steve}/salary") != server.get(f"/objects/{susan}/salary")
+    page.select_employee("Steve Jobs")
+    page.select_employee("Susan Kare", modifier=Keys.CONTROL)
+    salary = page.field("salary")
+    page.wait(lambda: salary.get_attribute("placeholder") == "Multiple values")
+    page.b.execute_script("""
+        window.__edits = [];
+        const fetch = window.fetch;
+        window.fetch = (url, init) => {
+          if (String(url).includes('/edits/')) window.__edits.push((init && init.method) + ' ' + url + ' ' + (init && init.body));
+          return fetch(url, init);
+        };""")
+
+    # Focused, erased (it is empty) and left.
+    page.type_into("salary", "")
+    salary.send_keys(Keys.TAB)
+    # Typed over, then erased back to the placeholder, slowly enough for the typed value to be sent.
+    page.type_into("salary", "5")
+    page.wait(lambda: page.edits() == {"salary": 5})
+    salary.send_keys(Keys.BACKSPACE)
+    salary.send_keys(Keys.TAB)
+    page.wait(lambda: page.edits() == {}, message="the edit typed over the placeholder is taken back")
+    # The first name too, left empty over its placeholder after typing.
+    page.type_into("firstName", "x")
+    page.field("firstName").send_keys(Keys.BACKSPACE)
+    page.field("firstName").send_keys(Keys.TAB)
+    time.sleep(1)  # longer than the page waits before it sends what is typed
+    assert page.edits() == {}
+    sent = page.b.execute_script("return window.__edits")
+    assert not [s for s in sent if s.endswith(" null")], f"a placeholder left empty was sent as null: {sent}"
+    assert page.field("salary").get_attribute("placeholder") == "Multiple values"
+    assert not page.edited_visible()
+    assert server.get(f"/objects/{steve}/salary") != server.get(f"/objects/{susan}/salary")
+
+    # A real value over the placeholder is an edit for both.
+    page.type_into("salary", "99000")
+    page.field("salary").send_keys(Keys.TAB)
+    page.wait(lambda: page.edits() == {"salary": 99000})
+    page.el("discard").click()
+    page.wait(lambda: page.edits() == {} and not page.edited_visible())
+
+
+def test_a_hire_date_can_be_cleared_and_a_long_year_is_refused_at_the_field(page, server):
+    page.select_department("Finance")
+    names = page.employee_names()
+    page.select_employee(names[0])
+    first, last = names[0].split(" ", 1)
+    who = server.employee_named(first, last)
+    original = server.get(f"/objects/{who}/hireDate")
+    assert original is not None
+    try:
+        # The clear button: a pending null, committed as null.
+        page.el("clear-hireDate").click()
+        page.wait(lambda: page.edits() == {"hireDate": None})
+        assert page.value("hireDate") == ""
+        page.el("commit").click()
+        page.wait(lambda: server.get(f"/objects/{who}/hireDate") is None)
+        page.wait(lambda: "—" in page.employee_row(names[0]).find_element(By.CLASS_NAME, "col-hire").get_attribute("textContent"))
+        server.put(f"/objects/{who}/hireDate", original)
+        page.wait(lambda: page.value("hireDate") == original["$date"][:10], timeout=LIVE)
+
+        # Clearing every segment with the keyboard clears the date too.
+        date = page.field("hireDate")
+        ActionChains(page.b).move_to_element_with_offset(date, -date.rect["width"] // 2 + 14, 0).click().perform()
+        for key in (Keys.BACKSPACE, Keys.TAB, Keys.BACKSPACE, Keys.TAB, Keys.BACKSPACE):
+            date.send_keys(key)
+            time.sleep(0.15)
+        page.wait(lambda: page.edits() == {"hireDate": None})
+        page.el("discard").click()
+        page.wait(lambda: page.value("hireDate") == original["$date"][:10])
+
+        # A fifth digit of the year cannot be typed (the year has four digits)...
+        ActionChains(page.b).move_to_element_with_offset(date, -date.rect["width"] // 2 + 14, 0).click().perform()
+        for key in "0417" "20150":
+            date.send_keys(key)
+            time.sleep(0.1)
+        assert re.fullmatch(r"\d{4}-04-17", page.value("hireDate")), page.value("hireDate")
+        page.el("discard").click()
+        page.wait(lambda: page.value("hireDate") == original["$date"][:10] and page.edits() == {})
+        # ...and a five-digit year put there otherwise is refused at the field, not sent.
+        page.b.execute_script("""
+            const input = document.getElementById('field-hireDate');
+            input.focus();
+            input.value = '20150-04-17';
+            input.dispatchEvent(new Event('input', { bubbles: true }));
+            input.dispatchEvent(new Event('change', { bubbles: true }));
+            input.blur();""")
+        note = page.el("field-hireDate-error")
+        page.wait(note.is_displayed)
+        assert "year" in note.text
+        assert page.field("hireDate").get_attribute("aria-invalid") == "true"
+        assert not page.el("error").is_displayed(), "the error is the field's, not the form's"
+        time.sleep(0.7)
+        assert page.edits() == {}
+        assert page.value("hireDate") == "20150-04-17", "what was typed stays, with its error"
+        page.el("commit").click()  # refused while the field is wrong
+        time.sleep(0.5)
+        assert server.get(f"/objects/{who}/hireDate") == original
+        page.el("discard").click()
+        page.wait(lambda: not note.is_displayed())
+        page.wait(lambda: page.value("hireDate") == original["$date"][:10])
+        assert page.field("hireDate").get_attribute("aria-invalid") is None
+    finally:
+        server.put(f"/objects/{who}/hireDate", original)
+
+
+def test_store_replacement_reads_as_such_in_the_feed(page, server):
+    store = server.get("/store")
+    server.put("/store", {"objects": store["objects"]})
+    feed = page.el("feed")
+    page.wait(lambda: "Store replaced" in feed.text, timeout=LIVE)
+    assert "nil → nil" not in feed.text
+    assert "store.objects" not in feed.text
+    page.wait(lambda: page.department_names() and page.selected_department() is not None)
+
+
+def test_controllers_deleted_elsewhere_are_noticed_and_made_again(browser, server):
+    browser.get_log("browser")
+    p = Page(browser, server).open()
+    marketing = sorted(full(e) for e in server.employees_of("Marketing"))
+    one, other = marketing[0], marketing[1]
+    p.select_department("Marketing")
+    p.select_employee(one)
+    names = p.controllers()
+    assert server.request("DELETE", f"/controllers/{names['employees']}")[0] == 204
+    assert server.request("DELETE", f"/controllers/{names['departments']}")[0] == 204
+    # Nothing in the store changes, so the change feed says nothing: the page notices by itself.
+    p.wait(lambda: server.request("GET", f"/controllers/{names['employees']}")[0] == 200, timeout=WAIT)
+    p.wait(lambda: "controllers were gone" in p.el("feed").text)
+    p.wait(lambda: connection(p) == ("live", "Live"))
+    assert full(server.get(f"/controllers/{names['employees']}/selectedObjects")[0]) == one
+    assert p.selected_department() == "Marketing"
+    assert p.selected_employees() == [one]
+    p.select_employee(other)
+    assert full(server.get(f"/controllers/{names['employees']}/selectedObjects")[0]) == other
+    assert p.console_errors(allowed=("status of 404",)) == []
+
+
+CONTRAST = """
+    const parse = (c) => { const m = c.match(/[\\d.]+/g).map(Number); return { r: m[0], g: m[1], b: m[2], a: m.length > 3 ? m[3] : 1 }; };
+    const over = (top, bottom) => ({ r: top.r * top.a + bottom.r * (1 - top.a), g: top.g * top.a + bottom.g * (1 - top.a),
+                                     b: top.b * top.a + bottom.b * (1 - top.a), a: 1 });
+    const lum = (c) => { const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+                         return 0.2126 * f(c.r) + 0.7152 * f(c.g) + 0.0722 * f(c.b); };
+    const ratio = (a, b) => { const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p); return (x + 0.05) / (y + 0.05); };
+    function background(node) {
+      const layers = [];
+      for (let n = node; n; n = n.parentElement) {
+        const c = parse(getComputedStyle(n).backgroundColor);
+        if (c.a > 0) layers.push(c);
+        if (c.a >= 1) break;
+      }
+      return layers.reverse().reduce((acc, c) => over(c, acc), { r: 255, g: 255, b: 255, a: 1 });
+    }
+    const probe = document.createElement('span');
+    probe.style.color = 'var(--text-3)';
+    document.body.append(probe);
+    const text3 = getComputedStyle(probe).color;
+    probe.remove();
+    const found = [];
+    for (const node of document.querySelectorAll('body *')) {
+      if (node.closest('fieldset:disabled') || !node.getClientRects().length) continue;
+      const own = [...node.childNodes].some((c) => c.nodeType === 3 && c.textContent.trim());
+      if (own && getComputedStyle(node).color === text3) found.push([node.className || node.tagName, ratio(parse(text3), background(node))]);
+      if (node.matches('input[placeholder]:not([placeholder=""])') && !node.value &&
+          getComputedStyle(node, '::placeholder').color === text3)
+        found.push(['placeholder of ' + node.id, ratio(parse(text3), background(node))]);
+    }
+    return [text3, found];"""
+
+
+def test_secondary_text_meets_wcag_aa_contrast(page, server):
+    page.select_department("Engineering")
+    page.select_employee("Edsger Dijkstra")  # inactive: its name is secondary text on a selected row
+    page.el("filter").send_keys("a")
+    page.wait(lambda: page.b.find_element(By.ID, "predicate").is_displayed())
+    edsger = server.employee_named("Edsger", "Dijkstra")
+    salary = server.get(f"/objects/{edsger}/salary")
+    server.put(f"/objects/{edsger}/salary", salary + 1)  # a line in the change feed
+    server.put(f"/objects/{edsger}/salary", salary)
+    page.wait(lambda: len(page.el("feed").find_elements(By.CLASS_NAME, "feed-item")) >= 2, timeout=LIVE)
+    text3, found = page.b.execute_script(CONTRAST)
+    kinds = {k for k, _ in found}
+    assert any("dep-meta" in k for k in kinds) and any("seq" in k for k in kinds) and any("muted" in k for k in kinds), found
+    low = [(k, round(r, 2)) for k, r in found if r < 4.5]
+    assert not low, f"secondary text {text3} below 4.5:1: {low}"
+    page.el("filter").send_keys(Keys.BACKSPACE)
