@@ -224,11 +224,18 @@
     }
     showError(e, { connection: true });
     if (e.retryAfter) {
-      syncRetry = setTimeout(() => {
-        syncRetry = null;
-        requestSync();
-      }, e.retryAfter * 1000);
-      setConnection('offline', `${failureLabel(e)}, retrying in ${e.retryAfter}s`, e.message);
+      const until = Date.now() + e.retryAfter * 1000;
+      const tick = () => {
+        const left = until - Date.now();
+        if (left <= 0 || stopped) {
+          syncRetry = null;
+          if (!stopped) requestSync();
+          return;
+        }
+        setConnection('offline', `${failureLabel(e)}, retrying in ${Math.ceil(left / 1000)}s`, e.message);
+        syncRetry = setTimeout(tick, ((left - 1) % 1000) + 1); // to the next whole second
+      };
+      tick();
     } else {
       setConnection('offline', failureLabel(e), e.message);
     }
