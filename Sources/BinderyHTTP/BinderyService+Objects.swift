@@ -84,6 +84,7 @@ extension BinderyService {
         let (json, version, seq) = try document.store.read { view throws -> (PropertyListValue, Int64, Int64) in
             (try view.json(of: id), try view.version(of: id), document.acknowledgedSeq(view.seq))
         }
+        try checkIfMatchOnly(request, id: id, version: version) { json }
         if let condition = request.request.header("If-None-Match"), matches(condition, version: version, weak: true) {
             return .response(
                 HTTPResponse(status: 304, headers: [("ETag", etag(version)), ("X-Store-Seq", String(seq))]))
@@ -236,20 +237,35 @@ extension BinderyService {
         }
     }
 
-    /// Checks `If-Match` against the object's version inside a transaction; returns the version.
+    /// Checks `If-Match` and `If-None-Match` against the object's version inside a transaction (RFC 9110 §13.2.2: a
+    /// matching `If-None-Match` on a change fails too); returns the version.
     private static func checkIfMatch(
         _ request: RouteRequest, id: ObjectID, in view: ReadView,
         current: (ReadView) throws -> PropertyListValue
     ) throws -> Int64 {
         let version = try view.version(of: id)
-        if let condition = request.request.header("If-Match"), !matches(condition, version: version) {
-            throw APIError(
-                status: 412, code: "precondition-failed",
-                message: "\(id) is at version \(version), not \(condition).",
-                fields: ["current": try current(view), "etag": .string(etag(version))],
-                headers: [("ETag", etag(version))])
+        if let condition = request.request.header("If-None-Match"), matches(condition, version: version, weak: true) {
+            throw preconditionFailed(id, version: version, "If-None-Match: \(condition)", current: try current(view))
         }
+        try checkIfMatchOnly(request, id: id, version: version) { try current(view) }
         return version
+    }
+
+    /// 412 when `If-Match` does not name `version` (on any method, RFC 9110 §13.1.1).
+    private static func checkIfMatchOnly(
+        _ request: RouteRequest, id: ObjectID, version: Int64, current: () throws -> PropertyListValue
+    ) throws {
+        if let condition = request.request.header("If-Match"), !matches(condition, version: version) {
+            throw preconditionFailed(id, version: version, "If-Match: \(condition)", current: try current())
+        }
+    }
+
+    private static func preconditionFailed(
+        _ id: ObjectID, version: Int64, _ condition: String, current: PropertyListValue
+    ) -> APIError {
+        APIError(
+            status: 412, code: "precondition-failed", message: "\(id) is at version \(version); \(condition) fails.",
+            fields: ["current": current, "etag": .string(etag(version))], headers: [("ETag", etag(version))])
     }
 
     /// The body of the answer to a change of one object, and its ETag's version when the commit leaves it as it was.

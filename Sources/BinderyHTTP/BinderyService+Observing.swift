@@ -132,6 +132,12 @@ extension BinderyService {
             }
             let streamRequest = PollRequest(source: source, since: since, timeout: 0)
             if let refusal = center.refusal(of: streamRequest) { return .response(render(refusal)) }
+            guard query.method != "HEAD" else {
+                // The stream's header only: nothing is subscribed (the server ends the answer with its header).
+                let stream = HTTPStream()
+                stream.finish()
+                return .response(HTTPResponse(status: 200, headers: eventStreamHeaders, body: .stream(stream)))
+            }
             return .response(eventStream(streamRequest, center: center))
         }
         let pollRequest = PollRequest(source: source, since: since, timeout: timeout)
@@ -182,19 +188,21 @@ extension BinderyService {
             },
             close: { stream.finish() })
         stream.onClose { center.unsubscribe(id) }
-        return HTTPResponse(
-            status: 200,
-            headers: [
-                ("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no"),
-            ],
-            body: .stream(stream))
+        return HTTPResponse(status: 200, headers: eventStreamHeaders, body: .stream(stream))
     }
+
+    private static let eventStreamHeaders = [
+        ("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no"),
+        ("Vary", "Accept"),
+    ]
 
     private static func render(_ answer: PollAnswer) -> HTTPResponse {
         switch answer {
         case .items(let items, let seq):
+            // `Vary`: the same URL streams with `Accept: text/event-stream`.
             return HTTPResponse(
-                status: 200, headers: [("Content-Type", "application/json"), ("X-Store-Seq", String(seq))],
+                status: 200,
+                headers: [("Content-Type", "application/json"), ("X-Store-Seq", String(seq)), ("Vary", "Accept")],
                 body: .bytes(items.bytes))
         case .compacted(let oldest, let current):
             return .error(

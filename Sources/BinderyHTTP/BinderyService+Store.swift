@@ -36,10 +36,13 @@ extension BinderyService {
             }
             return .response(
                 HTTPResponse(
-                    status: 200, headers: [("Content-Type", plistType), ("X-Store-Seq", String(acknowledged))],
+                    status: 200,
+                    headers: [("Content-Type", plistType), ("X-Store-Seq", String(acknowledged)), ("Vary", "Accept")],
                     body: .bytes(xml)))
         }
-        return .response(.json(graph, seq: acknowledged))
+        var response = HTTPResponse.json(graph, seq: acknowledged)
+        response.headers.append(("Vary", "Accept"))
+        return .response(response)
     }
 
     private static func importStore(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {

@@ -141,11 +141,12 @@ public final class BinderyService: HTTPResponder {
         return .error(APIError(status: status, code: code, message: reason))
     }
 
-    public func respondToUnsentLimit(limit: Int) -> HTTPResponse {
+    public func respondToUnsentLimit(limit: Int, held: Int) -> HTTPResponse {
         .error(
             APIError(
                 status: 503, code: "server-busy",
-                message: "The server holds \(limit) bytes of answers that clients have not read yet; retry shortly.",
+                message: "The server holds \(held) bytes of answers that clients have not read yet, and this answer "
+                    + "would take it past its limit of \(limit); retry shortly.",
                 headers: [("Retry-After", "1")]))
     }
 

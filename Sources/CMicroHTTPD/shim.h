@@ -68,7 +68,12 @@ static inline void *bindery_mhd_socket_context(struct MHD_Connection *connection
 /* What is wrong with a request's framing (RFC 9112 §5.1, §6.1, §6.3), read from its header fields before its body:
    BINDERY_FRAMING_OK, or one of the others. libmicrohttpd takes the first of several Content-Length fields, reads a
    body both chunked and with a Content-Length, keeps a field name with white space before its colon as another
-   name, and waits forever for a body in a transfer coding it does not know: each lets a body be read as requests. */
+   name, and waits forever for a body in a transfer coding it does not know: each lets a body be read as requests.
+   It also glues a folded line (obs-fold, a line starting with white space) onto the previous field's *name*
+   (`Content-Length:` then ` 49` is a field `Content-Length49` with an empty value): the request would lose its
+   Content-Length (its body read as another request) or its If-Match. A field name is a token (RFC 9110 §5.1); and
+   as the glued name is copied out of the read buffer, where the value stays, a name found after its value in
+   memory was folded. */
 enum {
     BINDERY_FRAMING_OK = 0,
     BINDERY_FRAMING_CONFLICTING_LENGTHS = 1,
@@ -91,8 +96,15 @@ static inline enum MHD_Result bindery_framing_field(void *cls, enum MHD_ValueKin
         scan->problem = BINDERY_FRAMING_BAD_FIELD_NAME;
         return MHD_NO;
     }
+    if (value != NULL && key > value) {
+        scan->problem = BINDERY_FRAMING_BAD_FIELD_NAME;
+        return MHD_NO;
+    }
     for (const char *c = key; *c != '\0'; c++) {
-        if (*c == ' ' || *c == '\t' || (unsigned char)*c < 0x20 || *c == 0x7f) {
+        unsigned char byte = (unsigned char)*c;
+        int token = (byte >= '0' && byte <= '9') || (byte >= 'a' && byte <= 'z') || (byte >= 'A' && byte <= 'Z') ||
+                    (byte != 0 && strchr("!#$%&'*+-.^_`|~", byte) != NULL);
+        if (!token) {
             scan->problem = BINDERY_FRAMING_BAD_FIELD_NAME;
             return MHD_NO;
         }
@@ -128,6 +140,18 @@ static inline int bindery_mhd_framing_problem(struct MHD_Connection *connection)
 static inline size_t bindery_mhd_request_header_size(struct MHD_Connection *connection) {
     const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
     return info != NULL ? info->header_size : 0;
+}
+
+/* The number of header fields, query arguments and cookies libmicrohttpd keeps for the connection's current request:
+   each takes a record of its own (about 64 bytes) from the connection's memory pool, besides the bytes of the head. */
+static inline int bindery_mhd_request_field_count(struct MHD_Connection *connection) {
+    return MHD_get_connection_values(connection, MHD_HEADER_KIND | MHD_GET_ARGUMENT_KIND | MHD_COOKIE_KIND, NULL, NULL);
+}
+
+/* Makes a response of unknown size end with the connection instead of chunked (libmicrohttpd 0.9.75 would send a
+   chunked body's last chunk, `0\r\n\r\n`, after the header of a HEAD answer, where no body may follow). */
+static inline void bindery_mhd_response_ends_with_connection(struct MHD_Response *response) {
+    MHD_set_response_options(response, MHD_RF_HTTP_1_0_COMPATIBLE_STRICT, MHD_RO_END);
 }
 
 /* Whether the client of a connection has closed or reset it: a non-blocking peek at its socket finds the end of the

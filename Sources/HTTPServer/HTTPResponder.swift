@@ -38,9 +38,10 @@ public protocol HTTPResponder: Sendable {
     /// The answer to a request refused for its framing (`status` 400 or 501, `reason` a sentence), before its body
     /// was read; the server closes the connection after it.
     func respondToMalformedRequest(_ request: HTTPRequest, status: Int, reason: String) -> HTTPResponse
-    /// The answer given instead of a large answer to a GET or HEAD while `limit` bytes of answers wait for clients
-    /// that have not read them (`HTTPServerConfiguration.maxUnsentBytes`); it should ask the client to retry.
-    func respondToUnsentLimit(limit: Int) -> HTTPResponse
+    /// The answer given instead of a large answer to a GET or HEAD while `held` bytes of answers wait for clients
+    /// that have not read them, and that answer would take them past `limit` (`HTTPServerConfiguration
+    /// .maxUnsentBytes`); it should ask the client to retry.
+    func respondToUnsentLimit(limit: Int, held: Int) -> HTTPResponse
     /// The headers every response carries, whatever answered it (a handler, a resumed or shut-down suspension, the
     /// body limit): called on the server's thread for each response just before it is sent, after the response's
     /// own headers went in, with the request's header fields (`requestHeader`, any case) and a function that adds
@@ -62,7 +63,7 @@ extension HTTPResponder {
         HTTPResponse(status: status, contentType: "text/plain", text: reason + "\n")
     }
 
-    public func respondToUnsentLimit(limit: Int) -> HTTPResponse {
+    public func respondToUnsentLimit(limit: Int, held: Int) -> HTTPResponse {
         var response = HTTPResponse(status: 503, contentType: "text/plain", text: "too many unread answers\n")
         response.headers.append(("Retry-After", "1"))
         return response

@@ -242,13 +242,15 @@ public final class HTTPServer: Sendable {
         }
         // The request head and the response's header fields share the connection's memory pool: a head that leaves
         // too little of it would be handled, and its answer then fail for want of memory (nothing sent). Such heads
-        // are refused before anything is done.
-        let headSize = bindery_mhd_request_header_size(connection)
+        // are refused before anything is done. Each header field, query argument and cookie takes a record of
+        // `fieldRecordSize` from the pool besides its bytes: 217 ten-byte fields fill it as surely as 14 KiB.
+        let fields = Int(bindery_mhd_request_field_count(connection))
+        let headSize = bindery_mhd_request_header_size(connection) + fields * Self.fieldRecordSize
         if headSize > configuration.maximumRequestHeadSize {
             return .malformed(
                 status: 431,
-                reason: "The request line and header fields take \(headSize) bytes; at most "
-                    + "\(configuration.maximumRequestHeadSize) are taken.")
+                reason: "The request line and its \(fields) header fields and query arguments take \(headSize) bytes "
+                    + "of the connection's memory; at most \(configuration.maximumRequestHeadSize) are taken.")
         }
         switch Int(bindery_mhd_framing_problem(connection)) {
         case Int(BINDERY_FRAMING_OK): break
@@ -259,7 +261,8 @@ public final class HTTPServer: Sendable {
         case Int(BINDERY_FRAMING_UNKNOWN_CODING):
             return .malformed(status: 501, reason: "The only transfer coding taken is chunked.")
         default:
-            return .malformed(status: 400, reason: "A header field name holds white space or a control character.")
+            return .malformed(
+                status: 400, reason: "A header field name is not a token, or a header line is folded (obs-fold).")
         }
         // A request that waits for `100 Continue` with a body over the limit gets its 413 before sending the body
         // (RFC 9110 §10.1.1). Other bodies over the limit are drained, so that a client that writes its whole body
@@ -274,6 +277,10 @@ public final class HTTPServer: Sendable {
         else { return nil }
         return .bodyTooLarge
     }
+
+    /// What libmicrohttpd 0.9.75 takes from a connection's pool for each header field, query argument or cookie it
+    /// keeps: its `struct MHD_HTTP_Header`, seven words, rounded to the pool's alignment.
+    static let fieldRecordSize = 64
 
     /// How far past `maxBodySize` a declared body is still drained before its 413 (see `refusalUpFront`).
     static let drainedExcess: UInt64 = 64 << 20
@@ -351,19 +358,20 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    /// Hands the response to libmicrohttpd. A large answer to a safe request (`isSafe`: GET or HEAD, whose answer
-    /// can be replaced without losing a change) while other large answers hold `maxUnsentBytes` is replaced by the
-    /// responder's `respondToUnsentLimit`: clients that do not read could otherwise make the server hold any amount.
-    fileprivate func queue(_ response: HTTPResponse, on connection: OpaquePointer, isSafe: Bool) -> MHD_Result {
+    /// Hands the response to libmicrohttpd. A large answer to a GET or HEAD (whose answer can be replaced without
+    /// losing a change) while other large answers hold `maxUnsentBytes` is replaced by the responder's
+    /// `respondToUnsentLimit`: clients that do not read could otherwise make the server hold any amount.
+    fileprivate func queue(_ response: HTTPResponse, on connection: OpaquePointer, method: String) -> MHD_Result {
         let mhdResponse: OpaquePointer?
         switch response.body {
         case .empty:
             mhdResponse = MHD_create_response_from_buffer(0, nil, .RESPMEM_PERSISTENT)
         case .bytes(let bytes) where bytes.count >= Self.countedBodySize:
             let unsent = unsentBytes.load(ordering: .relaxed)
-            if isSafe, unsent > 0, unsent + bytes.count > configuration.maxUnsentBytes {
+            if method == "GET" || method == "HEAD", unsent > 0, unsent + bytes.count > configuration.maxUnsentBytes {
                 return queue(
-                    responder.respondToUnsentLimit(limit: configuration.maxUnsentBytes), on: connection, isSafe: false)
+                    responder.respondToUnsentLimit(limit: configuration.maxUnsentBytes, held: unsent),
+                    on: connection, method: "")
             }
             let body = Unmanaged.passRetained(UnsentBody(copying: bytes, countedIn: self))
             mhdResponse = MHD_create_response_from_buffer_with_free_callback_cls(
@@ -389,6 +397,7 @@ public final class HTTPServer: Sendable {
             // The response holds a retain on the stream, released in `streamReleased` when MHD destroys it.
             mhdResponse = MHD_create_response_from_callback(
                 UInt64.max, 4096, streamReader, Unmanaged.passRetained(stream).toOpaque(), streamReleased)
+            if method == "HEAD", let mhdResponse { bindery_mhd_response_ends_with_connection(mhdResponse) }
         case .file(let descriptor, let size):
             // The response owns the descriptor from here and closes it when destroyed.
             mhdResponse = MHD_create_response_from_fd64(UInt64(size), descriptor)
@@ -465,7 +474,7 @@ private let accessHandler: MHD_AccessHandlerCallback = {
             let name = method.map(methodName) ?? "GET"
             let response = server.handle(
                 connection: connection, rawURL: originForm(url), method: name, contextSlot: contextSlot)
-            return response.map { server.queue($0, on: connection, isSafe: isSafe(name)) } ?? .YES
+            return response.map { server.queue($0, on: connection, method: name) } ?? .YES
         }
         if let uploadDataSize, uploadDataSize.pointee != 0 {
             if let uploadData {
@@ -480,7 +489,7 @@ private let accessHandler: MHD_AccessHandlerCallback = {
         let response = server.handle(
             connection: connection, rawURL: originForm(url), method: name, contextSlot: contextSlot)
         guard let response else { return .YES }  // suspended: answered after `resume`
-        return server.queue(response, on: connection, isSafe: isSafe(name))
+        return server.queue(response, on: connection, method: name)
     }
 }
 
@@ -520,11 +529,6 @@ private func methodName(_ method: UnsafePointer<CChar>) -> String {
     if `is`("HEAD") { return "HEAD" }
     if `is`("OPTIONS") { return "OPTIONS" }
     return String(cString: method)
-}
-
-/// Whether a request of this method changes nothing (its answer can be replaced by a 503 without losing a change).
-private func isSafe(_ method: String) -> Bool {
-    method == "GET" || method == "HEAD"
 }
 
 /// A large answer's bytes while libmicrohttpd holds them, counted in the server's `unsentBytes` until released.

@@ -141,6 +141,7 @@ struct DocumentRoutesTests {
             let withNull = try client.request("GET", "/store")
             let plist = try client.request("GET", "/store", headers: ["Accept": "application/x-plist"])
             #expect(plist.header("Content-Type") == "application/x-plist")
+            #expect(plist.header("Vary") == "Accept" && export.header("Vary") == "Accept")
             #expect(plist.text.contains("<plist version=\"1.0\">"))
             // Named with q=0, or below JSON, the plist is not chosen.
             for accept in ["application/x-plist;q=0", "application/x-plist;q=0.5, application/json"] {

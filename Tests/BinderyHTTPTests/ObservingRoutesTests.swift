@@ -317,6 +317,20 @@ struct ObservingRoutesTests {
         }
     }
 
+    /// A HEAD of an event stream is its header alone: libmicrohttpd 0.9.75 would follow it with a chunked body's last
+    /// chunk (`0\r\n\r\n`), which the client would read as the start of the next answer.
+    @Test func aHeadOfAnEventStreamIsItsHeaderAlone() throws {
+        try withService { client in
+            let head = "HEAD /changes HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n"
+            let answer = String(decoding: try client.exchange(Array(head.utf8)), as: UTF8.self)
+            #expect(answer.hasPrefix("HTTP/1.1 200"))
+            #expect(answer.contains("Content-Type: text/event-stream"))
+            #expect(answer.contains("Vary: Accept"))
+            #expect(answer.hasSuffix("\r\n\r\n") && !answer.contains("\r\n\r\n0"), "\(answer)")
+            #expect(try client.request("GET", "/changes?timeout=0").header("Vary") == "Accept")
+        }
+    }
+
     @Test func tooManyWaitersIs503WithRetryAfter() throws {
         try withService(observation: .init(maxWaiters: 2)) { client in
             let first = background { try client.request("GET", "/changes?timeout=2") }

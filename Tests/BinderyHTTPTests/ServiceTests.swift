@@ -90,7 +90,7 @@ struct ServiceTests {
         let service = BinderyService(
             configuration: .init(publicDirectory: packageRoot + "/Public", corsOrigin: "*"), document: document,
             observations: ObservationCenter(document: document, queue: DispatchQueue(label: "test.busy")))
-        let response = service.respondToUnsentLimit(limit: 1000)
+        let response = service.respondToUnsentLimit(limit: 1000, held: 600)
         #expect(response.status == 503)
         #expect(response.headers.contains { $0.name == "Retry-After" && $0.value == "1" })
         guard case .bytes(let body) = response.body else {
@@ -99,7 +99,8 @@ struct ServiceTests {
         }
         let json = try PropertyListValue(jsonBytes: body)
         #expect(json["error"]?["code"] == "server-busy")
-        #expect(json["error"]?["message"]?.stringValue?.contains("1000 bytes") == true)
+        #expect(json["error"]?["message"]?.stringValue?.contains("holds 600 bytes") == true)
+        #expect(json["error"]?["message"]?.stringValue?.contains("limit of 1000") == true)
     }
 
     @Test func undecodablePathIs400JSON() throws {
