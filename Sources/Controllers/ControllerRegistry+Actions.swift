@@ -81,26 +81,23 @@ extension ControllerRegistry {
     }
 
     /// Commits the pending edits of the controller's own editors, then those of every controller that follows it: a
-    /// master's new selection gives its details new content, and their edits must not move to other objects. Edits
-    /// whose objects are all among `removed` are left for the removal to drop.
-    private func commitEditsBeforeSelectionChange(_ name: String, sparing removed: Set<ObjectID> = []) throws {
-        try commitPendingEdits(of: [name] + followers(of: name), beforeSelectionChange: true, sparing: removed)
+    /// master's new selection gives its details new content, and their edits must not move to other objects.
+    private func commitEditsBeforeSelectionChange(_ name: String) throws {
+        try commitPendingEdits(
+            of: { registry in [name] + Self.followers(of: name, in: registry) }, beforeSelectionChange: true)
     }
 
     /// The controllers whose content follows `name`, directly or through other controllers, masters first.
-    private func followers(of name: String) throws -> [String] {
-        try session { registry, _ in
-            var following: Set<String> = [name]
-            var result: [String] = []
-            for candidate in registry.order {
-                guard let master = registry.controllers[candidate]?.description.content.master,
-                    following.contains(master)
-                else { continue }
-                following.insert(candidate)
-                result.append(candidate)
-            }
-            return result
+    private static func followers(of name: String, in registry: RegistryState) -> [String] {
+        var following: Set<String> = [name]
+        var result: [String] = []
+        for candidate in registry.order {
+            guard let master = registry.controllers[candidate]?.description.content.master, following.contains(master)
+            else { continue }
+            following.insert(candidate)
+            result.append(candidate)
         }
+        return result
     }
 
     // MARK: Arrangement
@@ -207,37 +204,20 @@ extension ControllerRegistry {
     ///
     /// Before a selection change, edits whose selection has gone (the content changed under them) are dropped, as
     /// an editor bound to an empty selection has nothing to commit: they must not keep the selection from changing.
-    /// Edits whose selected objects are all in `removed` (about to be removed) are neither committed nor dropped here.
-    func commitPendingEdits(
-        of names: [String], beforeSelectionChange: Bool = false, sparing removed: Set<ObjectID> = []
+    func commitPendingEdits(of names: [String]) throws {
+        try commitPendingEdits(of: { _ in names }, beforeSelectionChange: false)
+    }
+
+    private func commitPendingEdits(
+        of names: (RegistryState) -> [String], beforeSelectionChange: Bool
     ) throws {
-        typealias Plan = (name: String, edit: ModelEdit, objects: [ObjectID], edits: [PendingEdit])
-        let plans = try session { _, context -> [Plan] in
-            var plans: [Plan] = []
-            for name in names {
-                let controller = try context.controller(name)
-                guard controller.isEditing else { continue }
-                guard controller.options.editable else { throw ObjectGraphError.notEditable(name) }
-                let objects = controller.selectedObjects
-                guard !objects.isEmpty else {
-                    guard beforeSelectionChange else {
-                        throw ObjectGraphError.actionDisabled(
-                            "commitEditing", of: name, "nothing is selected to commit to.")
-                    }
-                    controller.pendingEdits = []
-                    context.emit(controller, .isEditing)
-                    continue
-                }
-                if !removed.isEmpty, objects.allSatisfy(removed.contains) { continue }
-                let edits = controller.pendingEdits
-                plans.append((name, .setValues(objects: objects, edits: edits), objects, edits))
-            }
-            return plans
+        let plans = try session { registry, context in
+            try Self.editPlans(of: names(registry), beforeSelectionChange: beforeSelectionChange, in: context)
         }
         guard !plans.isEmpty else { return }
         let record: ChangeRecord?
         do {
-            record = try transact(plans.count == 1 ? plans[0].edit : .sequence(plans.map(\.edit))).record
+            record = try transact(.sequence(plans.map(\.edit))).record
         } catch let error as ObjectGraphError {
             throw error.listingItself
         }
@@ -245,22 +225,67 @@ extension ControllerRegistry {
             if let record, record.seq > registry.lastProcessedSeq {
                 Self.process(record, registry: &registry, context: context)
             }
-            for plan in plans {
-                guard let controller = registry.controllers[plan.name] else { continue }
-                let wasEditing = controller.isEditing
-                controller.forgetCommittedEdits(plan.edits)
-                if wasEditing != controller.isEditing { context.emit(controller, .isEditing) }
-                var userInfo: [String: PropertyListValue] = [
-                    "keyPaths": .array(plan.edits.map { .string($0.keyPath) }),
-                    "objects": .array(plan.objects.map { ["$ref": .string($0.description)] }),
-                ]
-                userInfo["seq"] = record.map { .integer($0.seq) }
-                context.post(
-                    ControllerNotification(
-                        name: "ControllerDidCommitEditing", object: "controllers/\(plan.name)",
-                        userInfo: .dictionary(userInfo)))
-            }
+            Self.didCommit(plans, record: record, registry: registry, context: context)
         }
+    }
+
+    /// What committing the pending edits of the controllers `names` changes (see `commitPendingEdits`). Edits whose
+    /// selected objects are all in `removed` (about to be removed) are neither committed nor dropped here.
+    private static func editPlans(
+        of names: [String], beforeSelectionChange: Bool, sparing removed: Set<ObjectID> = [],
+        in context: ControllerContext
+    ) throws -> [EditPlan] {
+        var plans: [EditPlan] = []
+        for name in names {
+            let controller = try context.controller(name)
+            guard controller.isEditing else { continue }
+            guard controller.options.editable else { throw ObjectGraphError.notEditable(name) }
+            let objects = controller.selectedObjects
+            guard !objects.isEmpty else {
+                guard beforeSelectionChange else {
+                    throw ObjectGraphError.actionDisabled(
+                        "commitEditing", of: name, "nothing is selected to commit to.")
+                }
+                controller.pendingEdits = []
+                context.emit(controller, .isEditing)
+                continue
+            }
+            if !removed.isEmpty, objects.allSatisfy(removed.contains) { continue }
+            let edits = controller.pendingEdits
+            plans.append(
+                EditPlan(name: name, edit: .setValues(objects: objects, edits: edits), objects: objects, edits: edits))
+        }
+        return plans
+    }
+
+    /// After the commit of `plans`: each controller forgets the edits it committed and posts
+    /// `ControllerDidCommitEditing`.
+    private static func didCommit(
+        _ plans: [EditPlan], record: ChangeRecord?, registry: RegistryState, context: ControllerContext
+    ) {
+        for plan in plans {
+            guard let controller = registry.controllers[plan.name] else { continue }
+            let wasEditing = controller.isEditing
+            controller.forgetCommittedEdits(plan.edits)
+            if wasEditing != controller.isEditing { context.emit(controller, .isEditing) }
+            var userInfo: [String: PropertyListValue] = [
+                "keyPaths": .array(plan.edits.map { .string($0.keyPath) }),
+                "objects": .array(plan.objects.map { ["$ref": .string($0.description)] }),
+            ]
+            userInfo["seq"] = record.map { .integer($0.seq) }
+            context.post(
+                ControllerNotification(
+                    name: "ControllerDidCommitEditing", object: "controllers/\(plan.name)",
+                    userInfo: .dictionary(userInfo)))
+        }
+    }
+
+    /// One controller's pending edits, as one commit applies them.
+    private struct EditPlan {
+        var name: String
+        var edit: ModelEdit
+        var objects: [ObjectID]
+        var edits: [PendingEdit]
     }
 
     // MARK: Target-action
@@ -337,11 +362,12 @@ extension ControllerRegistry {
         }
     }
 
-    /// `add`, `insert`, `addChild`, `insertChild`, `remove`: plan, commit pending edits, plan again, transact, finish.
+    /// `add`, `insert`, `addChild`, `insertChild`, `remove`: plan, transact, finish.
     ///
-    /// An action that moves the selection (`Controller.changesSelection(by:)`) first commits the pending edits of the
-    /// controller and of the controllers following it (whose content moves with it), as a selection change does; if
-    /// that fails (422 with every error) nothing is created or removed and the edits and the selection are kept.
+    /// An action that moves the selection (`Controller.changesSelection(by:)`) commits the pending edits of the
+    /// controller and of the controllers following it (whose content moves with it) in the same transaction, before
+    /// it, as a selection change commits them first: if the edits or the action fail (422 with every error, or the
+    /// action's own error) nothing changes, and the edits and the selection are kept.
     /// `remove` commits only the edits of objects that survive it: those whose objects are all removed are dropped
     /// with them, as Cocoa discards the editors bound to removed objects (so they never keep an object from being
     /// removed); edits of a controller that follows the one removing, for other objects, are committed.
@@ -366,18 +392,17 @@ extension ControllerRegistry {
             }
             requestedIndex = Int(value)
         }
-        // Planned once to refuse the request before any edit is committed, and again after: the commit may re-arrange.
-        let (changesSelection, removed) = try session { _, context -> (Bool, [ObjectID]) in
-            let controller = try context.controller(name)
-            _ = try controller.plan(action, values: values, index: requestedIndex, in: context)
-            return (controller.changesSelection(by: action), action == "remove" ? controller.selectedObjects : [])
-        }
-        if changesSelection { try commitEditsBeforeSelectionChange(name, sparing: Set(removed)) }
-        let plan = try session { _, context -> InsertionPlan in
+        let (edits, plan) = try session { registry, context -> ([EditPlan], InsertionPlan) in
             let controller = try context.controller(name)
             let plan = try controller.plan(action, values: values, index: requestedIndex, in: context)
+            var edits: [EditPlan] = []
+            if controller.changesSelection(by: action) {
+                edits = try Self.editPlans(
+                    of: [name] + Self.followers(of: name, in: registry), beforeSelectionChange: true,
+                    sparing: action == "remove" ? Set(controller.selectedObjects) : [], in: context)
+            }
             if action == "insert", let array = controller as? ArrayController { array.ownInsertions += 1 }
-            return plan
+            return (edits, plan)
         }
         defer {
             if action == "insert" {
@@ -388,11 +413,17 @@ extension ControllerRegistry {
                 }
             }
         }
-        let (created, record) = try transact(plan.edit)
+        let (created, record): (ObjectID?, ChangeRecord?)
+        do {
+            (created, record) = try transact(.sequence(edits.map(\.edit) + [plan.edit]))
+        } catch let error as ObjectGraphError where !edits.isEmpty {
+            throw error.listingItself
+        }
         return try session(seq: record?.seq) { registry, context in
             if let record, record.seq > registry.lastProcessedSeq {
                 Self.process(record, registry: &registry, context: context)
             }
+            Self.didCommit(edits, record: record, registry: registry, context: context)
             let controller = try context.controller(name)
             if let created { controller.didInsert(created, plan: plan, in: context) }
             Self.followMasters(registry, context: context)

@@ -152,6 +152,23 @@ struct EditingTests {
         #expect(try h.registry.edits(controller: "e") == ["salary": -1])
     }
 
+    /// The edits and the action are one transaction: an action refused for its own reasons (an invalid new object)
+    /// commits no edit either.
+    @Test func add_refusedForItsObject_commitsNoEdit() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.registry.setPendingEdit(1, forKeyPath: "salary", controller: "e")
+        let seq = h.store.seq
+        expectError("validation-failed", status: 422) {
+            try h.registry.perform("add", controller: "e", body: ["object": ["firstName": "OnlyFirst"]])
+        }
+        #expect(h.store.seq == seq)
+        #expect(try h.json("salary", of: "Employee/ann") == 300)
+        #expect(try h.registry.edits(controller: "e") == ["salary": 1])
+        #expect(try h.selectedNames() == ["Archer"])
+        #expect(h.notifications.isEmpty)
+    }
+
     /// `insert` selects the new object too: an invalid edit refuses it, a valid one is committed first.
     @Test func insert_withPendingEdits_commitsFirst_invalidEdits422() throws {
         let h = try Harness()
