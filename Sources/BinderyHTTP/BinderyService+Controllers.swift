@@ -117,7 +117,20 @@ extension BinderyService {
         // another kind of controller is 404 listing this one's.
         router.add("POST", "/controllers/:name/:action(\(ControllerRegistry.actions.joined(separator: "|")))") {
             request in
-            let body = request.request.body.isEmpty ? nil : try request.jsonBody()
+            var body = request.request.body.isEmpty ? nil : try request.jsonBody()
+            // `insert` and `insertChild` take their index in the body or, as the object routes do, the query.
+            if let text = request.request.queryValue("index") {
+                guard let index = Int64(text), index >= 0 else {
+                    throw APIError.badQuery("index must be a non-negative integer, not \"\(text)\".")
+                }
+                if case .dictionary(var fields) = body ?? [:] {
+                    if let given = fields["index"], given != .integer(index) {
+                        throw APIError.badQuery("index is \(index) in the query but \(given.jsonString()) in the body.")
+                    }
+                    fields["index"] = .integer(index)
+                    body = .dictionary(fields)
+                }
+            }
             let state = try controllers.perform(
                 request.parameter("action"), controller: request.parameter("name"), body: body)
             return .response(.json(state))

@@ -57,7 +57,7 @@ extension Controller {
             tree.ordering = SortOrdering(description.sortDescriptors)
             tree.computeWatchedKeys(model: context.model)
             try tree.checkArrangement(ordering: tree.ordering, view: context.view)
-            tree.rebuild(in: context)
+            tree.rearrange(in: context)
         }
     }
 
@@ -130,7 +130,7 @@ extension Controller {
             try? rearrangementDidChange(in: context)
         }
         if let tree = self as? TreeController {
-            tree.didInsert(object, at: plan.indexPath, in: context)
+            tree.didInsert(object, placement: plan.placement, in: context)
         } else if let array = self as? ArrayController {
             if plan.action == "insert", let index = plan.arrangedIndex {
                 array.place(object, at: index, in: context)

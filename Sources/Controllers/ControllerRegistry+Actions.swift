@@ -438,8 +438,8 @@ struct InsertionPlan: Sendable {
     var edit: ModelEdit
     /// Where `insert` puts the new object among the arranged objects.
     var arrangedIndex: Int?
-    /// Tree controllers: the index path the new object is inserted at.
-    var indexPath: [Int]?
+    /// Tree controllers: where the new node goes among its siblings.
+    var placement: TreeController.Placement?
 }
 
 extension ModelEdit {

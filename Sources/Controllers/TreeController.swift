@@ -28,6 +28,21 @@ final class TreeController: Controller {
     var indirectKeys: Set<String> = []
     /// The last rebuild stopped expanding at `maxNodes`.
     var isTruncated = false
+    /// Where insertions put their nodes, in order: kept there, unsorted, through the rebuilds that later commits
+    /// cause, until the tree is re-arranged (`rearrangeObjects`, `fetch`, a new sort or filter), as NSTreeController
+    /// leaves inserted objects where they were put until then.
+    var placements: [Placement] = []
+
+    /// A node put by an insertion among the children of `parent` (nil: among the roots).
+    struct Placement: Sendable {
+        enum Position: Sendable {
+            case first, last
+            case after(ObjectID)
+        }
+        var object: ObjectID?
+        var parent: ObjectID?
+        var position: Position
+    }
     /// The most nodes a tree is built with: an object reached along several paths is a node on each, so a children
     /// key path that meets the same objects again (`department.employees`) would grow the tree exponentially.
     static let maxNodes = 200_000
@@ -81,6 +96,12 @@ final class TreeController: Controller {
         indirectKeys = indirect
     }
 
+    /// Re-arranges: every level sorted again, insertions' placements forgotten.
+    func rearrange(in context: ControllerContext) {
+        placements = []
+        rebuild(in: context)
+    }
+
     /// Rebuilds the tree and re-selects (the selected objects when `preservesSelection`, else the same paths).
     func rebuild(in context: ControllerContext) {
         let view = context.view
@@ -119,6 +140,8 @@ final class TreeController: Controller {
         roots = rootObjects.map { build($0, ancestors: &ancestors, depth: 0) }
         nodeSet = seen
         flattened = flat
+        placements.removeAll { $0.object.map { !seen.contains($0) } ?? true }
+        applyPlacements()
         var selection: [[Int]]
         if options.preservesSelection {
             selection = oldSelected.compactMap { indexPath(of: $0) }
@@ -136,6 +159,40 @@ final class TreeController: Controller {
         setSelection(
             normalized(selection), in: context,
             changed: normalized(selection) != oldSelection || selectedObjects != oldSelected)
+    }
+
+    /// Moves each placed node where its insertion put it, in the order they were inserted (a placement after a
+    /// sibling that is no longer there leaves the node where the sort put it).
+    func applyPlacements() {
+        guard !placements.isEmpty else { return }
+        func place(_ placement: Placement, in nodes: inout [Node]) {
+            guard let index = nodes.firstIndex(where: { $0.object == placement.object }) else { return }
+            let node = nodes.remove(at: index)
+            let target: Int
+            switch placement.position {
+            case .first: target = 0
+            case .last: target = nodes.count
+            case .after(let sibling): target = nodes.firstIndex { $0.object == sibling }.map { $0 + 1 } ?? index
+            }
+            nodes.insert(node, at: target)
+        }
+        // One walk for the children's placements (an object may be a node along several paths).
+        var byParent: [ObjectID: [Placement]] = [:]
+        for placement in placements {
+            if let parent = placement.parent {
+                byParent[parent, default: []].append(placement)
+            } else {
+                place(placement, in: &roots)
+            }
+        }
+        func walk(_ nodes: inout [Node]) {
+            for index in nodes.indices {
+                for placement in byParent[nodes[index].object] ?? [] { place(placement, in: &nodes[index].children) }
+                walk(&nodes[index].children)
+            }
+        }
+        if !byParent.isEmpty { walk(&roots) }
+        flattened = Self.depthFirst(roots)
     }
 
     func sorted(_ objects: [ObjectID], view: ReadView) -> [ObjectID] {
@@ -282,16 +339,23 @@ final class TreeController: Controller {
             return InsertionPlan(action: action, edit: .sequence(edits))
         case "addChild", "insertChild":
             // addChild: the last child of the selected node; insertChild: at `index` among its children.
-            guard let path = selectionIndexPaths.first, let parent = node(at: path)?.object,
-                let entity = model.destinationEntity(from: parent.entity, keyPath: childrenKeyPath)
+            guard let path = selectionIndexPaths.first, let parentNode = node(at: path),
+                let entity = model.destinationEntity(from: parentNode.object.entity, keyPath: childrenKeyPath)
             else { throw ObjectGraphError.actionDisabled(action, of: name, "select one node to add a child to.") }
+            let parent = parentNode.object
             let children = RelationshipOwner(object: parent, keyPath: childrenKeyPath)
             let count = (try? view.value(forKeyPath: childrenKeyPath, of: parent))?.objectIDs.count ?? 0
             let at = action == "insertChild" ? min(index ?? 0, count) : nil
-            let shown = node(at: path)?.children.count ?? 0
+            let shown = parentNode.children
+            let position: Placement.Position =
+                switch min(at ?? shown.count, shown.count) {
+                case shown.count: .last
+                case 0: .first
+                case let place: .after(shown[place - 1].object)
+                }
             return InsertionPlan(
                 action: action, edit: .create(entity: entity, values: values, owner: children, index: at),
-                indexPath: path + [min(at ?? shown, shown)])
+                placement: Placement(parent: parent, position: position))
         default:
             guard let entity = contentEntity else {
                 throw ObjectGraphError.actionDisabled(action, of: name, "the content's entity is not known.")
@@ -302,41 +366,34 @@ final class TreeController: Controller {
             else {
                 return InsertionPlan(
                     action: action, edit: .create(entity: entity, values: values, owner: owner, index: nil),
-                    indexPath: [roots.count])
+                    placement: Placement(parent: nil, position: .last))
             }
             let offset = action == "add" ? 1 : 0
-            var siblings = owner
-            if path.count > 1, let parent = node(at: Array(path.dropLast()))?.object {
-                siblings = RelationshipOwner(object: parent, keyPath: childrenKeyPath)
-            }
+            let parentNode = path.count > 1 ? node(at: Array(path.dropLast())) : nil
+            let siblings = parentNode.map { RelationshipOwner(object: $0.object, keyPath: childrenKeyPath) } ?? owner
             let at = siblings.flatMap { position(of: selected, in: $0) }.map { $0 + offset }
+            // add: after the selected node; insert: where it is, so after the sibling before it.
+            let shown = parentNode?.children ?? roots
+            let position: Placement.Position =
+                action == "add" ? .after(selected) : last == 0 ? .first : .after(shown[last - 1].object)
             return InsertionPlan(
                 action: action, edit: .create(entity: entity, values: values, owner: siblings, index: at),
-                indexPath: Array(path.dropLast()) + [last + offset])
+                placement: Placement(parent: parentNode?.object, position: position))
         }
     }
 
-    /// Puts a node inserted by `add`, `insert`, `addChild` or `insertChild` at `indexPath` among its siblings,
-    /// unsorted until the tree is next rebuilt (as NSTreeController's `insertObject:atArrangedObjectIndexPath:`), then
-    /// selects the new node (when `selectsInsertedObjects`).
-    func didInsert(_ object: ObjectID, at indexPath: [Int]?, in context: ControllerContext) {
+    /// Puts a node inserted by `add`, `insert`, `addChild` or `insertChild` where its plan placed it among its
+    /// siblings, unsorted until the tree is re-arranged (as NSTreeController's
+    /// `insertObject:atArrangedObjectIndexPath:`), then selects the new node (when `selectsInsertedObjects`).
+    func didInsert(_ object: ObjectID, placement: Placement?, in context: ControllerContext) {
         let oldSelected = selectedObjects
         let oldSelection = selectionIndexPaths
-        if let indexPath, let current = self.indexPath(of: object), current.dropLast() == indexPath.dropLast(),
-            current != indexPath
-        {
-            let parent = Array(current.dropLast())
-            func move(_ nodes: inout [Node], _ depth: Int) {
-                if depth == parent.count {
-                    let node = nodes.remove(at: current[depth])
-                    nodes.insert(node, at: min(indexPath[depth], nodes.count))
-                } else {
-                    move(&nodes[parent[depth]].children, depth + 1)
-                }
-            }
-            move(&roots, 0)
-            flattened = Self.depthFirst(roots)
-            context.emit(self, .arrangedObjects)
+        if var placement {
+            placement.object = object
+            placements.append(placement)
+            let before = roots
+            applyPlacements()
+            if roots != before { context.emit(self, .arrangedObjects) }
         }
         var selection = oldSelected.compactMap { self.indexPath(of: $0) }
         if options.selectsInsertedObjects, let path = self.indexPath(of: object) { selection = [path] }

@@ -218,6 +218,16 @@ struct ControllerRoutesTests {
                 ])
             _ = try client.request("POST", "/controllers/employees/rearrangeObjects")
             #expect(try lastNames(client).last == "Zulu")
+            // The index may come in the query, as for the object routes.
+            let second = #"{"object": {"firstName": "Yan", "lastName": "Young"}}"#
+            #expect(try client.request("POST", "/controllers/employees/insert?index=1", json: second).status == 200)
+            #expect(try lastNames(client)[1] == "Young")
+            for query in ["index=-1", "index=x"] {
+                #expect(
+                    try client.request("POST", "/controllers/employees/insert?\(query)", json: second).status == 400)
+            }
+            let twice = #"{"index": 2, "object": {"firstName": "Yan", "lastName": "Young"}}"#
+            #expect(try client.request("POST", "/controllers/employees/insert?index=1", json: twice).status == 400)
             let add = try client.request(
                 "POST", "/controllers/departments/add", json: #"{"object": {"name": "Ops"}}"#)
             #expect(add.json?["selectionIndexes"] == [3])

@@ -95,6 +95,40 @@ struct TreeControllerTests {
         #expect(try h.value("selectionIndexPaths", of: "org") == [[0, 3]])  // Aaron, Baker, Cole, Zorn
     }
 
+    /// Placed nodes stay where their insertions put them through later insertions (which rebuild the tree) until it
+    /// is re-arranged.
+    @Test func tree_insertions_keepEarlierPlacements_untilRearranged() throws {
+        let h = try harness()
+        func add(_ action: String, _ lastName: String, index: Int? = nil) throws {
+            var body: [String: PropertyListValue] = [
+                "object": ["firstName": "T", "lastName": .string(lastName), "department": ref("Department/1")]
+            ]
+            body["index"] = index.map { .integer(Int64($0)) }
+            try h.registry.perform(action, controller: "org", body: .dictionary(body))
+        }
+        func names(_ path: [Int] = []) throws -> [String] {
+            var nodes = try h.value("arrangedObjects", of: "org")
+            for index in path { nodes = nodes.arrayValue?[index]["children"] ?? [] }
+            return try (nodes.arrayValue ?? []).map { node in
+                let id = try #require(node["object"]?["$ref"]?.stringValue)
+                return try h.json("lastName", of: id).stringValue ?? "?"
+            }
+        }
+        try add("add", "Aaa")  // after the selected Archer
+        try add("add", "Abb")  // after the selected Aaa, which stays where it was put
+        #expect(try names() == ["Archer", "Aaa", "Abb", "Dunn"])
+        #expect(try h.value("selectionIndexPaths", of: "org") == [[2]])
+        try h.registry.setSelectionIndexPaths([[0]], controller: "org")
+        try add("insertChild", "Zed", index: 0)
+        try h.registry.setSelectionIndexPaths([[0]], controller: "org")
+        try add("addChild", "Zzz")
+        #expect(try names() == ["Archer", "Aaa", "Abb", "Dunn"])
+        #expect(try names([0]) == ["Zed", "Baker", "Cole", "Zzz"])
+        try h.registry.perform("rearrangeObjects", controller: "org")
+        #expect(try names() == ["Aaa", "Abb", "Archer", "Dunn"])
+        #expect(try names([2]) == ["Baker", "Cole", "Zed", "Zzz"])
+    }
+
     /// `add` puts the new root after the selected one, unsorted until the tree is next rebuilt (NSTreeController).
     @Test func tree_add_entityMode_newRootAfterTheSelection_unsortedUntilRearranged() throws {
         let h = try harness()
