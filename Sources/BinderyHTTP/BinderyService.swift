@@ -95,7 +95,17 @@ public final class BinderyService: HTTPResponder {
         router.patterns
     }
 
+    /// The methods some route takes; any other is 501 (RFC 9110 §9.1), not 405, wherever it is sent.
+    static let implementedMethods: Set = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+
     public func respond(to request: consuming HTTPRequest) -> HTTPHandlerResult {
+        guard Self.implementedMethods.contains(request.method) else {
+            return .response(
+                .error(
+                    APIError(
+                        status: 501, code: "not-implemented",
+                        message: "The method \(request.method) is not implemented (methods are case-sensitive).")))
+        }
         guard let segments = request.pathSegments else {
             return .response(.error(.badRequest("bad-path", "The path is not valid percent-encoded UTF-8.")))
         }

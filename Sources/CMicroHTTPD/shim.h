@@ -80,6 +80,7 @@ enum {
     BINDERY_FRAMING_LENGTH_AND_CHUNKED = 2,
     BINDERY_FRAMING_UNKNOWN_CODING = 3,
     BINDERY_FRAMING_BAD_FIELD_NAME = 4,
+    BINDERY_FRAMING_BAD_FIELD_VALUE = 5,
 };
 
 struct bindery_framing_scan {
@@ -89,12 +90,23 @@ struct bindery_framing_scan {
 };
 
 static inline enum MHD_Result bindery_framing_field(void *cls, enum MHD_ValueKind kind, const char *key,
-                                                   const char *value) {
+                                                   size_t key_size, const char *value, size_t value_size) {
     (void)kind;
     struct bindery_framing_scan *scan = cls;
+    (void)key_size;
     if (key == NULL || key[0] == '\0') {
         scan->problem = BINDERY_FRAMING_BAD_FIELD_NAME;
         return MHD_NO;
+    }
+    /* A field value is visible characters, spaces and tabs (RFC 9110 §5.5): a lone CR is a line end to some readers
+       and not to others. (A NUL cannot be seen here: libmicrohttpd measures values with strlen, so a value is cut
+       at its first NUL before Bindery reads it.) */
+    for (size_t i = 0; value != NULL && i < value_size; i++) {
+        unsigned char byte = (unsigned char)value[i];
+        if ((byte < 0x20 && byte != '\t') || byte == 0x7f) {
+            scan->problem = BINDERY_FRAMING_BAD_FIELD_VALUE;
+            return MHD_NO;
+        }
     }
     if (value != NULL && key > value) {
         scan->problem = BINDERY_FRAMING_BAD_FIELD_NAME;
@@ -129,7 +141,7 @@ static inline enum MHD_Result bindery_framing_field(void *cls, enum MHD_ValueKin
 
 static inline int bindery_mhd_framing_problem(struct MHD_Connection *connection) {
     struct bindery_framing_scan scan = {NULL, BINDERY_FRAMING_OK, 0};
-    MHD_get_connection_values(connection, MHD_HEADER_KIND, bindery_framing_field, &scan);
+    MHD_get_connection_values_n(connection, MHD_HEADER_KIND, bindery_framing_field, &scan);
     if (scan.problem == BINDERY_FRAMING_OK && scan.has_coding && scan.length != NULL) {
         scan.problem = BINDERY_FRAMING_LENGTH_AND_CHUNKED;
     }

@@ -260,6 +260,8 @@ public final class HTTPServer: Sendable {
             return .malformed(status: 400, reason: "The request has both Transfer-Encoding and Content-Length.")
         case Int(BINDERY_FRAMING_UNKNOWN_CODING):
             return .malformed(status: 501, reason: "The only transfer coding taken is chunked.")
+        case Int(BINDERY_FRAMING_BAD_FIELD_VALUE):
+            return .malformed(status: 400, reason: "A header field value holds a control character.")
         default:
             return .malformed(
                 status: 400, reason: "A header field name is not a token, or a header line is folded (obs-fold).")

@@ -330,11 +330,15 @@ func graphInconsistencies(_ objects: [PropertyListValue]) -> (problems: [String]
     return (problems, followed)
 }
 
-/// What is wrong with an answer to a random request, or nil: a 5xx other than 503, no `X-Store-Seq`, or an error
-/// (other than to HEAD) that is not the JSON of API.md §2 with a `code` and a `message`.
+/// What is wrong with an answer to a random request, or nil: a 5xx other than 503 (and 501 to a method the server
+/// does not implement), no `X-Store-Seq`, or an error (other than to HEAD) that is not the JSON of API.md §2 with a
+/// `code` and a `message`.
 func answerProblem(_ response: TestResponse, method: String) -> String? {
     let shown = "\(response.status) \(response.text.prefix(300))"
-    if response.status >= 500 && response.status != 503 { return "server error \(shown)" }
+    let implemented = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"].contains(method)
+    if response.status >= 500 && response.status != 503 && (implemented || response.status != 501) {
+        return "server error \(shown)"
+    }
     if response.header("X-Store-Seq") == nil { return "no X-Store-Seq: \(shown)" }
     if response.status >= 400 && method != "HEAD" {
         let error = response.json?["error"]

@@ -52,6 +52,18 @@ struct ServiceTests {
         }
     }
 
+    /// A method no route takes is 501 wherever it is sent (RFC 9110 §9.1); methods are case-sensitive.
+    @Test func anUnknownMethodIs501() throws {
+        try withService { client in
+            for method in ["BREW", "get", "TRACE"] {
+                let response = try client.request(method, "/objects/Employee/4")
+                #expect(response.status == 501, "\(method)")
+                #expect(response.json?["error"]?["code"] == "not-implemented", "\(method)")
+            }
+            #expect(try client.request("PUT", "/healthz").status == 405)
+        }
+    }
+
     @Test func unknownPathIs404JSON() throws {
         try withService { client in
             let response = try client.request("GET", "/no/such/thing")

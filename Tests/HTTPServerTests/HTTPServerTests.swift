@@ -154,6 +154,7 @@ struct HTTPServerTests {
                 ("Content-Length:\r\n \(6 + smuggled.utf8.count)", "400"),
                 ("If-Match: \"1\",\r\n \"2\"\r\nContent-Length: 6", "400"),
                 ("X-Quoted\"Name: 1\r\nContent-Length: 6", "400"),
+                ("X-Lone: a\rb\r\nContent-Length: 6", "400"),
             ]
             for (head, status) in cases {
                 let request = "PUT /echo HTTP/1.1\r\nHost: x\r\n\(head)\r\n\r\nhello!" + smuggled
