@@ -2,6 +2,7 @@
 #define BINDERY_CMICROHTTPD_SHIM_H
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <strings.h>
@@ -87,7 +88,22 @@ struct bindery_framing_scan {
     const char *length;
     int problem;
     int has_coding;
+    /* Where the previous field's value ends in the read buffer. */
+    const char *previous_end;
 };
+
+/* Whether a field line ends right after its value: libmicrohttpd turned the line's CRLF (or bare LF) into NULs in
+   the read buffer, and the next line (`next`: the next field's name, or NULL for the last field, which the empty
+   line's NULs follow) starts right after. A value measured with strlen hides whatever follows a NUL in it (a
+   `Content-Length: 0\0<n>` read as 0 would leave the body to be read as another request): then more bytes lie
+   between the value's end and the next line. */
+static inline int bindery_line_ends_after(const char *end, const char *next) {
+    if (next == NULL) {
+        return end[0] == '\0' && end[1] == '\0';
+    }
+    ptrdiff_t gap = next - end;
+    return (gap == 1 || gap == 2) && end[0] == '\0' && end[gap - 1] == '\0';
+}
 
 static inline enum MHD_Result bindery_framing_field(void *cls, enum MHD_ValueKind kind, const char *key,
                                                    size_t key_size, const char *value, size_t value_size) {
@@ -99,8 +115,8 @@ static inline enum MHD_Result bindery_framing_field(void *cls, enum MHD_ValueKin
         return MHD_NO;
     }
     /* A field value is visible characters, spaces and tabs (RFC 9110 §5.5): a lone CR is a line end to some readers
-       and not to others. (A NUL cannot be seen here: libmicrohttpd measures values with strlen, so a value is cut
-       at its first NUL before Bindery reads it.) */
+       and not to others. (libmicrohttpd measures values with strlen, so a NUL ends the value here: it is found by
+       where the line ends, `bindery_line_ends_after`.) */
     for (size_t i = 0; value != NULL && i < value_size; i++) {
         unsigned char byte = (unsigned char)value[i];
         if ((byte < 0x20 && byte != '\t') || byte == 0x7f) {
@@ -112,6 +128,11 @@ static inline enum MHD_Result bindery_framing_field(void *cls, enum MHD_ValueKin
         scan->problem = BINDERY_FRAMING_BAD_FIELD_NAME;
         return MHD_NO;
     }
+    if (scan->previous_end != NULL && !bindery_line_ends_after(scan->previous_end, key)) {
+        scan->problem = BINDERY_FRAMING_BAD_FIELD_VALUE;
+        return MHD_NO;
+    }
+    scan->previous_end = value != NULL ? value + value_size : NULL;
     for (const char *c = key; *c != '\0'; c++) {
         unsigned char byte = (unsigned char)*c;
         int token = (byte >= '0' && byte <= '9') || (byte >= 'a' && byte <= 'z') || (byte >= 'A' && byte <= 'Z') ||
@@ -140,8 +161,12 @@ static inline enum MHD_Result bindery_framing_field(void *cls, enum MHD_ValueKin
 }
 
 static inline int bindery_mhd_framing_problem(struct MHD_Connection *connection) {
-    struct bindery_framing_scan scan = {NULL, BINDERY_FRAMING_OK, 0};
+    struct bindery_framing_scan scan = {NULL, BINDERY_FRAMING_OK, 0, NULL};
     MHD_get_connection_values_n(connection, MHD_HEADER_KIND, bindery_framing_field, &scan);
+    if (scan.problem == BINDERY_FRAMING_OK && scan.previous_end != NULL &&
+        !bindery_line_ends_after(scan.previous_end, NULL)) {
+        scan.problem = BINDERY_FRAMING_BAD_FIELD_VALUE;
+    }
     if (scan.problem == BINDERY_FRAMING_OK && scan.has_coding && scan.length != NULL) {
         scan.problem = BINDERY_FRAMING_LENGTH_AND_CHUNKED;
     }

@@ -141,6 +141,7 @@ final class TreeController: Controller {
         nodeSet = seen
         flattened = flat
         placements.removeAll { $0.object.map { !seen.contains($0) } ?? true }
+        reanchorPlacements(from: oldRoots)
         applyPlacements()
         var selection: [[Int]]
         if options.preservesSelection {
@@ -159,6 +160,29 @@ final class TreeController: Controller {
         setSelection(
             normalized(selection), in: context,
             changed: normalized(selection) != oldSelection || selectedObjects != oldSelected)
+    }
+
+    /// A placement after a sibling that has left its parent (deleted, moved, filtered out) is put after the sibling
+    /// that came before that one in the tree as it was (`oldRoots`), so that the node stays where it was shown.
+    func reanchorPlacements(from oldRoots: [Node]) {
+        func siblings(under parent: ObjectID?, in nodes: [Node]) -> [Node]? {
+            guard let parent else { return nodes }
+            for node in nodes {
+                if node.object == parent { return node.children }
+                if let found = siblings(under: parent, in: node.children) { return found }
+            }
+            return nil
+        }
+        for index in placements.indices {
+            guard case .after(let anchor) = placements[index].position else { continue }
+            let parent = placements[index].parent
+            let now = siblings(under: parent, in: roots) ?? []
+            guard !now.contains(where: { $0.object == anchor }) else { continue }
+            let before = siblings(under: parent, in: oldRoots) ?? []
+            let anchorIndex = before.firstIndex { $0.object == anchor } ?? 0
+            let stayed = before[..<anchorIndex].last { old in now.contains { $0.object == old.object } }
+            placements[index].position = stayed.map { .after($0.object) } ?? .first
+        }
     }
 
     /// Moves each placed node where its insertion put it, in the order they were inserted (a placement after a

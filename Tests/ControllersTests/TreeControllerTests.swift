@@ -124,9 +124,15 @@ struct TreeControllerTests {
         try add("addChild", "Zzz")
         #expect(try names() == ["Archer", "Aaa", "Abb", "Dunn"])
         #expect(try names([0]) == ["Zed", "Baker", "Cole", "Zzz"])
+        // A placed node whose anchor goes stays where it was shown (after the anchor's own predecessor).
+        try h.registry.setSelectionIndexPaths([[3]], controller: "org")
+        try add("add", "Aab")  // after Dunn
+        #expect(try names() == ["Archer", "Aaa", "Abb", "Dunn", "Aab"])
+        try h.store.transaction { try $0.delete(id("Employee/dee")) }
+        #expect(try names() == ["Archer", "Aaa", "Abb", "Aab"])
         try h.registry.perform("rearrangeObjects", controller: "org")
-        #expect(try names() == ["Aaa", "Abb", "Archer", "Dunn"])
-        #expect(try names([2]) == ["Baker", "Cole", "Zed", "Zzz"])
+        #expect(try names() == ["Aaa", "Aab", "Abb", "Archer"])
+        #expect(try names([3]) == ["Baker", "Cole", "Zed", "Zzz"])
     }
 
     /// `add` puts the new root after the selected one, unsorted until the tree is next rebuilt (NSTreeController).

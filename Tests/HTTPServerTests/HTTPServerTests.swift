@@ -155,6 +155,9 @@ struct HTTPServerTests {
                 ("If-Match: \"1\",\r\n \"2\"\r\nContent-Length: 6", "400"),
                 ("X-Quoted\"Name: 1\r\nContent-Length: 6", "400"),
                 ("X-Lone: a\rb\r\nContent-Length: 6", "400"),
+                // libmicrohttpd cuts a value at a NUL: `Content-Length: 0` would leave the body as a request.
+                ("Content-Length: 0\u{0}\(6 + smuggled.utf8.count)", "400"),
+                ("Content-Length: 6\r\nX-Middle: a\u{0}b", "400"),
             ]
             for (head, status) in cases {
                 let request = "PUT /echo HTTP/1.1\r\nHost: x\r\n\(head)\r\n\r\nhello!" + smuggled
@@ -167,6 +170,16 @@ struct HTTPServerTests {
             let equal =
                 "PUT /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
             #expect(String(decoding: try client.exchange(Array(equal.utf8)), as: UTF8.self).contains("body=2"))
+            // Lines ended by a bare LF, empty values and trailing white space are still read (RFC 9112 §2.2).
+            for ending in ["\n", "\r\n"] {
+                let lines = [
+                    "PUT /echo HTTP/1.1", "Host: x", "X-Empty:", "X-Spaced:  a b \t", "Content-Length: 2",
+                    "Connection: close", "",
+                ]
+                let request = lines.joined(separator: ending) + ending + "ok"
+                let answer = String(decoding: try client.exchange(Array(request.utf8)), as: UTF8.self)
+                #expect(answer.contains("body=2"), "\(ending.debugDescription): \(answer)")
+            }
         }
     }
 
