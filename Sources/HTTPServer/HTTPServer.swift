@@ -243,9 +243,11 @@ public final class HTTPServer: Sendable {
         // The request head and the response's header fields share the connection's memory pool: a head that leaves
         // too little of it would be handled, and its answer then fail for want of memory (nothing sent). Such heads
         // are refused before anything is done. Each header field, query argument and cookie takes a record of
-        // `fieldRecordSize` from the pool besides its bytes: 217 ten-byte fields fill it as surely as 14 KiB.
+        // `fieldRecordSize` from the pool besides its bytes (217 ten-byte fields fill it as surely as 14 KiB), and the
+        // cookies are read from a copy of the `Cookie` field.
         let fields = Int(bindery_mhd_request_field_count(connection))
-        let headSize = bindery_mhd_request_header_size(connection) + fields * Self.fieldRecordSize
+        let cookies = MHD_lookup_connection_value(connection, .HEADER_KIND, "Cookie").map { strlen($0) + 1 } ?? 0
+        let headSize = bindery_mhd_request_header_size(connection) + fields * Self.fieldRecordSize + cookies
         if headSize > configuration.maximumRequestHeadSize {
             return .malformed(
                 status: 431,
