@@ -1241,13 +1241,14 @@
     // poll the server would hold for POLL_TIMEOUT when nothing changed; once it answers, the page
     // re-reads its controllers (re-creating them if the server restarted) before it says Live.
     let failed = false;
+    let busy = false; // the last poll was answered 503: the next one asks at once whether that is over
     while (!stopped) {
       pollAbort = new AbortController();
       const abort = pollAbort;
       const probeTimer = failed ? setTimeout(() => abort.abort(), PROBE_TIMEOUT) : null;
       try {
         if (failed) setConnection('offline', 'Reconnecting…');
-        const res = await fetch(`/changes?since=${since}&timeout=${failed ? 0 : POLL_TIMEOUT}`, {
+        const res = await fetch(`/changes?since=${since}&timeout=${failed || busy ? 0 : POLL_TIMEOUT}`, {
           headers: { Accept: 'application/json' },
           signal: pollAbort.signal,
         });
@@ -1256,9 +1257,10 @@
         if (res.status === 410) {
           // The history moved past us: re-read everything, carry on from the current seq.
           setConnection('resync', 'Re-syncing…');
+          const missed = since;
           since = (body && body.error && body.error.current) || since;
           stats.resyncs += 1;
-          appendNote(`History compacted past #${(body && body.error && body.error.oldest) ?? '?'}: re-synced`);
+          appendNote(`The server no longer has the changes after #${missed} (it restarted, or its history moved on): everything re-read`);
           if (!(await requestSync())) throw new Error('re-sync failed');
           if (failed) stats.reconnects += 1;
           failed = false;
@@ -1269,12 +1271,14 @@
         }
         if (res.status === 503) {
           // Busy (too-many-waiters, server-busy): the server's own message, and its Retry-After.
-          const busy = new APIError(503, body, 'GET', '/changes', { retryAfter: retryAfterOf(res) });
+          const refusal = new APIError(503, body, 'GET', '/changes', { retryAfter: retryAfterOf(res) });
           pollLive = false;
-          showError(busy, { connection: true });
-          await countdown((busy.retryAfter || 1) * 1000, 'Server busy, retrying', busy.message);
+          busy = true;
+          showError(refusal, { connection: true });
+          await countdown((refusal.retryAfter || 1) * 1000, 'Server busy, retrying', refusal.message);
           continue;
         }
+        busy = false;
         if (!res.ok || !body || !Array.isArray(body.changes)) throw new Error(`HTTP ${res.status}`);
         const caughtUp = failed;
         if (failed) {
@@ -1405,9 +1409,22 @@
     const employees = (emp.selectionIndexes || []).map((i) => idOf(state.employees[i])).filter((x) => x);
     removerCreated = false; // made again when next needed
     noteControllers();
+    const edits = Object.entries(state.edits || {});
     await createControllers(emp);
     if (department) await selectExisting(DEP, [department]);
     if (employees.length) await selectExisting(EMP, employees);
+    // The pending edits went with the old controllers: the page still has them, and sends them again.
+    let kept = 0;
+    for (const [key, value] of edits) {
+      try {
+        await api('PUT', ctl(EMP, `/edits/${key}`), value);
+        kept += 1;
+      } catch {
+        // their employees are gone (or not selected any more)
+      }
+    }
+    if (kept < edits.length) appendNote(`${edits.length - kept} pending edit(s) were lost with the controllers`);
+    else if (kept) appendNote('Pending edits were kept');
   }
 
   // Names the page's controllers in the footer.
