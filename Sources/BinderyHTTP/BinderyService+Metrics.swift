@@ -38,6 +38,10 @@ extension BinderyService {
                 "bindery_event_streams", "gauge", "Open server-sent event streams.", [("", String(statistics.streams))])
             metric("bindery_observers", "gauge", "Registered KVO observers.", [("", String(statistics.observers))])
             metric("bindery_controllers", "gauge", "Mediating controllers.", [("", String(controllers.names.count))])
+            metric(
+                "bindery_http_unsent_bytes", "gauge",
+                "Bytes of answers of 16 KiB or more held for clients that have not read them (--max-unsent).",
+                [("", String(HTTPServer.processUnsentByteCount))])
             if let rss = residentMemoryBytes() {
                 metric("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", [("", String(rss))])
             }

@@ -51,6 +51,9 @@ public final class HTTPServer: Sendable {
 
     /// Bytes of large answers waiting for clients to read them (see `HTTPServerConfiguration.maxUnsentBytes`).
     public var unsentByteCount: Int { unsentBytes.load(ordering: .relaxed) }
+    /// The same, for every server of the process (what `/metrics` reports: a responder does not know its server).
+    public static var processUnsentByteCount: Int { processUnsentBytes.load(ordering: .relaxed) }
+    fileprivate static let processUnsentBytes = Atomic<Int>(0)
 
     public init(configuration: HTTPServerConfiguration, responder: any HTTPResponder) {
         self.configuration = configuration
@@ -546,10 +549,12 @@ private final class UnsentBody {
         self.storage = storage
         self.server = server
         server.unsentBytes.add(bytes.count, ordering: .relaxed)
+        HTTPServer.processUnsentBytes.add(bytes.count, ordering: .relaxed)
     }
 
     deinit {
         server.unsentBytes.subtract(storage.count, ordering: .relaxed)
+        HTTPServer.processUnsentBytes.subtract(storage.count, ordering: .relaxed)
         storage.deallocate()
     }
 }
