@@ -891,7 +891,23 @@
   // ---------------------------------------------------------------------------------------------
   // Selection, sorting, filtering, add and remove
 
-  async function selectDepartment(index) {
+  // Department selections run one after another, and arrow keys go on from the one last asked for (a key
+  // pressed again before the server answered moves one further, not twice to the same department).
+  let depTarget = null;
+  let depChain = Promise.resolve();
+  function selectDepartment(index) {
+    if (index < 0 || index >= state.departments.length) return Promise.resolve();
+    depTarget = index;
+    const run = depChain
+      .then(() => selectDepartmentNow(index))
+      .finally(() => {
+        if (depTarget === index) depTarget = null;
+      });
+    depChain = run.catch(() => {});
+    return run;
+  }
+
+  async function selectDepartmentNow(index) {
     if (index < 0 || index >= state.departments.length) return;
     if (state.depSelection.length === 1 && state.depSelection[0] === index) return;
     await flushEdits();
@@ -956,7 +972,7 @@
   });
 
   el.depList.addEventListener('keydown', (event) => {
-    const current = state.depSelection[0] ?? -1;
+    const current = depTarget ?? state.depSelection[0] ?? -1;
     const moves = { ArrowDown: current + 1, ArrowUp: current - 1, Home: 0, End: state.departments.length - 1 };
     if (event.key in moves) {
       event.preventDefault();

@@ -993,3 +993,14 @@ def test_secondary_text_meets_wcag_aa_contrast(page, server):
     low = [(k, round(r, 2)) for k, r in found if r < 4.5]
     assert not low, f"secondary text {text3} below 4.5:1: {low}"
     page.el("filter").send_keys(Keys.BACKSPACE)
+
+
+def test_arrow_keys_pressed_at_once_move_one_department_each(page, server):
+    names = [row.find_element(By.CLASS_NAME, "dep-name").text for row in page.department_rows()]
+    page.select_department(names[0])
+    departments = page.b.find_element(By.ID, "departments-list")
+    departments.send_keys(Keys.ARROW_DOWN, Keys.ARROW_DOWN)  # the second before the server answers the first
+    page.wait(lambda: page.selected_department() == names[2])
+    page.wait(lambda: page.b.find_element(By.ID, "employees-subtitle").text.startswith(f"in {names[2]}"))
+    time.sleep(0.5)
+    assert page.selected_department() == names[2]
