@@ -320,19 +320,26 @@ final class Journal: Sendable {
 
     /// Removes and returns the waiters that came before delivery pass `pass` and that are served, with their outcome:
     /// those whose change was delivered (it is durable), and once the journal failed or closed, all of them.
+    ///
+    /// Once closed, a change the close made durable succeeds, delivered or not: a pass that read the durable seq
+    /// before `close` wrote the last records must not refuse them (503 `document-closed` for a change the next start
+    /// has).
     private static func takeReadyWaiters(_ state: inout State, before pass: Int, deliveredThrough delivered: Int64)
         -> [ReadyWaiter]
     {
         let failure: ObjectGraphError?
+        var succeeded = delivered
         switch state.lifecycle {
         case .open: failure = nil
         case .failed(let error): failure = refusal(error)
-        case .closed: failure = closedError()
+        case .closed:
+            failure = closedError()
+            succeeded = max(delivered, state.durableSeq)
         }
         var ready: [ReadyWaiter] = []
         state.waiters.removeAll { waiter in
             guard waiter.pass < pass else { return false }
-            if waiter.seq <= delivered {
+            if waiter.seq <= succeeded {
                 ready.append((waiter.done, nil))
                 return true
             }
