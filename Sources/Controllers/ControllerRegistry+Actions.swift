@@ -215,12 +215,7 @@ extension ControllerRegistry {
             try Self.editPlans(of: names(registry), beforeSelectionChange: beforeSelectionChange, in: context)
         }
         guard !plans.isEmpty else { return }
-        let record: ChangeRecord?
-        do {
-            record = try transact(.sequence(plans.map(\.edit))).record
-        } catch let error as ObjectGraphError {
-            throw error.listingItself
-        }
+        let record = try transact(plans).record
         try session(seq: record?.seq) { registry, context in
             if let record, record.seq > registry.lastProcessedSeq {
                 Self.process(record, registry: &registry, context: context)
@@ -256,6 +251,18 @@ extension ControllerRegistry {
                 EditPlan(name: name, edit: .setValues(objects: objects, edits: edits), objects: objects, edits: edits))
         }
         return plans
+    }
+
+    /// Applies the pending edits of `plans`, then `action`, in one transaction. An error with edits involved lists
+    /// itself in `errors`, as a failed `commitEditing` does.
+    private func transact(_ plans: [EditPlan], then action: ModelEdit? = nil) throws -> (
+        created: ObjectID?, record: ChangeRecord?
+    ) {
+        do {
+            return try transact(.sequence(plans.map(\.edit) + (action.map { [$0] } ?? [])))
+        } catch let error as ObjectGraphError where !plans.isEmpty {
+            throw error.listingItself
+        }
     }
 
     /// After the commit of `plans`: each controller forgets the edits it committed and posts
@@ -413,12 +420,7 @@ extension ControllerRegistry {
                 }
             }
         }
-        let (created, record): (ObjectID?, ChangeRecord?)
-        do {
-            (created, record) = try transact(.sequence(edits.map(\.edit) + [plan.edit]))
-        } catch let error as ObjectGraphError where !edits.isEmpty {
-            throw error.listingItself
-        }
+        let (created, record) = try transact(edits, then: plan.edit)
         return try session(seq: record?.seq) { registry, context in
             if let record, record.seq > registry.lastProcessedSeq {
                 Self.process(record, registry: &registry, context: context)
