@@ -31,15 +31,14 @@ final class TreeController: Controller {
     /// Where insertions put their nodes, in order: kept there, unsorted, through the rebuilds that later commits
     /// cause, until the tree is re-arranged (`rearrangeObjects`, `fetch`, a new sort or filter), as NSTreeController
     /// leaves inserted objects where they were put until then.
-    var placements: [Placement] = []
+    var placements: [(object: ObjectID, placement: Placement)] = []
 
-    /// A node put by an insertion among the children of `parent` (nil: among the roots).
+    /// Where an insertion puts its node: among the children of `parent` (nil: among the roots), at `position`.
     struct Placement: Sendable {
         enum Position: Sendable {
             case first, last
             case after(ObjectID)
         }
-        var object: ObjectID?
         var parent: ObjectID?
         var position: Position
     }
@@ -140,7 +139,7 @@ final class TreeController: Controller {
         roots = rootObjects.map { build($0, ancestors: &ancestors, depth: 0) }
         nodeSet = seen
         flattened = flat
-        placements.removeAll { $0.object.map { !seen.contains($0) } ?? true }
+        placements.removeAll { !seen.contains($0.object) }
         reanchorPlacements(from: oldRoots)
         applyPlacements()
         var selection: [[Int]]
@@ -167,21 +166,17 @@ final class TreeController: Controller {
     func reanchorPlacements(from oldRoots: [Node]) {
         func siblings(under parent: ObjectID?, in nodes: [Node]) -> [Node]? {
             guard let parent else { return nodes }
-            for node in nodes {
-                if node.object == parent { return node.children }
-                if let found = siblings(under: parent, in: node.children) { return found }
-            }
-            return nil
+            return Self.indexPath(of: parent, in: nodes).flatMap { Self.node(at: $0, in: nodes)?.children }
         }
         for index in placements.indices {
-            guard case .after(let anchor) = placements[index].position else { continue }
-            let parent = placements[index].parent
+            guard case .after(let anchor) = placements[index].placement.position else { continue }
+            let parent = placements[index].placement.parent
             let now = siblings(under: parent, in: roots) ?? []
             guard !now.contains(where: { $0.object == anchor }) else { continue }
             let before = siblings(under: parent, in: oldRoots) ?? []
             let anchorIndex = before.firstIndex { $0.object == anchor } ?? 0
             let stayed = before[..<anchorIndex].last { old in now.contains { $0.object == old.object } }
-            placements[index].position = stayed.map { .after($0.object) } ?? .first
+            placements[index].placement.position = stayed.map { .after($0.object) } ?? .first
         }
     }
 
@@ -189,8 +184,8 @@ final class TreeController: Controller {
     /// sibling that is no longer there leaves the node where the sort put it).
     func applyPlacements() {
         guard !placements.isEmpty else { return }
-        func place(_ placement: Placement, in nodes: inout [Node]) {
-            guard let index = nodes.firstIndex(where: { $0.object == placement.object }) else { return }
+        func place(_ object: ObjectID, _ placement: Placement, in nodes: inout [Node]) {
+            guard let index = nodes.firstIndex(where: { $0.object == object }) else { return }
             let node = nodes.remove(at: index)
             let target: Int
             switch placement.position {
@@ -201,17 +196,19 @@ final class TreeController: Controller {
             nodes.insert(node, at: target)
         }
         // One walk for the children's placements (an object may be a node along several paths).
-        var byParent: [ObjectID: [Placement]] = [:]
-        for placement in placements {
+        var byParent: [ObjectID: [(object: ObjectID, placement: Placement)]] = [:]
+        for (object, placement) in placements {
             if let parent = placement.parent {
-                byParent[parent, default: []].append(placement)
+                byParent[parent, default: []].append((object, placement))
             } else {
-                place(placement, in: &roots)
+                place(object, placement, in: &roots)
             }
         }
         func walk(_ nodes: inout [Node]) {
             for index in nodes.indices {
-                for placement in byParent[nodes[index].object] ?? [] { place(placement, in: &nodes[index].children) }
+                for (object, placement) in byParent[nodes[index].object] ?? [] {
+                    place(object, placement, in: &nodes[index].children)
+                }
                 walk(&nodes[index].children)
             }
         }
@@ -268,6 +265,10 @@ final class TreeController: Controller {
     /// The first index path (depth-first) of `object`.
     func indexPath(of object: ObjectID) -> [Int]? {
         guard nodeSet.contains(object) else { return nil }
+        return Self.indexPath(of: object, in: roots)
+    }
+
+    static func indexPath(of object: ObjectID, in roots: [Node]) -> [Int]? {
         func search(_ nodes: [Node], prefix: [Int]) -> [Int]? {
             for (index, node) in nodes.enumerated() {
                 if node.object == object { return prefix + [index] }
@@ -412,9 +413,8 @@ final class TreeController: Controller {
     func didInsert(_ object: ObjectID, placement: Placement?, in context: ControllerContext) {
         let oldSelected = selectedObjects
         let oldSelection = selectionIndexPaths
-        if var placement {
-            placement.object = object
-            placements.append(placement)
+        if let placement {
+            placements.append((object, placement))
             let before = roots
             applyPlacements()
             if roots != before { context.emit(self, .arrangedObjects) }
