@@ -15,8 +15,9 @@ extension PropertyListValue {
     ///
     /// A property list has no null: null, in a dictionary as elsewhere, is written as the marker dictionary
     /// `{"$null": true}`, which `init(xmlPropertyList:)` reads back as null. (A null dictionary entry is not left
-    /// out: `PUT /store` reads an absent attribute as the model's default, so the export would not read back.) Lines are indented one tab per level down to `maximumIndent` levels (so that the size stays
-    /// linear in the depth). A carriage return is written `&#13;` (an XML reader would read a raw one as a line
+    /// out: `PUT /store` reads an absent attribute as the model's default, so the export would not read back.)
+    /// Lines are indented one tab per level down to `maximumIndent` levels (so that the size stays linear in the
+    /// depth). A carriage return is written `&#13;` (an XML reader would read a raw one as a line
     /// feed); a string with another control character (but tab and line feed) cannot be written, as XML 1.0 has no
     /// way to carry it, and throws.
     public func xmlPropertyList() throws(XMLPropertyListError) -> [UInt8] {
