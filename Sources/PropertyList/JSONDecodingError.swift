@@ -1,7 +1,7 @@
 /// Why a JSON text could not become a property-list value.
 ///
-/// `line` and `column` are 1-based and given for syntax errors (column counts characters, as jansson does);
-/// errors found after parsing (a bad `$date` tag, say) carry neither.
+/// `line` and `column` are 1-based (column counts characters, as jansson does): for a syntax error, where it was
+/// found; for a bad `$date` or `$data` tag, the `{` of its dictionary.
 public struct JSONDecodingError: Error, Sendable, Equatable, CustomStringConvertible {
     public var message: String
     public var line: Int?

@@ -34,13 +34,32 @@ extension PropertyListValue {
                 line: Int(error.line), column: Int(error.column) + (atNextByte ? 1 : 0), position: Int(error.position))
         }
         defer { json_decref(root) }
+        var walk = Walk()
         do {
-            self = try PropertyListValue.convert(root, levelsLeft: maximumDepth)
+            self = try PropertyListValue.convert(root, levelsLeft: maximumDepth, walk: &walk)
         } catch  where error.message == Self.tooDeep {
-            let (line, column) = Self.positionPast(depth: maximumDepth, in: bytes)
+            let offset = Self.firstOpening(in: bytes) { depth, _ in depth > maximumDepth }
+            let (line, column) = offset.map { Self.lineAndColumn(of: $0, in: bytes) } ?? (1, 1)
             throw JSONDecodingError(
                 message: "arrays and objects nested more than \(maximumDepth) levels deep", line: line, column: column)
+        } catch {
+            // A bad tag: placed at the `{` of the dictionary that carries it.
+            var placed = error
+            if let failed = walk.failedObject,
+                let offset = Self.firstOpening(in: bytes, where: { _, object in object == failed })
+            {
+                (placed.line, placed.column) = Self.lineAndColumn(of: offset, in: bytes)
+            }
+            throw placed
         }
+    }
+
+    /// Where `convert` is in the document: dictionaries are counted in the order their `{` appear in the text
+    /// (jansson keeps a dictionary's keys in the order they were read), so a dictionary that fails to untag can be
+    /// found again in the bytes.
+    private struct Walk {
+        var objects = 0
+        var failedObject: Int?
     }
 
     /// jansson's parse of `buffer`, or nil with `nul` set when the buffer holds a NUL byte (found with `memchr`).
@@ -79,9 +98,13 @@ extension PropertyListValue {
         return (line, column)
     }
 
-    /// Where the first `[` or `{` deeper than `depth` opens (outside strings).
-    private static func positionPast(depth limit: Int, in bytes: some Collection<UInt8>) -> (line: Int, column: Int) {
+    /// The offset of the first `[` or `{` (outside strings) for which `match(depth, object)` holds: `depth` counts
+    /// from 1 at the root, `object` is the dictionary's 0-based number in text order (nil for an array).
+    private static func firstOpening(
+        in bytes: some Collection<UInt8>, where match: (_ depth: Int, _ object: Int?) -> Bool
+    ) -> Int? {
         var depth = 0
+        var objects = 0
         var inString = false
         var escaped = false
         for (offset, byte) in bytes.enumerated() {
@@ -97,14 +120,18 @@ extension PropertyListValue {
             }
             switch byte {
             case UInt8(ascii: "\""): inString = true
-            case UInt8(ascii: "["), UInt8(ascii: "{"):
+            case UInt8(ascii: "["):
                 depth += 1
-                if depth > limit { return lineAndColumn(of: offset, in: bytes) }
+                if match(depth, nil) { return offset }
+            case UInt8(ascii: "{"):
+                depth += 1
+                if match(depth, objects) { return offset }
+                objects += 1
             case UInt8(ascii: "]"), UInt8(ascii: "}"): depth -= 1
             default: break
             }
         }
-        return (1, 1)
+        return nil
     }
 
     /// Decodes a JSON text given as a string.
@@ -116,7 +143,7 @@ extension PropertyListValue {
     private static let tooDeep = "too deep"
 
     private static func convert(
-        _ json: UnsafeMutablePointer<json_t>, levelsLeft: Int
+        _ json: UnsafeMutablePointer<json_t>, levelsLeft: Int, walk: inout Walk
     ) throws(JSONDecodingError) -> PropertyListValue {
         switch json_type(rawValue: UInt32(bindery_json_type(json))) {
         case JSON_NULL: return .null
@@ -134,20 +161,27 @@ extension PropertyListValue {
             var elements: [PropertyListValue] = []
             elements.reserveCapacity(count)
             for index in 0..<count {
-                elements.append(try convert(json_array_get(json, index), levelsLeft: levelsLeft - 1))
+                elements.append(try convert(json_array_get(json, index), levelsLeft: levelsLeft - 1, walk: &walk))
             }
             return .array(elements)
         case JSON_OBJECT:
             guard levelsLeft > 0 else { throw JSONDecodingError(message: tooDeep) }
+            let number = walk.objects
+            walk.objects += 1
             var dictionary: [String: PropertyListValue] = [:]
             dictionary.reserveCapacity(json_object_size(json))
             var iterator = json_object_iter(json)
             while let current = iterator {
                 let key = String(cString: json_object_iter_key(current))
-                dictionary[key] = try convert(json_object_iter_value(current), levelsLeft: levelsLeft - 1)
+                dictionary[key] = try convert(json_object_iter_value(current), levelsLeft: levelsLeft - 1, walk: &walk)
                 iterator = json_object_iter_next(json, current)
             }
-            return try untag(dictionary)
+            do {
+                return try untag(dictionary)
+            } catch {
+                walk.failedObject = number
+                throw error
+            }
         default:
             throw JSONDecodingError(message: "unknown JSON value")
         }

@@ -84,10 +84,27 @@ struct JSONCodecTests {
         }
     }
 
-    @Test func rejectsBadTags() {
-        #expect(throws: JSONDecodingError.self) { try PropertyListValue(jsonString: #"{"$date": "soon"}"#) }
-        #expect(throws: JSONDecodingError.self) { try PropertyListValue(jsonString: #"{"$data": "%%%"}"#) }
-        #expect(throws: JSONDecodingError.self) { try PropertyListValue(jsonString: #"{"$date": 5}"#) }
+    @Test(arguments: [
+        BadInput(name: "bad $date", bytes: Array(#"{"$date": "soon"}"#.utf8), line: 1, column: 1),
+        BadInput(name: "bad $data", bytes: Array(#"{"$data": "%%%"}"#.utf8), line: 1, column: 1),
+        BadInput(name: "$date not a string", bytes: Array(#"{"$date": 5}"#.utf8), line: 1, column: 1),
+        // The third dictionary in text order; braces inside strings and good tags before it do not count.
+        BadInput(
+            name: "bad tag after others",
+            bytes: Array(
+                """
+                {"a": {"$date": "2026-11-21T22:12:20.123Z"}, "s": "{[",
+                 "b": [1, {"$data": "@"}]}
+                """.utf8),
+            line: 2, column: 11),
+    ])
+    func rejectsBadTagsWithThePlaceOfTheirDictionary(input: BadInput) {
+        #expect {
+            try PropertyListValue(jsonBytes: input.bytes)
+        } throws: { error in
+            guard let error = error as? JSONDecodingError else { return false }
+            return error.line == input.line && error.column == input.column && error.message.contains("$")
+        }
     }
 
     @Test func refusesValuesNestedBeyondTheLimitWithThePlace() throws {
