@@ -1,3 +1,4 @@
+import Foundation
 import HTTPServer
 import PropertyList
 
@@ -31,16 +32,31 @@ extension RouteRequest {
     /// Declared body types read as JSON.
     private static let jsonMediaTypes = ["application/json", "text/plain", "application/x-www-form-urlencoded"]
 
-    /// The body as a JSON value: 415 when it is declared as something other than JSON, 400 when it does not parse.
+    /// Charsets a body may declare: UTF-8, or ASCII, its subset.
+    private static let charsets = ["utf-8", "utf8", "us-ascii"]
+
+    /// The body as a JSON value: 415 when it is declared as something other than JSON or in a charset other than
+    /// UTF-8, 400 when it does not parse.
     ///
     /// `application/x-www-form-urlencoded` (what `curl -d` sends unless told otherwise) and `text/plain` are read as
     /// JSON too; other declared types are refused.
     public func jsonBody(maximumDepth: Int = PropertyListValue.valueDepthLimit) throws(APIError) -> PropertyListValue {
-        if let type = request.header("Content-Type")?.lowercased(), !type.isEmpty,
-            !(Self.jsonMediaTypes.contains(where: { type.hasPrefix($0) }) || type.contains("+json"))
-        {
-            throw APIError(
-                status: 415, code: "unsupported-media-type", message: "The body must be JSON, not \(type).")
+        if let declared = request.header("Content-Type")?.lowercased(), !declared.isEmpty {
+            let parts = declared.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+            let type = parts.first ?? ""
+            guard Self.jsonMediaTypes.contains(type) || type.hasSuffix("+json") else {
+                throw APIError(
+                    status: 415, code: "unsupported-media-type", message: "The body must be JSON, not \(declared).")
+            }
+            for parameter in parts.dropFirst() where parameter.hasPrefix("charset=") {
+                let charset = parameter.dropFirst("charset=".count).trimmingCharacters(
+                    in: CharacterSet(charactersIn: "\""))
+                guard Self.charsets.contains(charset) else {
+                    throw APIError(
+                        status: 415, code: "unsupported-media-type",
+                        message: "The body must be UTF-8 JSON, not \(charset).")
+                }
+            }
         }
         if request.body.isEmpty {
             throw APIError(

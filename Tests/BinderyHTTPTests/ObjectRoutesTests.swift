@@ -552,8 +552,21 @@ struct ObjectRoutesTests {
             let xml = try client.request(
                 "PATCH", "/objects/Employee/4", headers: ["Content-Type": "application/xml"], json: "<a/>")
             #expect(xml.status == 415)
+            for type in ["application/json; charset=ISO-8859-1", "text/plain;charset=\"utf-16\"", "application/jsonx"] {
+                let refused = try client.request(
+                    "PUT", "/objects/Employee/4/lastName", headers: ["Content-Type": type], json: #""Zoë""#)
+                #expect(refused.status == 415, "\(type)")
+                #expect(refused.errorCode == "unsupported-media-type")
+            }
             #expect(try client.request("GET", "/objects/Employee/4").header("ETag") == "\"1\"")
-            #expect(try client.request("GET", "/healthz").header("X-Store-Seq") == "1")
+            for (index, type) in [
+                "application/json; charset=UTF-8", "application/merge-patch+json", "text/plain; charset=\"utf-8\"",
+            ].enumerated() {
+                let taken = try client.request(
+                    "PUT", "/objects/Employee/4/lastName", headers: ["Content-Type": type], json: "\"Zoë \(index)\"")
+                #expect(taken.status == 200, "\(type)")
+            }
+            #expect(try client.request("GET", "/healthz").header("X-Store-Seq") == "4")
         }
     }
 }
