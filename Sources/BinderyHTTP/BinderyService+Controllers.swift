@@ -117,7 +117,9 @@ extension BinderyService {
         // another kind of controller is 404 listing this one's.
         router.add("POST", "/controllers/:name/:action(\(ControllerRegistry.actions.joined(separator: "|")))") {
             request in
-            var body = request.request.body.isEmpty ? nil : try request.jsonBody()
+            // Not a ternary: with `nil` as one branch it would make `.null` (PropertyListValue takes a nil literal).
+            var body: PropertyListValue? = nil
+            if !request.request.body.isEmpty { body = try request.jsonBody() }
             // `insert` and `insertChild` take their index in the body or, as the object routes do, the query.
             if let text = request.request.queryValue("index") {
                 guard let index = Int64(text), index >= 0 else {

@@ -27,7 +27,8 @@ extension BinderyService {
     private static func listObjects(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {
         let entity = request.parameter("entity")
         let query = request.request
-        let filter = try query.queryValue("filter").map { try ObjectGraph.Predicate(format: $0) }
+        // An empty `filter=` is no filter, as an empty `sort=` is no order.
+        let filter = try query.queryValue("filter").flatMap { $0.isEmpty ? nil : try ObjectGraph.Predicate(format: $0) }
         let sort = try query.queryValue("sort").map { try SortDescriptor.descriptors(query: $0) } ?? []
         let offset = try nonNegativeInteger(query.queryValue("offset"), name: "offset") ?? 0
         let limit = try nonNegativeInteger(query.queryValue("limit"), name: "limit")

@@ -137,6 +137,17 @@ struct PredicateEvaluationTests {
         #expect(try evaluate("name LIKE nickname", harry))
     }
 
+    /// `[c]` only widens a match: `?` takes `ß` whole with or without it (as ICU's case-insensitive `.` does).
+    @Test func caseInsensitiveLikeKeepsCharactersWhole() throws {
+        #expect(try evaluate("'Straße' LIKE 'Stra?e'", .null))
+        #expect(try evaluate("'Straße' LIKE[c] 'stra?e'", .null))
+        #expect(try evaluate("'STRAẞE' LIKE[c] 'stra?e'", .null))
+        #expect(try !evaluate("'Straße' LIKE[c] 'STRA??E'", .null))
+        #expect(try evaluate("'STRASSE' LIKE[c] 'stra??e'", .null))
+        #expect(try evaluate("'Straße' LIKE[cd] 'stra?e'", .null))
+        #expect(try evaluate("'ΟΔΟΣ' LIKE[c] 'οδο?'", .null))
+    }
+
     @Test func matchesIsAWholeStringRegularExpression() throws {
         #expect(try evaluate(#"'abc123' MATCHES '[a-z]+\d+'"#, .null))
         #expect(try !evaluate(#"'abc123x' MATCHES '[a-z]+\d+'"#, .null))

@@ -146,6 +146,24 @@ struct SortDescriptorTests {
                 == ["a99999999999999999999999", "a100000000000000000000000"])
     }
 
+    /// The Finder's order (Apple's TA22935): punctuation first, then numbers, then letters; white space before
+    /// punctuation, symbols after it; digits of any script are numbers.
+    @Test func localizedStandardCompareSortsPunctuationAndSymbolsBeforeDigitsAndLetters() throws {
+        #expect(
+            try sortedValues(["aaa", "111", "zzz", "_zzz", "11 10", "1110", "a0"], .localizedStandardCompare) == [
+                "_zzz", "11 10", "111", "1110", "a0", "aaa", "zzz",
+            ])
+        #expect(try sortedValues(["a1", "a-b", "a b"], .localizedStandardCompare) == ["a b", "a-b", "a1"])
+        #expect(
+            try sortedValues(["~tilde", "z", "#tag", "1abc", "$5", "{brace"], .localizedStandardCompare) == [
+                "#tag", "{brace", "$5", "~tilde", "1abc", "z",
+            ])
+        #expect(
+            try sortedValues(["x\u{663}", "x10", "x\u{662}"], .localizedStandardCompare) == [
+                "x\u{662}", "x\u{663}", "x10",
+            ])
+    }
+
     /// Foundation's order (checked with swift-corelibs-foundation's CFString): `compare:` and
     /// `caseInsensitiveCompare:` compare canonical decompositions, so accented letters follow their base letter;
     /// `localizedStandardCompare:` never finds two different strings the same.

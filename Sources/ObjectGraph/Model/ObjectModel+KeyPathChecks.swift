@@ -59,13 +59,13 @@ extension ObjectModel {
         // By the key path's static type: a collection (through a to-many, an array-valued collection operator, a
         // derived key that is one), one value or one object; below an `any` attribute (`.dynamic`) nobody can tell.
         func type(of keyPath: String) -> StaticType? { try? compile(keyPath, for: entityName).resultType }
-        for keyPath in filter?.aggregatedKeyPaths ?? [] {
+        for (keyPath, column) in filter?.aggregatedKeyPaths ?? [] {
             switch type(of: keyPath) {
             case .scalar?, .entity?:
                 throw ObjectGraphError(
                     status: 400, code: "bad-predicate",
                     message: "ANY, ALL and NONE need a collection; \(keyPath) is one value of \(entityName).",
-                    fields: ["keyPath": .string(keyPath)])
+                    fields: ["keyPath": .string(keyPath), "column": .integer(Int64(column))])
             default:
                 continue
             }

@@ -38,7 +38,8 @@ final class ComparisonPredicate: Sendable {
     private let constantDate: Date?
     private let like: LikePattern?
     private let regex: RegularExpression?
-    /// The 1-based column of the right-hand side in the format string, for errors found while evaluating.
+    /// The 1-based columns of the left- and right-hand sides in the format string, for errors found later.
+    let leftColumn: Int
     let rightColumn: Int
 
     private var caseInsensitive: Bool { options.contains(.caseInsensitive) }
@@ -48,9 +49,10 @@ final class ComparisonPredicate: Sendable {
     /// Makes the comparison; throws the regular-expression error of a constant `MATCHES` pattern.
     init(
         modifier: Modifier, left: PredicateExpression, op: Operator, options: Options, right: PredicateExpression,
-        rightColumn: Int
+        leftColumn: Int, rightColumn: Int
     ) throws {
         self.modifier = modifier
+        self.leftColumn = leftColumn
         self.rightColumn = rightColumn
         self.left = left
         self.op = op
@@ -71,7 +73,10 @@ final class ComparisonPredicate: Sendable {
         var regex: RegularExpression? = nil
         if case .string(let string) = constant {
             date = ISO8601.date(from: string)
-            if op == .like, case .string(let pattern) = folded { like = LikePattern(pattern) }
+            if op == .like {
+                like = LikePattern(
+                    StringFolding.foldKeepingCharacters(string, caseInsensitive: ci, diacriticInsensitive: di))
+            }
             if op == .matches {
                 // Only diacritics are folded: lower-casing a pattern would change `\D` into `\d`.
                 let pattern = StringFolding.fold(string, caseInsensitive: false, diacriticInsensitive: di)
@@ -209,9 +214,16 @@ final class ComparisonPredicate: Sendable {
         case .endsWith:
             return strings(lhs, rhs, rightFolded: rightFolded, StringFolding.hasSuffix)
         case .like:
-            return strings(lhs, rhs, rightFolded: rightFolded) { string, pattern in
-                (like ?? LikePattern(pattern)).matches(string)
-            }
+            // Folded character by character (`ß` stays one character for `?`), so neither side uses `fold`.
+            guard case .value(.string(let string)) = lhs else { return false }
+            let subject = StringFolding.foldKeepingCharacters(
+                string, caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive)
+            if let like { return like.matches(subject) }
+            guard case .value(.string(let pattern)) = rhs else { return false }
+            return LikePattern(
+                StringFolding.foldKeepingCharacters(
+                    pattern, caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive)
+            ).matches(subject)
         case .matches:
             guard case .value(.string(let string)) = lhs else { return false }
             let subject = StringFolding.fold(string, caseInsensitive: false, diacriticInsensitive: diacriticInsensitive)

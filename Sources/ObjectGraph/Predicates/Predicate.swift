@@ -26,8 +26,9 @@ public struct Predicate: Sendable, Hashable, CustomStringConvertible {
     /// when one of them changes.
     public let keyPaths: [String]
 
-    /// The key paths on the left of `ANY`, `ALL`, `NONE` or `SOME` (they must give collections).
-    public let aggregatedKeyPaths: [String]
+    /// The key paths on the left of `ANY`, `ALL`, `NONE` or `SOME` (they must give collections), with the column
+    /// where each comparison's left side starts.
+    public let aggregatedKeyPaths: [(keyPath: String, column: Int)]
 
     init(root: Node) {
         self.root = root
@@ -35,8 +36,8 @@ public struct Predicate: Sendable, Hashable, CustomStringConvertible {
         var keyPaths: [String] = []
         Predicate.collectKeyPaths(root, into: &keyPaths)
         self.keyPaths = keyPaths
-        var aggregated: [String] = []
-        Predicate.collectKeyPaths(root, into: &aggregated, aggregatedOnly: true)
+        var aggregated: [(keyPath: String, column: Int)] = []
+        Predicate.collectAggregatedKeyPaths(root, into: &aggregated)
         self.aggregatedKeyPaths = aggregated
     }
 
@@ -93,19 +94,29 @@ public struct Predicate: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    private static func collectKeyPaths(_ node: Node, into keyPaths: inout [String], aggregatedOnly: Bool = false) {
-        switch node {
-        case .constant: break
-        case .not(let inner): collectKeyPaths(inner, into: &keyPaths, aggregatedOnly: aggregatedOnly)
-        case .and(let nodes), .or(let nodes):
-            for node in nodes { collectKeyPaths(node, into: &keyPaths, aggregatedOnly: aggregatedOnly) }
-        case .comparison(let comparison):
-            if aggregatedOnly {
-                if comparison.modifier != .direct { comparison.left.collectKeyPaths(into: &keyPaths) }
-                return
-            }
+    private static func collectKeyPaths(_ node: Node, into keyPaths: inout [String]) {
+        forEachComparison(in: node) { comparison in
             comparison.left.collectKeyPaths(into: &keyPaths)
             comparison.right.collectKeyPaths(into: &keyPaths)
+        }
+    }
+
+    private static func collectAggregatedKeyPaths(_ node: Node, into keyPaths: inout [(keyPath: String, column: Int)]) {
+        forEachComparison(in: node) { comparison in
+            guard comparison.modifier != .direct else { return }
+            var left: [String] = []
+            comparison.left.collectKeyPaths(into: &left)
+            keyPaths += left.map { ($0, comparison.leftColumn) }
+        }
+    }
+
+    private static func forEachComparison(in node: Node, _ body: (ComparisonPredicate) -> Void) {
+        switch node {
+        case .constant: break
+        case .not(let inner): forEachComparison(in: inner, body)
+        case .and(let nodes), .or(let nodes):
+            for node in nodes { forEachComparison(in: node, body) }
+        case .comparison(let comparison): body(comparison)
         }
     }
 

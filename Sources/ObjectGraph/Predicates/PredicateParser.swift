@@ -131,6 +131,7 @@ struct PredicateParser {
             }
             if modifier != .direct { advance() }
         }
+        let leftColumn = current.column
         let left = try parseExpression()
         let op = try parseOperator()
         let options = try parseOptions(for: op)
@@ -158,7 +159,8 @@ struct PredicateParser {
         }
         do {
             return try ComparisonPredicate(
-                modifier: modifier, left: left, op: op, options: options, right: right, rightColumn: rightColumn)
+                modifier: modifier, left: left, op: op, options: options, right: right, leftColumn: leftColumn,
+                rightColumn: rightColumn)
         } catch let error as ObjectGraphError {
             throw error
         } catch {
@@ -226,6 +228,13 @@ struct PredicateParser {
             return .constant(.real(value))
         case .keyPath(let keyPath):
             advance()
+            guard !isSymbol("(") else {
+                throw ObjectGraphError.badPredicate(
+                    "Functions (\(keyPath)(...)) are not supported: CAST, FUNCTION, SUBQUERY and the others are not "
+                        + "part of Bindery's predicate language; compare a date with an ISO 8601 string instead of "
+                        + "CAST.",
+                    column: token.column)
+            }
             return .keyPath(keyPath)
         case .keyword(.true), .keyword(.yes):
             advance()

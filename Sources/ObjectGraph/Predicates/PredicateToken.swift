@@ -12,9 +12,11 @@ struct PredicateToken: Sendable {
         private static let byName: [String: Keyword] = Dictionary(
             uniqueKeysWithValues: allCases.map { ($0.rawValue, $0) })
 
-        /// The keyword spelled `word` in any case.
+        /// The keyword spelled `word` in any ASCII case (`ın`, with a dotless i, is a key path, not `IN`).
         init?(word: String) {
-            guard word.utf8.count <= 14, let keyword = Keyword.byName[word.uppercased()] else { return nil }
+            guard word.utf8.count <= 14, word.utf8.allSatisfy({ $0 < 0x80 }),
+                let keyword = Keyword.byName[word.uppercased()]
+            else { return nil }
             self = keyword
         }
     }

@@ -8,8 +8,8 @@ enum SortKey: Sendable {
     case number(ValueComparison.Number)
     /// `compare:` and `caseInsensitiveCompare:`: the (folded) string's collation form, compared byte by byte.
     case string(String)
-    /// `localizedStandardCompare:`: folded scalars, each run of digits as 0, its length, then its digits; and the
-    /// string itself, for the tie-breaks.
+    /// `localizedStandardCompare:`: folded scalars weighted by their class, each run of digits as one weight, its
+    /// length, then its digits; and the string itself, for the tie-breaks.
     case standard([UInt32], String)
     case date(Double)
     case data(Data)
@@ -48,12 +48,15 @@ enum SortKey: Sendable {
         }
     }
 
-    /// Folded scalars with numeric runs encoded so that a plain lexicographic comparison is numeric-aware.
+    /// Folded scalars weighted so that a plain lexicographic comparison follows the root collation's groups and is
+    /// numeric-aware, as the Finder sorts names.
     ///
-    /// A run of digits becomes 0 (below every scalar, so numbers sort before letters), its length without leading
-    /// zeros, then its digits: a shorter number is smaller, and equal lengths compare digit by digit.
-    /// Without `diacriticInsensitive`, accents count (the first tie-break); with it, the letters that have no
-    /// decomposition but sort with a base letter in the root collation (`ø`, `æ`, `ł`...) are spelled with it.
+    /// Each scalar's weight is its group (white space and controls, then punctuation, then symbols, then digits,
+    /// then letters and everything else), then its code point within the group. A run of decimal digits (of any
+    /// script) becomes the digits' weight, its length without leading zeros, then its digit values: a shorter number
+    /// is smaller, and equal lengths compare digit by digit. Without `diacriticInsensitive`, accents count (the first
+    /// tie-break); with it, the letters that have no decomposition but sort with a base letter in the root collation
+    /// (`ø`, `æ`, `ł`...) are spelled with it.
     private static func standardScalars(_ string: String, diacriticInsensitive: Bool) -> [UInt32] {
         var folded = StringFolding.fold(string, caseInsensitive: true, diacriticInsensitive: diacriticInsensitive)
         if diacriticInsensitive, !StringFolding.isASCII(folded) {
@@ -65,22 +68,54 @@ enum SortKey: Sendable {
         func flushDigits() {
             guard !digits.isEmpty else { return }
             var start = 0
-            while start < digits.count - 1, digits[start] == 0x30 { start += 1 }
-            result.append(0)
+            while start < digits.count - 1, digits[start] == 0 { start += 1 }
+            result.append(Group.digit.weight)
             result.append(UInt32(digits.count - start))
             result.append(contentsOf: digits[start...])
             digits.removeAll(keepingCapacity: true)
         }
         for scalar in folded.unicodeScalars {
-            if scalar.value >= 0x30 && scalar.value <= 0x39 {
-                digits.append(scalar.value)
+            let group = Group(scalar)
+            if group == .digit {
+                digits.append(scalar.value < 0x80 ? scalar.value - 0x30 : UInt32(scalar.properties.numericValue ?? 0))
             } else {
                 flushDigits()
-                result.append(scalar.value)
+                result.append(group.weight | scalar.value)
             }
         }
         flushDigits()
         return result
+    }
+
+    /// The groups of the root collation, in their order (code points fit in 21 bits; the group is above them).
+    private enum Group: UInt32 {
+        case space = 1, punctuation, symbol, digit, letter
+
+        var weight: UInt32 { rawValue << 21 }
+
+        init(_ scalar: Unicode.Scalar) {
+            switch scalar.value {
+            case 0x30...0x39: self = .digit
+            case 0x61...0x7A, 0x41...0x5A: self = .letter
+            case 0...0x20, 0x7F: self = .space
+            case 0x24, 0x2B, 0x3C...0x3E, 0x5E, 0x60, 0x7C, 0x7E: self = .symbol
+            case 0x21...0x7D: self = .punctuation
+            default:
+                let properties = scalar.properties
+                if properties.numericType == .decimal {
+                    self = .digit
+                    return
+                }
+                switch properties.generalCategory {
+                case .spaceSeparator, .lineSeparator, .paragraphSeparator, .control, .format: self = .space
+                case .connectorPunctuation, .dashPunctuation, .openPunctuation, .closePunctuation,
+                    .initialPunctuation, .finalPunctuation, .otherPunctuation:
+                    self = .punctuation
+                case .mathSymbol, .currencySymbol, .modifierSymbol, .otherSymbol: self = .symbol
+                default: self = .letter
+                }
+            }
+        }
     }
 
     /// Letters without a canonical decomposition that the root collation sorts as (or after) base letters.

@@ -35,6 +35,21 @@ enum StringFolding {
         return string.folding(options: options, locale: nil).precomposedStringWithCanonicalMapping
     }
 
+    /// `fold` that keeps every character one character, for `LIKE`, whose `?` matches one: a character whose full
+    /// case folding is longer (`ß` to `ss`) is lower-cased instead, as ICU's case-insensitive `.` takes it whole.
+    static func foldKeepingCharacters(_ string: String, caseInsensitive: Bool, diacriticInsensitive: Bool) -> String {
+        let folded = fold(string, caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive)
+        guard caseInsensitive, !isASCII(string), folded.count != string.count else { return folded }
+        var result = ""
+        for character in string {
+            let one = fold(String(character), caseInsensitive: true, diacriticInsensitive: diacriticInsensitive)
+            result +=
+                one.count == 1
+                ? one : fold(character.lowercased(), caseInsensitive: false, diacriticInsensitive: diacriticInsensitive)
+        }
+        return result.precomposedStringWithCanonicalMapping
+    }
+
     /// Whether `needle` occurs in `haystack` (`CONTAINS`). An empty needle occurs nowhere, as with
     /// `-rangeOfString:`. ASCII compares byte for byte; other text by characters, so that canonically equivalent
     /// spellings match and a match never splits a character (`é` written as `e` and a combining accent).
