@@ -63,12 +63,46 @@ struct JournalTests {
         #expect(journal.failure?.status == 503)
     }
 
+    /// A flush that fails refuses its change (`always`: the transaction fails; `batch`: the waiter is answered 503
+    /// and the store rolled back) and cuts its frames back off the file, so that a restart (or the rollback, which
+    /// reloads the files) does not bring the refused change back.
+    @Test(arguments: [FsyncPolicy.always, .batch])
+    func failedFlushRefusesTheChangeAndCutsItOff(_ policy: FsyncPolicy) throws {
+        let path = NSTemporaryDirectory() + "bindery-journal-\(UUID()).log"
+        defer { unlink(path) }
+        let failing = Atomic<Bool>(false)
+        let rollBacks = RollBacks()
+        let journal = Journal(
+            directory: DataDirectory(path: NSTemporaryDirectory()), policy: policy,
+            file: try FileIO.open(path, O_WRONLY | O_CREAT | O_APPEND), firstSeq: 1, size: 0, seq: 0,
+            recordsSinceSnapshot: 0, snapshotRecords: 1_000, snapshotBytes: 1 << 20, deliver: { _ in },
+            rollBack: { [rollBacks] in rollBacks.count.withLock { $0 += 1 } },
+            syncFile: { fd in failing.load(ordering: .relaxed) ? EIO : FileIO.sync(fd) })
+        defer { journal.close() }
+        try journal.append(record(1))
+        try journal.waitUntilDurable(1)
+        let durableSize = try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int
+        #expect((durableSize ?? 0) > 0)
+        failing.store(true, ordering: .relaxed)
+        if policy == .always {
+            #expect(throws: ObjectGraphError.self) { try journal.append(record(2)) }
+        } else {
+            try journal.append(record(2))
+            #expect(throws: ObjectGraphError.self) { try journal.waitUntilDurable(2) }
+            #expect(rollBacks.count.withLock { $0 } == 1)
+        }
+        #expect(journal.durableSeq == 1)
+        #expect(journal.failure?.code == "journal-failed")
+        #expect(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int == durableSize)
+    }
+
     @Test(arguments: [FsyncPolicy.always, .never])
     func inlineWriteFailureFailsTheTransaction(_ policy: FsyncPolicy) throws {
         let journal = try journal(policy)
         defer { journal.close() }
         let failed = #expect(throws: ObjectGraphError.self) { try journal.append(record(1)) }
         #expect(failed?.message.contains("write") == true)
+        #expect(failed?.status == 503)
     }
 }
 

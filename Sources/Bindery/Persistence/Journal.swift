@@ -29,6 +29,8 @@ final class Journal: Sendable {
     private let deliver: @Sendable (_ durableSeq: Int64) -> Void
     /// Brings the store back to what the files hold, after a failed flush (`batch`).
     private let rollBack: @Sendable () -> Void
+    /// `fdatasync` (`FileIO.sync`); tests make it fail.
+    private let syncFile: @Sendable (Int32) -> Int32?
     private let state: Mutex<State>
     /// `State.durableSeq`, readable without the lock (for every response's `X-Store-Seq`).
     private let publishedDurableSeq: Atomic<Int64>
@@ -81,9 +83,11 @@ final class Journal: Sendable {
     init(
         directory: DataDirectory, policy: FsyncPolicy, file: OwnedFileDescriptor, firstSeq: Int64, size: Int,
         seq: Int64, recordsSinceSnapshot: Int, snapshotRecords: Int, snapshotBytes: Int,
-        deliver: @escaping @Sendable (_ durableSeq: Int64) -> Void, rollBack: @escaping @Sendable () -> Void
+        deliver: @escaping @Sendable (_ durableSeq: Int64) -> Void, rollBack: @escaping @Sendable () -> Void,
+        syncFile: @escaping @Sendable (Int32) -> Int32? = FileIO.sync
     ) {
         self.directory = directory
+        self.syncFile = syncFile
         self.policy = policy
         self.snapshotRecords = snapshotRecords
         self.snapshotBytes = snapshotBytes
@@ -129,8 +133,13 @@ final class Journal: Sendable {
             do throws(ObjectGraphError) {
                 try io.withLock { _ throws(ObjectGraphError) in try writeQueued(sync: policy == .always) }
             } catch {
-                // `close` takes what is queued and writes it: a record it wrote is journaled, not refused.
-                if state.withLock({ $0.writtenSeq >= record.seq }) { return }
+                // `close` takes what is queued and flushes it: a record it made durable is journaled, not refused.
+                // (Not so after a failed write or flush: the record is cut back off the file.)
+                let closedDurable = state.withLock { state in
+                    if case .closed = state.lifecycle { return state.durableSeq >= record.seq }
+                    return false
+                }
+                if closedDurable { return }
                 throw error
             }
         } else if wakesFlusher {
@@ -139,8 +148,9 @@ final class Journal: Sendable {
     }
 
     /// Under `io`: writes the queued records' frames to the current segment in one `write`, then (`sync`) flushes
-    /// the segment if anything in it is not durable yet. A failed write is cut back off the file and thrown; a failed
-    /// cut or flush also puts the journal in the `failed` state.
+    /// the segment if anything in it is not durable yet. A failed write or flush is cut back off the file and thrown
+    /// (so that a restart does not replay a change that was refused); a failed cut or flush also puts the journal in
+    /// the `failed` state.
     private func writeQueued(sync: Bool) throws(ObjectGraphError) {
         let (records, file, size) = try state.withLock {
             (state: inout State) throws(ObjectGraphError) -> (
@@ -155,7 +165,10 @@ final class Journal: Sendable {
             frames.reserveCapacity(records.count * 256)
             for (record, encoded) in records { JournalFrame.append(encoded ?? record.jsonBytes(), to: &frames) }
             if let code = frames.withUnsafeBytes({ FileIO.writeAll(file.fd, $0) }) {
-                let failure = FileIO.error("write", file.path, errno: code)
+                // 503, as for a failed flush: the server cannot take changes now (a full disk), no fault of the
+                // request's; unlike a failed flush, the next change is tried again.
+                var failure = FileIO.error("write", file.path, errno: code)
+                failure.status = 503
                 if ftruncate(file.fd, off_t(size)) != 0 {
                     state.withLock { $0.lifecycle = .failed(FileIO.error("ftruncate", file.path)) }
                     hasFailed.store(true, ordering: .releasing)
@@ -165,16 +178,22 @@ final class Journal: Sendable {
         }
         let lastSeq = records.last?.record.seq
         let needsSync = sync && (lastSeq != nil || state.withLock { $0.durableSeq < $0.writtenSeq })
-        let failure = needsSync ? FileIO.sync(file.fd).map { FileIO.error("fdatasync", file.path, errno: $0) } : nil
+        let failure = needsSync ? syncFile(file.fd).map { FileIO.error("fdatasync", file.path, errno: $0) } : nil
+        if failure != nil, !frames.isEmpty {
+            // Best effort: the journal fails either way, and what a failed flush left on the disk is unknown.
+            _ = ftruncate(file.fd, off_t(size))
+        }
         state.withLock { state in
+            if let failure {
+                state.lifecycle = .failed(failure)
+                hasFailed.store(true, ordering: .releasing)
+                return
+            }
             state.size += frames.count
             state.recordsSinceSnapshot += records.count
             state.bytesSinceSnapshot += frames.count
             if let lastSeq { state.writtenSeq = lastSeq }
-            if let failure {
-                state.lifecycle = .failed(failure)
-                hasFailed.store(true, ordering: .releasing)
-            } else if sync || policy == .never {
+            if sync || policy == .never {
                 state.durableSeq = state.writtenSeq
                 publishedDurableSeq.store(state.durableSeq, ordering: .releasing)
             }
