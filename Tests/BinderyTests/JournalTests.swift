@@ -85,7 +85,9 @@ struct JournalTests {
         #expect((durableSize ?? 0) > 0)
         failing.store(true, ordering: .relaxed)
         if policy == .always {
-            #expect(throws: ObjectGraphError.self) { try journal.append(record(2)) }
+            let refused = #expect(throws: ObjectGraphError.self) { try journal.append(record(2)) }
+            #expect(refused?.code == "journal-failed")
+            #expect(refused?.status == 503)
         } else {
             try journal.append(record(2))
             #expect(throws: ObjectGraphError.self) { try journal.waitUntilDurable(2) }

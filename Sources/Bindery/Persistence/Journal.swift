@@ -198,7 +198,7 @@ final class Journal: Sendable {
                 publishedDurableSeq.store(state.durableSeq, ordering: .releasing)
             }
         }
-        if let failure { throw failure }
+        if let failure { throw Self.refusal(failure) }
     }
 
     /// The seq through which every record is durable (`always`, `batch`) or written (`never`).
