@@ -204,20 +204,18 @@ struct ControllerRoutesTests {
 
     /// `?index=` places an insertion made without a body (an entity whose attributes all have defaults).
     @Test func insert_withoutBody_takesTheQueryIndex() throws {
-        let fixture = FileManager.default.temporaryDirectory.appendingPathComponent("bindery-notes-\(UUID())").path
-        defer { try? FileManager.default.removeItem(atPath: fixture) }
-        try FileManager.default.createDirectory(atPath: fixture, withIntermediateDirectories: true)
-        try #"{"entities": {"Note": {"attributes": {"text": {"type": "string", "default": "new"}}}}}"#
-            .write(toFile: fixture + "/model.json", atomically: true, encoding: .utf8)
-        try #"{"objects": [{"$id": "Note/a", "text": "a"}, {"$id": "Note/b", "text": "b"}]}"#
-            .write(toFile: fixture + "/data.json", atomically: true, encoding: .utf8)
-        let document = try Document(fixtureDirectory: fixture)
-        try withService(document: document) { client in
-            let create = #"{"name": "notes", "kind": "array", "content": "Note", "sortDescriptors": [{"key": "text"}]}"#
-            let created = try client.request("POST", "/controllers", json: create)
-            #expect(created.status == 201)
-            #expect(try client.request("POST", "/controllers/notes/insert?index=1").status == 200)
-            #expect(try client.request("GET", "/controllers/notes/arrangedObjects/text").json == ["a", "new", "b"])
+        let model = #"{"entities": {"Note": {"attributes": {"text": {"type": "string", "default": "new"}}}}}"#
+        let data = #"{"objects": [{"$id": "Note/a", "text": "a"}, {"$id": "Note/b", "text": "b"}]}"#
+        try withFixture(model: model, data: data) { fixture in
+            let document = try Document(fixtureDirectory: fixture)
+            try withService(document: document) { client in
+                let create =
+                    #"{"name": "notes", "kind": "array", "content": "Note", "sortDescriptors": [{"key": "text"}]}"#
+                let created = try client.request("POST", "/controllers", json: create)
+                #expect(created.status == 201)
+                #expect(try client.request("POST", "/controllers/notes/insert?index=1").status == 200)
+                #expect(try client.request("GET", "/controllers/notes/arrangedObjects/text").json == ["a", "new", "b"])
+            }
         }
     }
 

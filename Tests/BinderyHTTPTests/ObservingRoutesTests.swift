@@ -45,6 +45,35 @@ struct ObservingRoutesTests {
         }
     }
 
+    /// An `any` attribute's `[]` is a value (not an empty to-many): the feed has it when an object is created or
+    /// deleted with it and when `PUT /store` changes it from or to null, so replaying the feed gives the store.
+    @Test func anAnyAttributesEmptyArrayIsAValueInTheFeed() throws {
+        let model = #"""
+            {"entities": {"Note": {"attributes": {"meta": {"type": "any"}},
+              "relationships": {"links": {"destination": "Note", "toMany": true, "inverse": "linked"},
+                                "linked": {"destination": "Note", "toMany": true, "inverse": "links"}}}}}
+            """#
+        try withFixture(model: model, data: #"{"objects": [{"$id": "Note/a", "meta": 1}]}"#) { fixture in
+            let document = try Document(fixtureDirectory: fixture)
+            try withService(document: document) { client in
+                #expect(try client.request("POST", "/objects/Note", json: #"{"$id": "b", "meta": []}"#).status == 201)
+                #expect(try client.request("POST", "/objects/Note", json: #"{"$id": "c"}"#).status == 201)
+                #expect(try client.request("DELETE", "/objects/Note/b").status == 204)
+                var store = try #require(try client.request("GET", "/store").json?.dictionaryValue)
+                store["objects"] = [["$id": "Note/a", "meta": []], ["$id": "Note/c", "meta": .null]]
+                let replaced = try client.request(
+                    "PUT", "/store", json: PropertyListValue.dictionary(store).jsonString())
+                #expect(replaced.status == 200)
+                let feed = changes(try client.request("GET", "/changes?since=1&timeout=5"))
+                #expect(
+                    feed.map { [$0["target"], $0["keyPath"], $0["old"], $0["new"]] } == [
+                        ["Note/b", "meta", .null, []], ["Note/b", "meta", [], .null],
+                        ["store", "objects", nil, nil], ["Note/a", "meta", 1, []],
+                    ])
+            }
+        }
+    }
+
     @Test func sharedAnswersNeverOutliveAChange() throws {
         try withService { client in
             // The same `since` asked before and after changes: each answer holds every change made by then.

@@ -10,6 +10,16 @@ import Testing
 let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     .deletingLastPathComponent().path
 
+/// A fixture folder made of `model` and `data` (`model.json`, `data.json`), removed after `body`.
+func withFixture(model: String, data: String, _ body: (_ fixture: String) throws -> Void) throws {
+    let fixture = FileManager.default.temporaryDirectory.appendingPathComponent("bindery-fixture-\(UUID())").path
+    defer { try? FileManager.default.removeItem(atPath: fixture) }
+    try FileManager.default.createDirectory(atPath: fixture, withIntermediateDirectories: true)
+    try model.write(toFile: fixture + "/model.json", atomically: true, encoding: .utf8)
+    try data.write(toFile: fixture + "/data.json", atomically: true, encoding: .utf8)
+    try body(fixture)
+}
+
 /// Starts the REST service on a free port with the employees fixture and the repository's Public/ folder.
 func withService(
     maxBody: Int = 1 << 20, observation: ObservationCenter.Configuration = .init(), document: Document? = nil,

@@ -51,11 +51,14 @@ public struct FeedChange: Sendable, Hashable {
     /// The feed's changes for one committed record: every change of a stored attribute or relationship.
     ///
     /// A created object contributes a `setting` of each non-null attribute (from null); a deleted one a `setting`
-    /// of each non-null attribute to null (its relationships were emptied by changes of their own). Replacing the
+    /// of each non-null attribute to null (its relationships were emptied by changes of their own). Relationships are
+    /// told apart from attributes by `model` (an `any` attribute may hold `[]`, as an empty to-many does). Replacing the
     /// whole graph (`PUT /store`, `revertToSaved`, a fixture) is one `setting` of `objects` on the target `store`,
     /// without values, followed by a `setting` of every stored key whose value it changed (as for created and deleted
     /// objects, from or to null for objects it added or removed); those replacements are returned too.
-    static func changes(of record: ChangeRecord) -> (changes: [FeedChange], replacements: [GraphReplacement]) {
+    static func changes(of record: ChangeRecord, model: ObjectModel) -> (
+        changes: [FeedChange], replacements: [GraphReplacement]
+    ) {
         var result: [FeedChange] = []
         var replacements: [GraphReplacement] = []
         for change in record.changes {
@@ -69,10 +72,9 @@ public struct FeedChange: Sendable, Hashable {
             case .creation, .deletion:
                 guard let target = change.target else { continue }
                 let values = (change.kind == .creation ? change.new : change.old)?.dictionaryValue ?? [:]
+                let entity = model.entity(named: target.entity)
                 for (key, value) in values.sorted(by: { $0.key < $1.key }) {
-                    guard !key.hasPrefix("$"), !value.isNull, !(value.arrayValue?.isEmpty ?? false),
-                        value["$ref"] == nil, !(value.arrayValue?.contains(where: { $0["$ref"] != nil }) ?? false)
-                    else { continue }
+                    guard !key.hasPrefix("$"), !value.isNull, entity?.relationship(named: key) == nil else { continue }
                     let created = change.kind == .creation
                     result.append(
                         FeedChange(
@@ -81,7 +83,7 @@ public struct FeedChange: Sendable, Hashable {
                 }
             case .reset:
                 result.append(FeedChange(seq: record.seq, target: "store", keyPath: "objects", kind: .setting))
-                let replacement = GraphReplacement(old: change.old, new: change.new)
+                let replacement = GraphReplacement(old: change.old, new: change.new, model: model)
                 replacements.append(replacement)
                 for setting in replacement.settings {
                     result.append(

@@ -4,8 +4,8 @@ import PropertyList
 /// What replacing the whole graph (`PUT /store`, `revertToSaved`: a record's `reset` change, which holds the old and
 /// the new graph) did to each object, for the change feed and `ObjectsDidChange`.
 ///
-/// Objects are matched by `$id`. A key absent from an object's JSON counts as null, and so does an empty to-many;
-/// `$`-keys (`$id`, `$version`) are not values.
+/// Objects are matched by `$id`. A key absent from an object's JSON counts as null, and so does an empty to-many
+/// (but not an `any` attribute's `[]`); `$`-keys (`$id`, `$version`) are not values.
 struct GraphReplacement {
     /// One `setting` per stored key whose value differs, in the new graph's order (removed objects last, in the old
     /// graph's order); keys sorted within an object.
@@ -14,7 +14,7 @@ struct GraphReplacement {
     private(set) var updated: [ObjectID] = []
     private(set) var deleted: [ObjectID] = []
 
-    init(old: PropertyListValue?, new: PropertyListValue?) {
+    init(old: PropertyListValue?, new: PropertyListValue?, model: ObjectModel) {
         let oldObjects = Self.objects(of: old)
         var oldByID: [String: [String: PropertyListValue]] = [:]
         for (id, values) in oldObjects { oldByID[id] = values }
@@ -22,7 +22,7 @@ struct GraphReplacement {
         for (id, values) in Self.objects(of: new) {
             let previous = oldByID[id]
             if previous != nil { kept.insert(id) }
-            let changed = compare(id, previous ?? [:], values)
+            let changed = compare(id, previous ?? [:], values, model: model)
             guard let objectID = ObjectID(reference: id) else { continue }
             if previous == nil {
                 inserted.append(objectID)
@@ -31,7 +31,7 @@ struct GraphReplacement {
             }
         }
         for (id, values) in oldObjects where !kept.contains(id) {
-            compare(id, values, [:])
+            compare(id, values, [:], model: model)
             if let objectID = ObjectID(reference: id) { deleted.append(objectID) }
         }
     }
@@ -39,15 +39,17 @@ struct GraphReplacement {
     /// Adds the settings of one object; returns whether any value differs.
     @discardableResult
     private mutating func compare(
-        _ id: String, _ old: [String: PropertyListValue], _ new: [String: PropertyListValue]
+        _ id: String, _ old: [String: PropertyListValue], _ new: [String: PropertyListValue], model: ObjectModel
     ) -> Bool {
         let keys = Set(old.keys).union(new.keys).filter { !$0.hasPrefix("$") }.sorted()
+        let entity = ObjectID(reference: id).flatMap { model.entity(named: $0.entity) }
         var changed = false
         for key in keys {
             let before = old[key] ?? .null
             let after = new[key] ?? .null
             // An empty to-many of an object added or removed is no change, as for created and deleted objects.
-            guard Self.normalized(before) != Self.normalized(after) else { continue }
+            let toMany = entity?.relationship(named: key)?.isToMany == true
+            guard toMany ? Self.normalized(before) != Self.normalized(after) : before != after else { continue }
             changed = true
             settings.append((id, key, before, after))
         }

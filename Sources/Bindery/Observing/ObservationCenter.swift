@@ -474,7 +474,7 @@ public final class ObservationCenter: @unchecked Sendable {
     private func receive(_ records: [ChangeRecord]) {
         for record in records where record.seq > processedSeq {
             processedSeq = record.seq
-            let (changes, replacements) = FeedChange.changes(of: record)
+            let (changes, replacements) = FeedChange.changes(of: record, model: store.model)
             for change in changes { history.append(change) }
             updateObservers(with: record)
             if let external = pendingExternal.removeValue(forKey: record.seq) {
