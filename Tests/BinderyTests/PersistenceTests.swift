@@ -185,6 +185,46 @@ struct PersistenceTests {
         }
     }
 
+    /// A journal segment removed while the server runs (an operator's `rm`) is noticed at the next write: a
+    /// snapshot of the store replaces it, so a crash after that keeps every acknowledged change. With `batch` the
+    /// change that found it waits for the snapshot; with `always` and `never` it is refused (nothing applied) and
+    /// later ones are taken once the snapshot is written.
+    @Test(arguments: [FsyncPolicy.batch, .always, .never])
+    func aRemovedSegmentIsReplacedByASnapshot(_ policy: FsyncPolicy) throws {
+        try withTemporaryDirectory { path in
+            let reports = Reports()
+            let document = try openDocument(path, fsync: policy, reports: reports)
+            try document.set(1, "salary", of: "Employee/5")
+            for segment in try segments(in: path) { try FileManager.default.removeItem(atPath: path + "/" + segment) }
+            var refusals = 0
+            let deadline = Date().addingTimeInterval(10)
+            while true {
+                do {
+                    try document.set(2, "salary", of: "Employee/6")
+                    break
+                } catch let error as ObjectGraphError where error.code == "journal-segment-removed" {
+                    #expect(error.status == 503)
+                    #expect(try document.value("salary", of: "Employee/6") != 2)
+                    refusals += 1
+                    guard Date() < deadline else { throw error }
+                    usleep(10_000)
+                }
+            }
+            #expect(policy == .batch ? refusals == 0 : refusals >= 1)
+            #expect(try segments(in: path).count == 1)
+            try document.set(3, "salary", of: "Employee/7")
+            #expect(document.journalFailure == nil)
+            #expect(reports.all.contains { $0.contains("a snapshot now holds what it held") })
+            let expected = document.graphWithVersions
+            let copy = try crashCopy(of: path)
+            defer { try? FileManager.default.removeItem(atPath: copy) }
+            let recovered = try openDocument(copy)
+            #expect(try recovered.value("salary", of: "Employee/5") == 1)
+            #expect(try recovered.value("salary", of: "Employee/6") == 2)
+            #expect(recovered.graphWithVersions == expected.afterCrash)
+        }
+    }
+
     @Test func crashWithoutCloseReplaysTheJournal() throws {
         try withTemporaryDirectory { path in
             let document = try openDocument(path, fsync: .always)

@@ -139,6 +139,33 @@ final class DocumentStorage: Sendable {
             Progress(
                 snapshotSeq: snapshotSeq, savedSeq: savedSeq, savedSnapshotSeq: savedSeq,
                 uneditedContentSeq: uneditedContentSeq))
+        journal.setRecovery { [weak self] wait in
+            guard let self else { return nil }
+            if wait {
+                do throws(ObjectGraphError) {
+                    try onSnapshotQueue { () throws(ObjectGraphError) in
+                        _ = try writeSnapshotNow(store, markSaved: false, recovering: true)
+                    }
+                    report("a journal segment was removed while in use; a snapshot now holds what it held")
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+            self.snapshots.async { [self] in
+                do throws(ObjectGraphError) {
+                    guard journal.isSegmentLost else { return }
+                    _ = try writeSnapshotNow(store, markSaved: false, recovering: true)
+                    report("a journal segment was removed while in use; a snapshot now holds what it held")
+                } catch {
+                    report(
+                        "a journal segment was removed while in use, and no snapshot could replace it: \(error.message)"
+                    )
+                    journal.recoveryFailed(error)
+                }
+            }
+            return nil
+        }
     }
 
     // MARK: Recovery
@@ -379,16 +406,20 @@ final class DocumentStorage: Sendable {
         progress.withLock { $0.uneditedContentSeq = contentSeq }
     }
 
-    /// Runs on the snapshot queue.
-    private func writeSnapshotNow(_ store: ObjectStore, markSaved: Bool) throws(ObjectGraphError) -> Int64 {
+    /// Runs on the snapshot queue. `recovering` (a journal segment was removed) writes one even at the newest
+    /// snapshot's seq, which also replaces the segment.
+    private func writeSnapshotNow(
+        _ store: ObjectStore, markSaved: Bool, recovering: Bool = false
+    ) throws(ObjectGraphError) -> Int64 {
         var seq = progress.withLock { $0.snapshotSeq }
-        if store.seq != seq {
+        if store.seq != seq || recovering {
             let journal = journal
             let (bytes, taken) = try store.read { (view: ReadView) throws(ObjectGraphError) -> ([UInt8], Int64) in
                 try journal.rotate(nextSeq: view.seq + 1)
                 return (view.binarySnapshot(), view.seq)
             }
             try Self.writeSnapshot(bytes, seq: taken, in: directory)
+            journal.snapshotWritten(through: taken)
             seq = taken
             progress.withLock { $0.snapshotSeq = taken }
             removeObsoleteFiles(before: taken)

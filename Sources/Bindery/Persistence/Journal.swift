@@ -19,6 +19,12 @@ import Synchronization
 /// file; with `batch` (the change is already committed in memory), and for any failed flush, the journal goes to the
 /// `failed` state, in which the waiting requests get 503 and every later commit is refused (the disk can no longer be
 /// trusted).
+///
+/// A segment removed from the directory while open (found after each write and flush: no link is left) is not
+/// failed but recovered: `recoverLostSegment` writes a snapshot of the store, which starts a new segment, and what
+/// the removed segment held is durable again once that snapshot is. With `batch` the flusher waits for it before
+/// answering the group; with `always` and `never` the commit that finds it is refused (503, nothing applied) and the
+/// snapshot is scheduled, as a commit holds the store's lock; commits are refused until it is written.
 final class Journal: Sendable {
     let policy: FsyncPolicy
     let directory: DataDirectory
@@ -31,6 +37,9 @@ final class Journal: Sendable {
     private let rollBack: @Sendable () -> Void
     /// `fdatasync` (`FileIO.sync`); tests make it fail.
     private let syncFile: @Sendable (Int32) -> Int32?
+    /// Writes a snapshot of the store and answers its error, or schedules it when `wait` is false (set by the
+    /// storage once it exists).
+    private let recovery = Mutex<(@Sendable (_ wait: Bool) -> ObjectGraphError?)?>(nil)
     private let state: Mutex<State>
     /// `State.durableSeq`, readable without the lock (for every response's `X-Store-Seq`).
     private let publishedDurableSeq: Atomic<Int64>
@@ -77,6 +86,9 @@ final class Journal: Sendable {
         var rollingBack = false
         /// Whether the store was rolled back since the journal failed (once is enough: every later commit is refused).
         var rolledBack = false
+        /// Whether the current segment was removed from the directory: what was written since the last snapshot is
+        /// durable again only once a snapshot is (`rotate` leaves the segment, `snapshotWritten` counts it durable).
+        var segmentLost = false
     }
 
     /// Continues the segment `file` (`size` bytes long, first seq `firstSeq`), whose records end at `seq`.
@@ -115,6 +127,12 @@ final class Journal: Sendable {
         return file
     }
 
+    /// Sets what recovers a removed segment (`recoverLostSegment`): a snapshot, waited for or (`wait` false)
+    /// scheduled.
+    func setRecovery(_ recover: @escaping @Sendable (_ wait: Bool) -> ObjectGraphError?) {
+        recovery.withLock { $0 = recover }
+    }
+
     // MARK: Appending (under the store's lock)
 
     /// Queues `record` (`batch`) or writes its frame now (and flushes it with `always`); throws when the journal
@@ -132,6 +150,10 @@ final class Journal: Sendable {
         if policy != .batch {
             do throws(ObjectGraphError) {
                 try io.withLock { _ throws(ObjectGraphError) in try writeQueued(sync: policy == .always) }
+            } catch  where error.code == Self.segmentLostCode {
+                // Under the store's lock: the snapshot that recovers the segment can only be scheduled.
+                _ = recovery.withLock { $0 }?(false)
+                throw error
             } catch {
                 // `close` takes what is queued and flushes it: a record it made durable is journaled, not refused.
                 // (Not so after a failed write or flush: the record is cut back off the file.)
@@ -183,10 +205,18 @@ final class Journal: Sendable {
             // Best effort: the journal fails either way, and what a failed flush left on the disk is unknown.
             _ = ftruncate(file.fd, off_t(size))
         }
+        var status = stat()
+        let lost =
+            failure == nil && (needsSync || !frames.isEmpty) && fstat(file.fd, &status) == 0 && status.st_nlink == 0
         state.withLock { state in
             if let failure {
                 state.lifecycle = .failed(failure)
                 hasFailed.store(true, ordering: .releasing)
+                return
+            }
+            if lost || state.segmentLost {
+                // What is in the removed file is nowhere: it becomes durable with the snapshot that recovers it.
+                state.segmentLost = true
                 return
             }
             state.size += frames.count
@@ -199,6 +229,36 @@ final class Journal: Sendable {
             }
         }
         if let failure { throw Self.refusal(failure) }
+        if lost { throw Self.segmentLost(file.path) }
+    }
+
+    private static let segmentLostCode = "journal-segment-removed"
+
+    private static func segmentLost(_ path: String) -> ObjectGraphError {
+        ObjectGraphError(
+            status: 503, code: segmentLostCode,
+            message: "The journal segment \(path) was removed while in use; a snapshot is being written to recover "
+                + "it, and changes are refused until it is.")
+    }
+
+    /// Whether the current segment was found removed and no snapshot has replaced it yet.
+    var isSegmentLost: Bool {
+        state.withLock { $0.segmentLost }
+    }
+
+    /// A removed segment could not be recovered: the journal fails (503 `journal-failed` until restart).
+    func recoveryFailed(_ error: ObjectGraphError) {
+        fail(error)
+    }
+
+    /// The snapshot of `seq` is durable: so is every record through `seq` (those of a removed segment too).
+    func snapshotWritten(through seq: Int64) {
+        state.withLock { state in
+            guard case .open = state.lifecycle, state.durableSeq < seq else { return }
+            state.writtenSeq = max(state.writtenSeq, seq)
+            state.durableSeq = seq
+            publishedDurableSeq.store(seq, ordering: .releasing)
+        }
     }
 
     /// The seq through which every record is durable (`always`, `batch`) or written (`never`).
@@ -227,12 +287,15 @@ final class Journal: Sendable {
         try io.withLock { _ throws(ObjectGraphError) in
             let rotates = try state.withLock { (state: inout State) throws(ObjectGraphError) -> Bool in
                 _ = try Self.openFile(state)
-                if case .open(_, let firstSeq) = state.lifecycle { return firstSeq != nextSeq }
+                // A removed segment is replaced even when it starts at `nextSeq` (it may hold nothing yet).
+                if case .open(_, let firstSeq) = state.lifecycle { return firstSeq != nextSeq || state.segmentLost }
                 return false
             }
             guard rotates else { return }
             do throws(ObjectGraphError) {
                 try writeQueued(sync: policy != .never)
+            } catch  where error.code == Self.segmentLostCode {
+                // Left for the new segment; the snapshot being written makes what it held durable.
             } catch {
                 fail(error)
                 throw error
@@ -241,8 +304,11 @@ final class Journal: Sendable {
             state.withLock { state in
                 state.lifecycle = .open(file, firstSeq: nextSeq)
                 state.size = 0
-                state.durableSeq = state.writtenSeq
-                publishedDurableSeq.store(state.durableSeq, ordering: .releasing)
+                if !state.segmentLost {
+                    state.durableSeq = state.writtenSeq
+                    publishedDurableSeq.store(state.durableSeq, ordering: .releasing)
+                }
+                state.segmentLost = false
                 state.recordsSinceSnapshot = 0
                 state.bytesSinceSnapshot = 0
             }
@@ -303,7 +369,13 @@ final class Journal: Sendable {
             flusherWake.wait()
             if isClosed { return }
             do throws(ObjectGraphError) {
-                try io.withLock { _ throws(ObjectGraphError) in try writeQueued(sync: true) }
+                do throws(ObjectGraphError) {
+                    try io.withLock { _ throws(ObjectGraphError) in try writeQueued(sync: true) }
+                } catch  where error.code == Self.segmentLostCode {
+                    // Recovered before the group is answered: its changes are in the snapshot.
+                    guard let recover = recovery.withLock({ $0 }) else { throw error }
+                    if let failure = recover(true) { throw failure }
+                }
             } catch {
                 // The group's changes are committed in memory but not in the file: their requests are answered
                 // 503 and later commits refused; the store goes back to what the files hold, so that no client
