@@ -9,13 +9,15 @@ extension BinderyService {
 
     private static let healthHeaders = [(name: "Content-Type", value: "application/json")]
 
-    /// `GET /healthz`: 200 `{"status": "ok"}`, or 503 `{"status": "journal-failed", "message"}` while the journal
-    /// refuses every change (until restart), so that a supervisor's health check restarts the service.
+    /// `GET /healthz`: 200 `{"status": "ok"}`, or 503 `{"status": "journal-failed", "error": {"code", "message"}}`
+    /// (an API.md §2 error with the status beside it) while the journal refuses every change (until restart), so
+    /// that a supervisor's health check restarts the service.
     static func addHealthRoutes(to router: inout Router, document: Document) {
         router.add("GET", "/healthz") { _ in
             if let failure = document.journalFailure {
-                return .response(
-                    .json(["status": .string(failure.code), "message": .string(failure.message)], status: 503))
+                var body = APIError(failure).body.dictionaryValue ?? [:]
+                body["status"] = .string(failure.code)
+                return .response(.json(.dictionary(body), status: 503))
             }
             return .response(HTTPResponse(status: 200, headers: healthHeaders, body: .persistent(healthBody)))
         }

@@ -404,6 +404,7 @@ struct PersistenceProcessTests {
             let health = try client.request("GET", "/healthz")
             #expect(health.status == 503)
             #expect(health.json?["status"] == "journal-failed")
+            #expect(health.json?["error"]?["code"] == "journal-failed")
             #expect(try client.request("GET", "/metrics").text.contains("bindery_journal_failed 1\n"))
             for _ in 0..<3 { #expect(try client.request("POST", "/actions/save").status == 503) }
             Thread.sleep(forTimeInterval: 0.5)  // each refused save wakes the journal's flusher: let it run

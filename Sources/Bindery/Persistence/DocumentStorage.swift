@@ -66,7 +66,8 @@ final class DocumentStorage: Sendable {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         } catch {
             throw ObjectGraphError(
-                status: 500, code: "storage-error", message: "Creating the data directory \(path) failed: \(error).")
+                status: 500, code: "storage-error",
+                message: "Creating the data directory \(path) failed: \(error.localizedDescription)")
         }
         let directory = DataDirectory(path: path)
         self.directory = directory
