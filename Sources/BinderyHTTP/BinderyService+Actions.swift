@@ -49,6 +49,9 @@ extension BinderyService {
         }
         let answer = try document.sendAction(
             action, target: target, firstResponder: firstResponder(request), sender: sender)
+        // The document's actions answer the seq they committed (or saved): the answer reflects that, not a commit
+        // another request made meanwhile.
+        if let seq = answer["seq"]?.integerValue { return .response(.json(answer, seq: seq)) }
         return .response(.json(answer))
     }
 }
