@@ -21,10 +21,11 @@ import Synchronization
 /// trusted).
 ///
 /// A segment removed from the directory while open (found after each write and flush: no link is left) is not
-/// failed but recovered: `recoverLostSegment` writes a snapshot of the store, which starts a new segment, and what
-/// the removed segment held is durable again once that snapshot is. With `batch` the flusher waits for it before
-/// answering the group; with `always` and `never` the commit that finds it is refused (503, nothing applied) and the
-/// snapshot is scheduled, as a commit holds the store's lock; commits are refused until it is written.
+/// failed but recovered: the storage's recovery (`setRecovery`) writes a snapshot of the store, which starts a new
+/// segment, and what the removed segment held is durable again once that snapshot is. With `batch` the flusher waits
+/// for it before answering the group; with `always` and `never` the commit that finds it is refused (503, nothing
+/// applied) and the snapshot is scheduled, as a commit holds the store's lock; commits are refused until it is
+/// written.
 final class Journal: Sendable {
     let policy: FsyncPolicy
     let directory: DataDirectory
