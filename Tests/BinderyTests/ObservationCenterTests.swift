@@ -144,6 +144,42 @@ struct ObservationCenterTests {
 
     /// Notification seqs go on from one run to the next: a `since` kept from an earlier run is answered 410, never
     /// with the next run's notifications.
+    /// The service's own notifications keep their place among the commits: a `StoreDidSave` posted after a change
+    /// and before the next one comes between their `ObjectsDidChange`s, also when the queue is busy (here: blocked)
+    /// while they come in.
+    @Test func ownNotificationsStayInOrderWithTheCommitsAroundThem() throws {
+        let queue = DispatchQueue(label: "test.order")
+        try withTemporaryDirectory { path in
+            let document = try openDocument(path)
+            let center = ObservationCenter(document: document, queue: queue)
+            let release = DispatchSemaphore(value: 0)
+            queue.async { release.wait() }
+            for salary in 1...3 {
+                try document.set(.integer(Int64(salary)), "salary", of: "Employee/5")
+                center.postNow(name: "StoreDidSave", userInfo: ["salary": .integer(Int64(salary))])
+            }
+            release.signal()
+            let result = Mutex<PollAnswer?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            center.poll(PollRequest(source: .notifications(name: nil, object: nil), since: 0, timeout: 0)) { answer in
+                result.withLock { $0 = answer }
+                done.signal()
+            }
+            #expect(done.wait(timeout: .now() + 5) == .success)
+            guard case .items(let json, _)? = result.withLock({ $0 }) else {
+                Issue.record("no notifications: \(String(describing: result.withLock { $0 }))")
+                return
+            }
+            let names = json["notifications"]?.arrayValue?.compactMap { $0["name"]?.stringValue } ?? []
+            #expect(
+                names.suffix(6) == [
+                    "ObjectsDidChange", "StoreDidSave", "ObjectsDidChange", "StoreDidSave", "ObjectsDidChange",
+                    "StoreDidSave",
+                ])
+            center.answerAllWaiters()
+        }
+    }
+
     @Test func notificationSeqsGoOnFromOneRunToTheNext() throws {
         try withTemporaryDirectory { path in
             let document = try openDocument(path)

@@ -98,6 +98,8 @@ public final class ObservationCenter: @unchecked Sendable {
     private let notificationQueue = NotificationQueue()
     private var idleFlushScheduled = false
     private var timer: (any DispatchSourceTimer)?
+    /// Bounces committed records (and the service's own notifications, in order with them) to the queue.
+    private var receptionist: Receptionist?
 
     /// The object observers' key paths, read under the store's lock at every commit (`capture`), so that each
     /// committed state is seen exactly even when the queue lags behind several commits.
@@ -166,7 +168,8 @@ public final class ObservationCenter: @unchecked Sendable {
             capacity: configuration.historyCapacity,
             reservationFile: document.dataDirectory + "/" + DataDirectory.notificationSeqsName)
         queue.setSpecific(key: Self.queueKey, value: ObjectIdentifier(self))
-        let receptionist = Receptionist(queue: queue) { [weak self] records in self?.receive(records) }
+        let receptionist = Receptionist(queue: queue) { [weak self] items in self?.receive(items) }
+        self.receptionist = receptionist
         document.addCommitObserver(receptionist.observe)
         document.addCommitCapture { [weak self] record, view in self?.capture(record, view) }
         let timer = DispatchSource.makeTimerSource(queue: queue)
@@ -469,6 +472,20 @@ public final class ObservationCenter: @unchecked Sendable {
     }
 
     // MARK: Commits
+
+    /// What the receptionist bounced, in order: runs of records are received together, work between them.
+    private func receive(_ items: [Receptionist.Item]) {
+        var records: [ChangeRecord] = []
+        for item in items {
+            switch item {
+            case .record(let record): records.append(record)
+            case .work(let work):
+                if !records.isEmpty { receive(records.takeAll()) }
+                work()
+            }
+        }
+        if !records.isEmpty { receive(records) }
+    }
 
     /// Committed records, on the queue, in seq order; waiters are woken once for the whole batch.
     private func receive(_ records: [ChangeRecord]) {
@@ -818,9 +835,10 @@ public final class ObservationCenter: @unchecked Sendable {
         return nil
     }
 
-    /// Posts a notification of the service's own (`StoreDidSave`, `ControllerDidCommitEditing`, ...) now.
+    /// Posts a notification of the service's own (`StoreDidSave`, `ControllerDidCommitEditing`, ...) now: after the
+    /// `ObjectsDidChange` of every change delivered so far, before those of later ones.
     public func postNow(name: String, object: PropertyListValue = .null, userInfo: PropertyListValue = [:]) {
-        queue.async { [self] in
+        receptionist?.enqueue { [self] in
             postOwn(name: name, object: object, info: .value(userInfo))
             wakeWaiters()
         }

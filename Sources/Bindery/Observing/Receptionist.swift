@@ -6,30 +6,47 @@ import Synchronization
 /// in seq order, so that nothing that feeds clients runs on the thread that made the change.
 ///
 /// The store delivers records one at a time in seq order. They are appended to a buffer, and one block on the queue
-/// takes everything buffered and hands it over at once: under a stream of commits the queue is woken once per batch, not once per record.
+/// takes everything buffered and hands it over at once: under a stream of commits the queue is woken once per batch,
+/// not once per record. Work that must come after the records delivered so far and before later ones (the service's
+/// own notifications: a `StoreDidSave` after the `ObjectsDidChange` of the changes it saved, before those of the
+/// changes made after it) goes through the same buffer (`enqueue`).
 final class Receptionist: Sendable {
-    private let queue: DispatchQueue
-    private let handler: @Sendable ([ChangeRecord]) -> Void
-    private let buffer = Mutex((records: [ChangeRecord](), scheduled: false))
+    enum Item: Sendable {
+        case record(ChangeRecord)
+        case work(@Sendable () -> Void)
+    }
 
-    init(queue: DispatchQueue, handler: @escaping @Sendable ([ChangeRecord]) -> Void) {
+    private let queue: DispatchQueue
+    private let handler: @Sendable ([Item]) -> Void
+    private let buffer = Mutex((items: [Item](), scheduled: false))
+
+    init(queue: DispatchQueue, handler: @escaping @Sendable ([Item]) -> Void) {
         self.queue = queue
         self.handler = handler
     }
 
     func observe(_ record: ChangeRecord) {
+        enqueue(.record(record))
+    }
+
+    /// Runs `work` on the queue after every record delivered before this call, and before every record after it.
+    func enqueue(_ work: @escaping @Sendable () -> Void) {
+        enqueue(.work(work))
+    }
+
+    private func enqueue(_ item: Item) {
         let schedule = buffer.withLock { buffer in
-            buffer.records.append(record)
+            buffer.items.append(item)
             defer { buffer.scheduled = true }
             return !buffer.scheduled
         }
         guard schedule else { return }
         queue.async { [self] in
-            let records = buffer.withLock { buffer in
+            let items = buffer.withLock { buffer in
                 buffer.scheduled = false
-                return buffer.records.takeAll()
+                return buffer.items.takeAll()
             }
-            handler(records)
+            handler(items)
         }
     }
 }
