@@ -180,52 +180,41 @@ public final class UserDefaultsController: Sendable {
         if let reserved = value.reservedKey(allowingReferences: false) {
             throw .typeMismatch(key, of: nil, "\(key) may not hold a dictionary key \"\(reserved)\" starting with $.")
         }
-        try change(keys: [key]) { state in
+        try change { state in
             if state.configuration.appliesImmediately {
                 Self.apply([key: value], to: &state.saved)
-                return true
+            } else {
+                state.pending[key] = value
             }
-            state.pending[key] = value
-            return false
         }
     }
 
     /// Applies the pending changes and saves them.
     public func save() throws(ObjectGraphError) {
-        try change(keys: nil) { state in
-            let applied = !state.pending.isEmpty
+        try change { state in
             Self.apply(state.pending, to: &state.saved)
             state.pending = [:]
-            return applied
         }
     }
 
     /// Drops the pending changes.
     public func revert() {
-        try? change(keys: nil) { state in
-            state.pending = [:]
-            return false
-        }
+        try? change { state in state.pending = [:] }
     }
 
-    /// Every key that has an initial value back to it (NSUserDefaultsController's `revertToInitialValues:`): its
-    /// saved value and any pending change of it are dropped; keys without an initial value keep theirs. Pending
-    /// (removals of the saved values) unless `appliesImmediately`.
+    /// NSUserDefaultsController's `revertToInitialValues:`: discards every pending change, and every key that has
+    /// an initial value goes back to it (its saved value is dropped); keys without an initial value keep their saved
+    /// values. The drops are pending (removals) unless `appliesImmediately`.
     public func revertToInitialValues() throws(ObjectGraphError) {
-        try change(keys: nil) { state in
-            let keys = state.configuration.initialValues.keys
-            if state.configuration.appliesImmediately {
-                for key in keys { state.saved.removeValue(forKey: key) }
-                return true
-            }
-            for key in keys {
-                if state.saved[key] != nil {
-                    state.pending[key] = .null
+        try change { state in
+            state.pending = [:]
+            for key in state.configuration.initialValues.keys where state.saved[key] != nil {
+                if state.configuration.appliesImmediately {
+                    state.saved.removeValue(forKey: key)
                 } else {
-                    state.pending.removeValue(forKey: key)
+                    state.pending[key] = .null
                 }
             }
-            return false
         }
     }
 
@@ -240,29 +229,29 @@ public final class UserDefaultsController: Sendable {
         }
     }
 
-    /// Runs `body` on a copy of the state, persists the saved values when it says they changed, and only then
-    /// installs the copy (a failed write changes nothing); then tells observers.
+    /// Runs `body` on a copy of the state, persists the saved values when they changed, and only then installs the
+    /// copy (a failed write changes nothing); then tells observers.
     ///
     /// Changes are serialized by `writing`, held around the file write; readers take only `state`.
     ///
     /// Observers hear of the keys whose current value (pending changes included) changed; `DefaultsDidChange` names
-    /// the keys whose applied value changed (a `save` applies what was pending) and is not posted when none did.
-    private func change(keys: [String]?, _ body: (inout State) -> Bool) throws(ObjectGraphError) {
-        let (old, new, applied) = try writing.withLock { _ throws(ObjectGraphError) in
+    /// the keys whose applied value changed (a `save` applies what was pending) and is not posted when none did
+    /// (setting a key to the value it has, or to null when it has no saved value, is no change).
+    private func change(_ body: (inout State) -> Void) throws(ObjectGraphError) {
+        let (old, new) = try writing.withLock { _ throws(ObjectGraphError) in
             let old = state.withLock { $0 }
             var next = old
-            let applied = body(&next)
-            if applied { try persist(next.saved) }
+            body(&next)
+            if next.saved != old.saved { try persist(next.saved) }
             state.withLock { [next] in $0 = next }
-            return (old, next, applied)
+            return (old, next)
         }
         let (observers, onNotification) = hooks.withLock { ($0.observers, $0.onNotification) }
         let report = Change(
-            keys: keys ?? Self.changedKeys(Self.values(of: old), Self.values(of: new)),
+            keys: Self.changedKeys(Self.values(of: old), Self.values(of: new)),
             hasUnappliedChanges: !new.pending.isEmpty)
         for observer in observers { observer(report) }
-        guard applied else { return }
-        let appliedKeys = keys ?? Self.changedKeys(Self.appliedValues(of: old), Self.appliedValues(of: new))
+        let appliedKeys = Self.changedKeys(Self.appliedValues(of: old), Self.appliedValues(of: new))
         if !appliedKeys.isEmpty {
             onNotification?("DefaultsDidChange", "defaults", ["keys": .array(appliedKeys.map { .string($0) })])
         }

@@ -79,6 +79,12 @@ struct UserDefaultsControllerTests {
         #expect(pendingDefaults.value(forKey: "theme") == "light")
         pendingDefaults.revert()
         #expect(pendingDefaults.value(forKey: "theme") == "dark")
+        // Every pending edit is discarded, also of keys without an initial value ("discard all edits").
+        try pendingDefaults.setValue(1, forKey: "extra")
+        try pendingDefaults.revertToInitialValues()
+        #expect(pendingDefaults.value(forKey: "extra") == PropertyListValue?.none)
+        try pendingDefaults.save()
+        #expect(pendingDefaults.values == initial)
     }
 
     /// Reverting to the initial values while changes are pending removes the saved values at `save`: nothing of the
@@ -122,6 +128,13 @@ struct UserDefaultsControllerTests {
         try defaults.setValue("dark", forKey: "theme")
         try defaults.revertToInitialValues()
         #expect(posted.withLock { $0 }.suffix(2) == [["keys": ["theme"]], ["keys": ["theme"]]])
+        // Setting what is there already (the value, its initial value, null for a key without a value) is no change.
+        let count = posted.withLock { $0 }.count
+        try defaults.setValue("dark", forKey: "theme")
+        try defaults.setValue("dark", forKey: "theme")
+        try defaults.setValue(25, forKey: "pageSize")
+        try defaults.setValue(.null, forKey: "never")
+        #expect(posted.withLock { $0 }.count == count + 1)
     }
 
     @Test func configuration_badFixture_refused() throws {
