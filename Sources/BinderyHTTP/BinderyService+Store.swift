@@ -62,7 +62,7 @@ extension BinderyService {
         let result: TransactionResult<Int>
         do {
             result = try document.transaction { transaction throws -> Int in
-                try transaction.replaceGraph(with: graph)
+                try transaction.replaceGraph(with: graph, unlessIdentical: true)
                 return try transaction.view.model.entities.reduce(0) { $0 + (try transaction.view.count(of: $1.name)) }
             }
         } catch let error as ObjectGraphError where (400..<500).contains(error.status) && error.status != 422 {

@@ -129,12 +129,23 @@ struct DocumentRoutesTests {
             #expect(export.status == 200)
             #expect(export.json?["seq"] == 1)
             #expect(export.json?["objects"]?.arrayValue?.count == 37)
+            // The identical graph changes nothing: no seq, no undo group, no change in the feed, versions kept.
+            let etag = try client.request("GET", "/objects/Employee/1").header("ETag")
             let put = try client.request("PUT", "/store", body: export.body)
             #expect(put.status == 200)
-            #expect(put.json == ["seq": 2, "count": 37])
+            #expect(put.json == ["seq": 1, "count": 37])
             let again = try client.request("GET", "/store")
             #expect(again.json?["objects"] == export.json?["objects"])
-            #expect(again.json?["seq"] == 2)
+            #expect(again.json?["seq"] == 1)
+            #expect(try client.request("GET", "/objects/Employee/1").header("ETag") == etag)
+            #expect(try client.request("POST", "/actions/undo").status == 409)
+            #expect(try client.request("GET", "/changes?since=1&timeout=0").json?["changes"] == [])
+            // One value different: a replacement like any other.
+            var objects = try #require(export.json?["objects"]?.arrayValue)
+            objects[0] = .dictionary((objects[0].dictionaryValue ?? [:]).merging(["name": "Renamed"]) { $1 })
+            let changed = try client.request(
+                "PUT", "/store", json: PropertyListValue.dictionary(["objects": .array(objects)]).jsonString())
+            #expect(changed.json == ["seq": 2, "count": 37])
             // A null attribute that has a default in the model stays null through the plist (an entry left out
             // would be imported as the default).
             #expect(try client.request("PUT", "/objects/Employee/1/active", json: "null").status == 200)

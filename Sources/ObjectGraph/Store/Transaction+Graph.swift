@@ -8,9 +8,14 @@ extension Transaction {
     /// may point forward; derived keys are ignored (so an export loads back); when both sides of a relationship are
     /// given and disagree, the object listed later wins. The change record holds one `reset` change with the old and
     /// new graphs instead of one change per object; versions of all objects become the transaction's seq.
-    public func replaceGraph(with graph: PropertyListValue) throws(ObjectGraphError) {
+    ///
+    /// With `unlessIdentical` (an import), a graph that exports exactly as the current one (the same objects, in the
+    /// same order, with the same values) changes nothing: no change is recorded and the versions stay, as a `PUT`
+    /// of an attribute's own value does nothing.
+    public func replaceGraph(with graph: PropertyListValue, unlessIdentical: Bool = false) throws(ObjectGraphError) {
         let objects = try Self.objectList(graph)
         let old: PropertyListValue = ["objects": .array(state.exportObjects())]
+        let oldLastAssignedID = state.lastAssignedID
         steps.append(.reset(oldTables: state.tables, old: old, new: .null))
         let resetStep = steps.count - 1
         resetIndex = resetStep
@@ -18,9 +23,15 @@ extension Transaction {
         recording = false
         defer { recording = true }
         try load(objects)
-        steps[resetStep] = .reset(
-            oldTables: Self.oldTables(of: steps[resetStep]), old: old,
-            new: ["objects": .array(state.exportObjects())])
+        let new: PropertyListValue = ["objects": .array(state.exportObjects())]
+        if unlessIdentical, resetStep == 0, new == old {
+            state.tables = Self.oldTables(of: steps[resetStep])
+            state.lastAssignedID = oldLastAssignedID
+            steps.removeLast()
+            resetIndex = nil
+            return
+        }
+        steps[resetStep] = .reset(oldTables: Self.oldTables(of: steps[resetStep]), old: old, new: new)
     }
 
     /// Replaces the graph with a snapshot written by `ReadView.snapshot()`, restoring each object's `$version`;
