@@ -50,6 +50,15 @@ public final class Document: Sendable {
     /// Set for the convenience initializer's temporary directory, removed when the document goes.
     private let temporaryDirectory: String?
     let notificationHandler = Mutex<NotificationHook?>(nil)
+    /// The document's editors (`setEditors`).
+    let editors = Mutex<Editors?>(nil)
+
+    /// What NSDocument asks of its editors (the controllers' pending edits): commit before a save, discard before a
+    /// revert.
+    struct Editors: Sendable {
+        var commit: @Sendable () throws -> Void
+        var discard: @Sendable () -> Void
+    }
 
     /// Loads `model.json` (required), then the store from `dataDirectory` (created if missing): its snapshot and
     /// journal, or, when it holds neither, the fixture's `data.json` (optional), saved as the first snapshot.

@@ -1,7 +1,9 @@
 import ObjectGraph
 import PropertyList
 
-/// The document as a responder: `save`, `revertToSaved`, `undo`, `redo` (NSDocument's actions).
+/// The document as a responder: `save`, `revertToSaved`, `undo`, `redo` (NSDocument's actions). As NSDocument's
+/// `saveDocument:` and `revertDocumentToSaved:` do, `save` first commits the editors' pending edits (so that what is
+/// saved is what the user sees) and `revertToSaved` discards them (so that none is applied over the saved state).
 struct DocumentResponder: Responder {
     let document: Document
 
@@ -23,8 +25,12 @@ struct DocumentResponder: Responder {
         switch action {
         case "undo": seq = try document.undo()
         case "redo": seq = try document.redo()
-        case "save": seq = try document.save()
-        case "revertToSaved": seq = try document.revertToSaved()
+        case "save":
+            try document.editors.withLock { $0 }?.commit()
+            seq = try document.save()
+        case "revertToSaved":
+            document.editors.withLock { $0 }?.discard()
+            seq = try document.revertToSaved()
         default: throw ObjectGraphError.noResponder(action)
         }
         return ["action": .string(action), "responder": .string(name), "seq": .integer(seq)]

@@ -15,7 +15,8 @@ extension Controller {
         case "selectPrevious": return self is ArrayController ? canSelectPrevious : nil
         case "rearrangeObjects": return arranges ? true : nil
         case "fetch": return true
-        case "commitEditing", "discardEditing": return isEditing
+        // As Cocoa's `commitEditing` (which answers YES): with nothing pending there is nothing to refuse.
+        case "commitEditing", "discardEditing": return true
         case "addChild", "insertChild": return tree?.canAddChild
         default: return nil
         }

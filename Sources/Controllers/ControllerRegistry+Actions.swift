@@ -208,6 +208,22 @@ extension ControllerRegistry {
         try commitPendingEdits(of: { _ in names }, beforeSelectionChange: false)
     }
 
+    /// Commits the pending edits of every controller in one transaction (the document's `save` asks it first); on
+    /// error (422 with `errors`) nothing changes. Edits whose selection has gone are dropped (nothing shows them).
+    public func commitEditingOfAll() throws {
+        try commitPendingEdits(of: { $0.controllers.keys.sorted() }, beforeSelectionChange: true)
+    }
+
+    /// Drops the pending edits of every controller (the document's `revertToSaved` asks it first).
+    public func discardEditingOfAll() {
+        try? session { registry, context in
+            for controller in registry.controllers.values where controller.isEditing {
+                controller.pendingEdits = []
+                context.emit(controller, .isEditing)
+            }
+        }
+    }
+
     private func commitPendingEdits(
         of names: (RegistryState) -> [String], beforeSelectionChange: Bool
     ) throws {

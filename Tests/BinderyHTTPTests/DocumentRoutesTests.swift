@@ -123,6 +123,34 @@ struct DocumentRoutesTests {
         }
     }
 
+    /// NSDocument's editors: `save` commits the controllers' pending edits first (and a refused commit refuses the
+    /// save), `revertToSaved` discards them; `commitEditing` with nothing pending succeeds on both routes.
+    @Test func saveCommitsPendingEdits_revertDiscardsThem() throws {
+        try withService { client in
+            let selected = try #require(
+                try client.request("GET", "/controllers/employees/selectedObjects").json?.arrayValue?.first?["$id"]?
+                    .stringValue)
+            #expect(try client.request("PUT", "/controllers/employees/edits/salary", json: "-5").status == 200)
+            let refused = try client.request("POST", "/actions/save")
+            #expect(refused.status == 422)
+            #expect(try client.request("GET", "/controllers/employees/edits").json == ["salary": -5])
+            #expect(try client.request("PUT", "/controllers/employees/edits/salary", json: "4242").status == 200)
+            #expect(try client.request("POST", "/actions/save").status == 200)
+            #expect(try client.request("GET", "/objects/\(selected)/salary").json == 4242)
+            #expect(try client.request("GET", "/controllers/employees/edits").json == [:])
+            #expect(try client.request("PUT", "/controllers/employees/edits/salary", json: "1").status == 200)
+            #expect(try client.request("PUT", "/objects/\(selected)/lastName", json: #""Changed""#).status == 200)
+            #expect(try client.request("POST", "/actions/revertToSaved").status == 200)
+            #expect(try client.request("GET", "/controllers/employees/edits").json == [:])
+            #expect(try client.request("GET", "/objects/\(selected)/salary").json == 4242)
+            let responder = ["X-First-Responder": "employees"]
+            let listed = actions(try client.request("GET", "/actions", headers: responder))
+            #expect(listed["commitEditing"]?["enabled"] == true)
+            #expect(try client.request("POST", "/actions/commitEditing", headers: responder).status == 200)
+            #expect(try client.request("POST", "/controllers/employees/commitEditing").status == 200)
+        }
+    }
+
     @Test func exportThenImportRoundTripsToAnIdenticalGraph() throws {
         try withService { client in
             let export = try client.request("GET", "/store")

@@ -18,6 +18,12 @@ extension Document {
         notificationHandler.withLock { $0 = hook }
     }
 
+    /// Sets the document's editors (NSDocument's editor registry): the `save` action asks them to commit their
+    /// pending edits first (a refused commit refuses the save), and `revertToSaved` makes them discard theirs.
+    public func setEditors(commit: @escaping @Sendable () throws -> Void, discard: @escaping @Sendable () -> Void) {
+        editors.withLock { $0 = Editors(commit: commit, discard: discard) }
+    }
+
     /// Writes a snapshot now and makes it the saved state (`revertToSaved` returns to it); posts `StoreDidSave`
     /// with `userInfo` `{"seq": N}`. Returns the seq saved.
     @discardableResult
