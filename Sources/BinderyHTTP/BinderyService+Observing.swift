@@ -62,39 +62,56 @@ extension BinderyService {
             return try poll(request, source: .notifications(name: name, object: object), center: center)
         }
         router.add("POST", "/notifications") { request in
+            // Well-formed JSON that is not a notification is 422 (API.md §2), naming the key at fault.
+            func invalid(_ key: String, _ message: String) -> APIError {
+                APIError(status: 422, code: "type-mismatch", message: message, fields: ["keyPath": .string(key)])
+            }
             guard case .dictionary(let body) = try request.jsonBody() else {
                 throw APIError(status: 422, code: "type-mismatch", message: "The body must be a JSON object.")
             }
-            guard case .string(let name)? = body["name"], !name.isEmpty else {
-                throw APIError.badRequest("bad-request", "\"name\" is required.")
+            if let unknown = body.keys.sorted().first(where: { !Self.notificationKeys.contains($0) }) {
+                throw APIError(
+                    status: 422, code: "undefined-key",
+                    message: "A notification has no key \"\(unknown)\"; it has "
+                        + "\(Self.notificationKeys.sorted().joined(separator: ", ")).",
+                    fields: ["keyPath": .string(unknown)])
+            }
+            let name: String
+            switch body["name"] {
+            case .string(let text)? where !text.isEmpty: name = text
+            case nil, .null?: throw invalid("name", "\"name\" is required.")
+            case let other?: throw invalid("name", "\"name\" must be a non-empty string, not \(other.jsonString()).")
             }
             var style = "now"
             if let given = body["postingStyle"], !given.isNull {
-                guard case .string(let text) = given else {
-                    throw APIError.badRequest("bad-request", "\"postingStyle\" must be now, asap or whenIdle.")
+                guard case .string(let text) = given, ["now", "asap", "whenIdle"].contains(text) else {
+                    throw invalid(
+                        "postingStyle", "\"postingStyle\" must be now, asap or whenIdle, not \(given.jsonString()).")
                 }
                 style = text
             }
-            let badCoalesce = APIError.badRequest(
-                "bad-request", "\"coalesce\" must be an array of \"name\" and \"sender\".")
+            let badCoalesce = invalid("coalesce", "\"coalesce\" must be an array of \"name\" and \"sender\".")
             // Omitted: on name and sender, as NSNotificationQueue's `enqueueNotification:postingStyle:` does.
             var coalesce = ["name", "sender"]
             switch body["coalesce"] ?? .null {
             case .null: break
             case .array(let values):
                 coalesce = try values.map { value throws(APIError) -> String in
-                    guard case .string(let key) = value else { throw badCoalesce }
+                    guard case .string(let key) = value, key == "name" || key == "sender" else { throw badCoalesce }
                     return key
                 }
             default: throw badCoalesce
             }
-            let seq = try center.post(
+            let outcome = try center.post(
                 name: name, object: body["object"] ?? .null, userInfo: body["userInfo"] ?? .null, style: style,
                 coalesce: coalesce)
-            if let seq {
+            if let seq = outcome.seq {
                 return .response(.json(["seq": .integer(seq), "posted": true], status: 201))
             }
-            return .response(.json(["posted": false, "queued": .string(style)], status: 202))
+            return .response(
+                .json(
+                    ["posted": false, "queued": .string(style), "coalesced": .boolean(outcome == .coalesced)],
+                    status: 202))
         }
     }
 
@@ -196,6 +213,9 @@ extension BinderyService {
         ("Vary", "Accept"),
     ]
 
+    /// The keys of a `POST /notifications` body.
+    private static let notificationKeys: Set = ["name", "object", "userInfo", "postingStyle", "coalesce"]
+
     private static func render(_ answer: PollAnswer) -> HTTPResponse {
         switch answer {
         case .items(let items, let seq):
@@ -208,7 +228,8 @@ extension BinderyService {
             return .error(
                 APIError(
                     status: 410, code: "history-compacted",
-                    message: "Changes after \(oldest) are retained; re-read, then observe again with initial.",
+                    message: "Only what came after \(oldest) is retained, and the newest seq is \(current): re-read, "
+                        + "then go on from the current seq (observers: register again with initial).",
                     fields: ["oldest": .integer(oldest), "current": .integer(current)]))
         case .noSuchObserver(let id):
             return .error(noSuchObserver(id))

@@ -490,6 +490,28 @@ struct ObservingRoutesTests {
         }
     }
 
+    /// Coalescing never delays: an `asap` post that matches a queued `whenIdle` one brings that one forward (the
+    /// first queued is kept).
+    @Test func anAsapPostBringsAMatchingIdleOneForward() throws {
+        try withService { client in
+            let idle = #"{"name": "Tick", "object": "o", "userInfo": "idle", "postingStyle": "whenIdle"}"#
+            let asap = #"{"name": "Tick", "object": "o", "userInfo": "asap", "postingStyle": "asap"}"#
+            let queued = try client.request("POST", "/notifications", json: idle)
+            let coalesced = try client.request("POST", "/notifications", json: asap)
+            #expect(queued.json?["coalesced"] == false)
+            #expect(coalesced.json?["coalesced"] == true)
+            // Posted at the end of the queue's turn, before a `now` post that comes after it (a `whenIdle` one would
+            // come 50 ms later).
+            #expect(try client.request("POST", "/notifications", json: #"{"name": "Marker"}"#).status == 201)
+            usleep(100_000)
+            let answer = try client.request("GET", "/notifications?since=0&timeout=0")
+            #expect(
+                answer.json?["notifications"]?.arrayValue?.map { [$0["name"], $0["userInfo"]] } == [
+                    ["Tick", "idle"], ["Marker", .null],
+                ])
+        }
+    }
+
     @Test func notificationsPostPollAndCoalesce() throws {
         try withService { client in
             let waiting = background { try client.request("GET", "/notifications?since=0&name=Ping&timeout=10") }
@@ -507,6 +529,7 @@ struct ObservingRoutesTests {
                         #"{"name": "Idle", "object": "me", "userInfo": \#(n), "postingStyle": "whenIdle", "coalesce": ["name", "sender"]}"#
                 )
                 #expect(queued.status == 202)
+                #expect(queued.json?["coalesced"] == .boolean(n > 0))
             }
             _ = try client.request("PUT", "/objects/Employee/4/salary", json: "1")
             usleep(300_000)
@@ -516,11 +539,20 @@ struct ObservingRoutesTests {
             #expect(
                 didChange.json?["notifications"]?.arrayValue?.first?["userInfo"]
                     == ["inserted": [], "updated": [["$ref": "Employee/4"]], "deleted": []])
+            // Well-formed but not a notification: 422 naming the key, and nothing posted.
+            for (body, key) in [
+                (#"{"name": "X", "postingStyle": "later"}"#, "postingStyle"),
+                (#"{"name": "X", "coalesce": "name"}"#, "coalesce"),
+                (#"{"name": "X", "coalesce": ["bogus"]}"#, "coalesce"),
+                (#"{"name": 5}"#, "name"), (#"{"object": "o"}"#, "name"),
+                (#"{"name": "X", "postingstyle": "asap"}"#, "postingstyle"),
+            ] {
+                let refused = try client.request("POST", "/notifications", json: body)
+                #expect(refused.status == 422, "\(body)")
+                #expect(refused.json?["error"]?["keyPath"] == .string(key), "\(body)")
+            }
             #expect(
-                try client.request("POST", "/notifications", json: #"{"name": "X", "postingStyle": "later"}"#).status
-                    == 400)
-            #expect(
-                try client.request("POST", "/notifications", json: #"{"name": "X", "coalesce": "name"}"#).status == 400)
+                try client.request("GET", "/notifications?since=0&name=X&timeout=0").json?["notifications"] == [])
             // API.md §1: keys starting with $ are the tags'; a reference is one, anything else is refused.
             let reserved = try client.request(
                 "POST", "/notifications", json: #"{"name": "X", "userInfo": {"a": [{"$set": 1}]}}"#)

@@ -184,7 +184,8 @@ struct ObservationCenterTests {
         try withTemporaryDirectory { path in
             let document = try openDocument(path)
             func post(_ center: ObservationCenter) throws -> Int64 {
-                try #require(try center.post(name: "Ping", object: .null, userInfo: [:], style: "now", coalesce: []))
+                try #require(
+                    try center.post(name: "Ping", object: .null, userInfo: [:], style: "now", coalesce: []).seq)
             }
             let firstRun = ObservationCenter(document: document, queue: DispatchQueue(label: "test.run1"))
             var last: Int64 = 0
@@ -235,7 +236,7 @@ struct ObservationCenterTests {
             #expect(reports.all.filter { $0.contains("notifications are dropped") }.count == 1, "\(reports.all)")
             try FileManager.default.removeItem(atPath: blocker)
             // Nothing took a seq meanwhile.
-            #expect(try center.post(name: "Ping", object: .null, userInfo: [:], style: "now", coalesce: []) == 1)
+            #expect(try center.post(name: "Ping", object: .null, userInfo: [:], style: "now", coalesce: []).seq == 1)
             #expect(try String(contentsOfFile: path + "/notification-seqs", encoding: .utf8) == "10000\n")
             center.answerAllWaiters()
         }

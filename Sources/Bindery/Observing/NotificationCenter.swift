@@ -170,13 +170,22 @@ final class NotificationQueue {
     var asap: [Pending] = []
     var idle: [Pending] = []
 
-    /// Enqueues, dropping pending notifications the new one coalesces with (Cocoa keeps the first; so do we).
-    /// Returns false when coalesced away.
-    func enqueue(_ notification: Pending, style: PostingStyle, coalescing: Coalescing) -> Bool {
+    /// Enqueues `notification` unless a queued one matches it (the first queued is kept). A matching one queued
+    /// `whenIdle` is moved to `asap` when the new one is `asap`: coalescing never delays a notification. Returns
+    /// whether it was queued, and the list that must be flushed (nil when none needs a flush scheduled).
+    func enqueue(
+        _ notification: Pending, style: PostingStyle, coalescing: Coalescing
+    ) -> (queued: Bool, flush: PostingStyle?) {
         let matches = Self.matcher(notification, coalescing)
-        if asap.contains(where: matches) || idle.contains(where: matches) { return false }
+        if asap.contains(where: matches) { return (false, nil) }
+        if let first = idle.firstIndex(where: matches) {
+            guard style == .asap else { return (false, nil) }
+            asap.append(idle.remove(at: first))
+            idle.removeAll(where: matches)
+            return (false, .asap)
+        }
         if style == .asap { asap.append(notification) } else { idle.append(notification) }
-        return true
+        return (true, style)
     }
 
     /// Drops the queued notifications `notification` coalesces with: NSPostNow posts "immediately after

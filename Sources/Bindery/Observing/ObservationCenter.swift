@@ -781,14 +781,29 @@ public final class ObservationCenter: @unchecked Sendable {
 
     // MARK: Notifications
 
-    /// Posts a notification (`POST /notifications`): `now` answers its seq; `asap` and `whenIdle` are queued
-    /// (and may be coalesced away) and answer nil.
+    /// What became of a posted notification.
+    public enum PostOutcome: Sendable, Equatable {
+        /// Posted now, with its seq.
+        case posted(seq: Int64)
+        /// Queued (`asap`, `whenIdle`).
+        case queued
+        /// Coalesced away: a matching notification was queued already.
+        case coalesced
+
+        public var seq: Int64? {
+            if case .posted(let seq) = self { return seq }
+            return nil
+        }
+    }
+
+    /// Posts a notification (`POST /notifications`): `now` posts it; `asap` and `whenIdle` queue it (or coalesce
+    /// it away).
     public func post(
         name: String, object: PropertyListValue, userInfo: PropertyListValue, style: String, coalesce: [String]
-    ) throws -> Int64? {
+    ) throws -> PostOutcome {
         guard let postingStyle = NotificationQueue.PostingStyle(rawValue: style) else {
-            throw ObjectGraphError(
-                status: 400, code: "bad-request", message: "postingStyle must be now, asap or whenIdle, not \(style).")
+            throw ObjectGraphError.typeMismatch(
+                "postingStyle", of: nil, "postingStyle must be now, asap or whenIdle, not \(style).")
         }
         var coalescing: NotificationQueue.Coalescing = []
         for key in coalesce {
@@ -796,8 +811,8 @@ public final class ObservationCenter: @unchecked Sendable {
             case "name": coalescing.insert(.name)
             case "sender": coalescing.insert(.sender)
             default:
-                throw ObjectGraphError(
-                    status: 400, code: "bad-request", message: "coalesce takes \"name\" and \"sender\", not \(key).")
+                throw ObjectGraphError.typeMismatch(
+                    "coalesce", of: nil, "coalesce takes \"name\" and \"sender\", not \(key).")
             }
         }
         for (field, value) in [("object", object), ("userInfo", userInfo)] {
@@ -813,26 +828,28 @@ public final class ObservationCenter: @unchecked Sendable {
                     with: NotificationQueue.Pending(name: name, object: object, userInfo: userInfo),
                     coalescing: coalescing)
                 wakeWaiters()
-                return posted.seq
+                return .posted(seq: posted.seq)
             }
         }
-        // A notification accepted for later must have a seq to come: refused now when none can be reserved.
-        try onQueue { try notificationCenter.reserveNext() }
-        queue.async { [self, coalescing] in
+        return try onQueue { () throws -> PostOutcome in
+            // A notification accepted for later must have a seq to come: refused now when none can be reserved.
+            try notificationCenter.reserveNext()
             let pending = NotificationQueue.Pending(name: name, object: object, userInfo: userInfo)
-            guard notificationQueue.enqueue(pending, style: postingStyle, coalescing: coalescing) else { return }
-            if postingStyle == .asap {
+            let (queued, flush) = notificationQueue.enqueue(pending, style: postingStyle, coalescing: coalescing)
+            switch flush {
+            case .asap?:
                 // The end of this turn of the queue: after what is already queued.
-                queue.async { [self] in flush(\.asap) }
-            } else if !idleFlushScheduled {
+                queue.async { [self] in self.flush(\.asap) }
+            case .whenIdle? where !idleFlushScheduled:
                 idleFlushScheduled = true
                 queue.asyncAfter(deadline: .now() + 0.05) { [self] in
                     idleFlushScheduled = false
-                    flush(\.idle)
+                    self.flush(\.idle)
                 }
+            default: break
             }
+            return queued ? .queued : .coalesced
         }
-        return nil
     }
 
     /// Posts a notification of the service's own (`StoreDidSave`, `ControllerDidCommitEditing`, ...) now: after the
