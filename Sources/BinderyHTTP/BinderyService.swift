@@ -70,6 +70,9 @@ public final class BinderyService: HTTPResponder {
     ) {
         observations.setExternalReader { target, keyPath in
             guard target.hasPrefix("controllers/") else {
+                // As a binding to NSUserDefaultsController: `values.KEY` is a default (also one named
+                // `hasUnappliedChanges`), `hasUnappliedChanges` the controller's flag; a bare key is a default too.
+                if keyPath.hasPrefix("values.") { return defaults.value(forKey: String(keyPath.dropFirst(7))) ?? .null }
                 if keyPath == "hasUnappliedChanges" { return .boolean(defaults.hasUnappliedChanges) }
                 return defaults.value(forKey: keyPath) ?? .null
             }

@@ -791,6 +791,10 @@ struct ControllerObservingTests {
             let theme = try client.request(
                 "POST", "/observers", json: #"{"target": "defaults", "keyPath": "theme", "options": ["new"]}"#)
             let themeID = try #require(theme.json?["id"]?.stringValue)
+            // The binding form (`values.theme`) observes the same default.
+            let bound = try client.request(
+                "POST", "/observers", json: #"{"target": "defaults", "keyPath": "values.theme", "options": ["new"]}"#)
+            let boundID = try #require(bound.json?["id"]?.stringValue)
             let waiting = background {
                 try client.request("GET", "/observers/\(selectionID)/changes?since=1&timeout=10")
             }
@@ -803,6 +807,8 @@ struct ControllerObservingTests {
             _ = try client.request("PUT", "/defaults/theme", json: #""dark""#)
             let themeChanges = changes(try client.request("GET", "/observers/\(themeID)/changes?since=1&timeout=5"))
             #expect(themeChanges.map { $0["new"] } == ["dark"])
+            let boundChanges = changes(try client.request("GET", "/observers/\(boundID)/changes?since=1&timeout=5"))
+            #expect(boundChanges.map { $0["new"] } == ["dark"])
             let notifications = try client.request("GET", "/notifications?since=0&name=DefaultsDidChange&timeout=0")
             #expect(notifications.json?["notifications"]?.arrayValue?.count == 1)
             #expect(
