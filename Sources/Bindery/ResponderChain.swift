@@ -51,8 +51,9 @@ struct ApplicationResponder: Responder {
 extension Document {
     /// The responders an action travels, in order.
     ///
-    /// With a `target` (`"document"`, `"application"`, `"controllers/NAME"`), only that responder; else the
-    /// controller named by `firstResponder` (404 `no-such-controller` when unknown), the document, the application.
+    /// With a `target` (`"document"`, `"application"`, `"controllers/NAME"`, or a controller's bare `NAME` as
+    /// `X-First-Responder` takes it), only that responder; else the controller named by `firstResponder` (404
+    /// `no-such-controller` when unknown), the document, the application.
     public func responderChain(target: String?, firstResponder: String?) throws(ObjectGraphError) -> [any Responder] {
         if let target {
             switch target {
@@ -60,6 +61,7 @@ extension Document {
             case "application": return [ApplicationResponder()]
             default:
                 guard target.hasPrefix("controllers/") else {
+                    if let controller = responders.responder(named: target) { return [controller] }
                     throw ObjectGraphError(
                         status: 404, code: "no-responder",
                         message:

@@ -28,17 +28,26 @@ extension BinderyService {
         return .response(.json(["actions": .array(validations.map(\.json))]))
     }
 
+    /// `POST /actions/{action}`: the body's `target` (or, without one, the query's, as `GET /actions` takes it) and
+    /// `sender`, any value (for `add` and `insert`, `{"object": {...}}` gives the new object's values).
     private static func sendAction(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {
         let action = request.parameter("action")
-        var target: String?
+        var target = request.request.queryValue("target")
         var sender = PropertyListValue.null
         if !request.request.body.isEmpty {
             guard case .dictionary(let body) = try request.jsonBody() else {
                 throw APIError(
                     status: 422, code: "type-mismatch", message: "The body must be {\"target\": ..., \"sender\": ...}.")
             }
+            if let unknown = body.keys.sorted().first(where: { $0 != "target" && $0 != "sender" }) {
+                throw APIError(
+                    status: 422, code: "undefined-key",
+                    message: "An action's body has \"target\" and \"sender\", not \"\(unknown)\".",
+                    fields: ["keyPath": .string(unknown)])
+            }
             switch body["target"] {
-            case nil, .null?: target = nil
+            case nil: break
+            case .null?: target = nil
             case .string(let name)?: target = name
             case let other?:
                 throw APIError(
@@ -46,6 +55,19 @@ extension BinderyService {
                     message: "target must be a string or null, not \(other.typeName).")
             }
             sender = body["sender"] ?? .null
+            // API.md §1's reserved keys, but the new object's own `$id` (as the controller route takes it).
+            var checked = sender
+            if case .dictionary(var fields) = sender, case .dictionary(var object)? = fields["object"] {
+                object.removeValue(forKey: "$id")
+                fields["object"] = .dictionary(object)
+                checked = .dictionary(fields)
+            }
+            if let reserved = checked.reservedKey(allowingReferences: true) {
+                throw APIError(
+                    status: 422, code: "type-mismatch",
+                    message: "sender may not hold a dictionary key \"\(reserved)\" starting with $.",
+                    fields: ["keyPath": "sender"])
+            }
         }
         let answer = try document.sendAction(
             action, target: target, firstResponder: firstResponder(request), sender: sender)

@@ -47,6 +47,28 @@ struct DocumentRoutesTests {
             #expect(nobody.errorCode == "no-responder")
             let badTarget = try client.request("POST", "/actions/save", json: #"{"target": 3}"#)
             #expect(badTarget.status == 422)
+            // The body holds target and sender only, and a sender follows API.md §1 (a new object's `$id` aside).
+            for body in [#"{"bogus": 1}"#, #"{"sender": {"$bogus": 1}}"#] {
+                let refused = try client.request("POST", "/actions/save", json: body)
+                #expect(refused.status == 422, "\(body)")
+            }
+        }
+    }
+
+    /// A target may name a controller as `X-First-Responder` does (its bare name), and come in the query as for
+    /// `GET /actions`.
+    @Test func targetsByBareNameAndQuery() throws {
+        try withService { client in
+            let bare = try client.request("POST", "/actions/selectNext", json: #"{"target": "employees"}"#)
+            #expect(bare.status == 200)
+            #expect(bare.json?["selectionIndexes"] == [1])
+            let query = try client.request("POST", "/actions/selectNext?target=controllers/employees")
+            #expect(query.json?["selectionIndexes"] == [2])
+            let added = try client.request(
+                "POST", "/actions/add",
+                json: #"{"target": "departments", "sender": {"object": {"$id": "D9", "name": "Ops"}}}"#)
+            #expect(added.status == 200)
+            #expect(try client.request("GET", "/objects/Department/D9/name").json == "Ops")
         }
     }
 
