@@ -100,6 +100,12 @@ struct ObservationCenterTests {
             let reportChanges = try poll(center, reports, since: since)
             #expect(reportChanges.count == 2)
             #expect(reportChanges.last?["new"]?.arrayValue?.count == 2)
+            // An empty to-many stays empty through its object's deletion and undo (never null), as in the feed.
+            let (employees, before) = try center.addObserver(
+                target: "Department/5", keyPath: "employees", options: ["new", "old"])
+            try document.transaction { try $0.delete(ObjectID(entity: "Department", id: "5")) }
+            _ = try document.undo()
+            #expect(try poll(center, employees, since: before).isEmpty)
         }
     }
 

@@ -586,7 +586,14 @@ public final class ObservationCenter: @unchecked Sendable {
             }
         }
         guard !reread.isEmpty else { return }
-        let values = reread.map { capturedValues[$0.id] ?? $0.lastValue }
+        let values = reread.map { observer -> PropertyListValue in
+            let value = capturedValues[observer.id] ?? observer.lastValue
+            // A deleted (or not yet re-created) object's to-many is empty, as the feed has it, not null.
+            guard value.isNull, observer.storedKey, case .object(let id) = observer.target,
+                store.model.entity(named: id.entity)?.relationship(named: observer.keyPath)?.isToMany == true
+            else { return value }
+            return []
+        }
         for (observer, value) in zip(reread, values) where value != observer.lastValue {
             observer.emit(
                 FeedChange(
