@@ -178,7 +178,7 @@ extension BinderyService {
         let stream = HTTPStream()
         let id = center.subscribe(
             request, isAbandoned: { stream.peerHasClosed },
-            send: { events in
+            send: { events, whenSent in
                 var text = ""
                 for event in events {
                     switch event {
@@ -201,7 +201,7 @@ extension BinderyService {
                     stream.write(Array("event: error\ndata: \(error.jsonString())\n\n".utf8))
                     return false
                 }
-                return stream.write(Array(text.utf8))
+                return stream.write(Array(text.utf8), whenSent: whenSent)
             },
             close: { stream.finish() })
         stream.onClose { center.unsubscribe(id) }

@@ -16,6 +16,8 @@ public final class HTTPStream: @unchecked Sendable {
         var released = false
         var parked = false
         var connection: Connection?
+        /// Called once everything written so far has been handed to libmicrohttpd (`write(_:whenSent:)`).
+        var whenSent: (@Sendable () -> Void)?
     }
 
     /// `@unchecked Sendable`: used only under the state mutex (see the type's comment).
@@ -51,12 +53,15 @@ public final class HTTPStream: @unchecked Sendable {
         }
     }
 
-    /// Appends bytes; returns false once the stream has ended.
+    /// Appends bytes; returns false once the stream has ended. `whenSent` is called once, on a libmicrohttpd
+    /// thread, when every byte written so far has been sent (it must not block): a writer with more to say writes
+    /// the next part then, so that a slow client holds one part in memory, not all of them.
     @discardableResult
-    public func write(_ bytes: [UInt8]) -> Bool {
+    public func write(_ bytes: [UInt8], whenSent: (@Sendable () -> Void)? = nil) -> Bool {
         state.withLock { state in
             guard !state.finished, !state.released else { return false }
             state.buffer.append(contentsOf: bytes)
+            if let whenSent { state.whenSent = whenSent }
             wake(&state)
             return true
         }
@@ -84,32 +89,43 @@ public final class HTTPStream: @unchecked Sendable {
         state.withLock { $0.connection = connection }
     }
 
-    /// The content reader: copies buffered bytes, ends the stream, or parks the connection until `write`.
+    /// The content reader: copies buffered bytes, ends the stream, or parks the connection until `write`; then runs
+    /// `whenSent` once everything written is out.
     func read(into destination: UnsafeMutablePointer<CChar>, max: Int) -> Int {
-        state.withLock { state in
-            if state.start < state.buffer.count {
-                let count = min(max, state.buffer.count - state.start)
-                state.buffer.withUnsafeBufferPointer { source in
-                    UnsafeMutableRawPointer(destination).copyMemory(
-                        from: source.baseAddress! + state.start, byteCount: count)
-                }
-                state.start += count
-                if state.start == state.buffer.count {
-                    state.buffer.removeAll(keepingCapacity: state.buffer.capacity <= 1 << 16)
-                    state.start = 0
-                } else if state.start >= 1 << 16 && state.start * 2 >= state.buffer.count {
-                    state.buffer.removeFirst(state.start)
-                    state.start = 0
-                }
-                return count
-            }
-            if state.finished { return -1 }  // MHD_CONTENT_READER_END_OF_STREAM
-            if let connection = state.connection {
-                state.parked = true
-                MHD_suspend_connection(connection.pointer)
-            }
-            return 0
+        let (count, sent) = state.withLock { state -> (Int, (@Sendable () -> Void)?) in
+            let count = copy(into: destination, max: max, &state)
+            guard state.start == state.buffer.count, let sent = state.whenSent else { return (count, nil) }
+            state.whenSent = nil
+            return (count, sent)
         }
+        sent?()
+        return count
+    }
+
+    /// Under the lock: copies buffered bytes, ends the stream, or parks the connection until `write`.
+    private func copy(into destination: UnsafeMutablePointer<CChar>, max: Int, _ state: inout State) -> Int {
+        if state.start < state.buffer.count {
+            let count = min(max, state.buffer.count - state.start)
+            state.buffer.withUnsafeBufferPointer { source in
+                UnsafeMutableRawPointer(destination).copyMemory(
+                    from: source.baseAddress! + state.start, byteCount: count)
+            }
+            state.start += count
+            if state.start == state.buffer.count {
+                state.buffer.removeAll(keepingCapacity: state.buffer.capacity <= 1 << 16)
+                state.start = 0
+            } else if state.start >= 1 << 16 && state.start * 2 >= state.buffer.count {
+                state.buffer.removeFirst(state.start)
+                state.start = 0
+            }
+            return count
+        }
+        if state.finished { return -1 }  // MHD_CONTENT_READER_END_OF_STREAM
+        if let connection = state.connection {
+            state.parked = true
+            MHD_suspend_connection(connection.pointer)
+        }
+        return 0
     }
 
     /// libmicrohttpd is done with the response: the connection may be gone.

@@ -110,6 +110,7 @@ struct ServeCommand: ParsableCommand {
                 maxBodySize: maxBody, maxUnsentBytes: maxUnsent),
             responder: service)
         Self.raiseOpenFileLimit()
+        MemoryTrim.start()
         try server.start()
         try ShutdownSignal.install {
             // On the signal's own thread, never on the main queue: the main queue is the observation queue, request

@@ -186,6 +186,41 @@ struct ObservationCenterTests {
         }
     }
 
+    /// An event stream that starts far back is sent its backlog a page at a time, the next page once the client
+    /// has read the last one: every change once, in order, and never the whole backlog in one write.
+    @Test func aStreamSendsItsBacklogPageByPage() throws {
+        try withCenter { document, center in
+            let total = ObservationCenter.streamPage * 2 + 10
+            for salary in 1...total { try document.set(.integer(Int64(salary)), "salary", of: "Employee/5") }
+            usleep(100_000)
+            let pages = Mutex<[(count: Int, next: (@Sendable () -> Void)?)]>([])
+            let seqs = Mutex<[Int64]>([])
+            let id = center.subscribe(
+                PollRequest(source: .store(entity: nil), since: 1, timeout: 0),
+                send: { events, whenSent in
+                    var count = 0
+                    for case .item(let id, _, _) in events {
+                        count += 1
+                        if let id { seqs.withLock { $0.append(id) } }
+                    }
+                    pages.withLock { $0.append((count, whenSent)) }
+                    return true
+                }, close: {})
+            // The client reads each page: the next one follows.
+            for _ in 0..<5 {
+                let next = pages.withLock { $0.last?.next }
+                guard let next else { break }
+                pages.withLock { $0[$0.count - 1].next = nil }
+                next()
+                usleep(50_000)
+            }
+            #expect(
+                pages.withLock { $0.map(\.count) } == [ObservationCenter.streamPage, ObservationCenter.streamPage, 10])
+            #expect(seqs.withLock { $0 } == Array(2...Int64(total + 1)))
+            center.unsubscribe(id)
+        }
+    }
+
     @Test func notificationSeqsGoOnFromOneRunToTheNext() throws {
         try withTemporaryDirectory { path in
             let document = try openDocument(path)

@@ -88,8 +88,8 @@ final class KeyValueObserver {
 
     /// The JSON of the changes after `since`, shaped by the options; the initial change always has `new`, never
     /// `old`.
-    func answer(after since: Int64) -> [PropertyListValue] {
-        history.changes(after: since).map { change in
+    func answer(after since: Int64, limit: Int = .max) -> [PropertyListValue] {
+        ObservationCenter.page(history.changes(after: since), limit: limit, seq: \.seq).map { change in
             let isInitial = change.seq == initialSeq
             return change.json(
                 includingOld: !isInitial && options.contains(.old), includingNew: isInitial || options.contains(.new))

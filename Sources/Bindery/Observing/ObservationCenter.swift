@@ -64,8 +64,9 @@ public final class ObservationCenter: @unchecked Sendable {
         var source: PollRequest.Source
         var since: Int64
         var lastSent: Double
-        /// Returns false when the client has gone.
-        var send: @Sendable ([StreamEvent]) -> Bool
+        /// Returns false when the client has gone. With a `whenSent` (more is retained than one push sends), it is
+        /// called once the events written have gone to the client, for the next page.
+        var send: @Sendable (_ events: [StreamEvent], _ whenSent: (@Sendable () -> Void)?) -> Bool
         var close: @Sendable () -> Void
         /// Whether its client has gone while nothing is being sent (looked at as for waiters).
         var isAbandoned: (@Sendable () -> Bool)?
@@ -238,13 +239,15 @@ public final class ObservationCenter: @unchecked Sendable {
     /// no place.
     public func subscribe(
         _ request: PollRequest, isAbandoned: (@Sendable () -> Bool)? = nil,
-        send: @escaping @Sendable ([StreamEvent]) -> Bool, close: @escaping @Sendable () -> Void
+        send: @escaping @Sendable (_ events: [StreamEvent], _ whenSent: (@Sendable () -> Void)?) -> Bool,
+        close: @escaping @Sendable () -> Void
     ) -> Int {
         onQueue {
             nextWaiterID += 1
             let id = nextWaiterID
             guard waiters.count + subscribers.count < configuration.maxWaiters else {
-                _ = send([.error(["error": ["code": "too-many-waiters", "message": "Too many clients are waiting."]])])
+                _ = send(
+                    [.error(["error": ["code": "too-many-waiters", "message": "Too many clients are waiting."]])], nil)
                 close()
                 return id
             }
@@ -269,11 +272,26 @@ public final class ObservationCenter: @unchecked Sendable {
         subscriber.close()
     }
 
-    /// Sends a subscriber what arrived since its cursor.
+    /// How many changes (or notifications) one push sends at most, more when one seq has more: a stream that starts
+    /// far back (`Last-Event-ID`) is sent its backlog page by page as the client reads it, not all at once (which
+    /// held the whole history in the stream's buffer, per stream, rendered while its request waited).
+    public static let streamPage = 1_000
+
+    /// The first `limit` of `items` (seq order), extended to the end of the last one's seq (a seq is never split).
+    static func page<Item>(_ items: [Item], limit: Int, seq: (Item) -> Int64) -> ArraySlice<Item> {
+        guard items.count > limit, limit > 0 else { return items[...] }
+        var end = limit
+        while end < items.count, seq(items[end]) == seq(items[end - 1]) { end += 1 }
+        return items[..<end]
+    }
+
+    /// Sends a subscriber what arrived since its cursor, a page at a time: when more is retained, the next page
+    /// follows once the client has read this one (or with the next change).
     private func push(to id: Int) {
         guard var subscriber = subscribers[id] else { return }
         let events: [StreamEvent]
-        switch answer(subscriber.source, since: subscriber.since, force: false) {
+        var morePending = false
+        switch answer(subscriber.source, since: subscriber.since, force: false, limit: Self.streamPage) {
         case nil:
             return
         case .items(let json, _)?:
@@ -285,7 +303,10 @@ public final class ObservationCenter: @unchecked Sendable {
                 return .item(
                     id: last ? seqs[index] : nil, name: isNotification ? "notification" : "change", data: items[index])
             }
-            subscriber.since = json["last"]?.integerValue ?? subscriber.since
+            let last = json["last"]?.integerValue ?? subscriber.since
+            subscriber.since = last
+            // A page that ends before the current seq: more is retained than this push sent.
+            morePending = last < currentSeq(of: subscriber.source)
         case .compacted(let oldest, let current)?:
             events = [
                 .error([
@@ -304,7 +325,14 @@ public final class ObservationCenter: @unchecked Sendable {
         }
         subscriber.lastSent = Self.now()
         subscribers[id] = subscriber
-        let alive = subscriber.send(events)
+        var whenSent: (@Sendable () -> Void)?
+        if morePending {
+            whenSent = { [weak self] in
+                guard let self else { return }
+                queue.async { self.push(to: id) }
+            }
+        }
+        let alive = subscriber.send(events, whenSent)
         if !alive || events.contains(where: { if case .error = $0 { true } else { false } }) { endSubscription(id) }
     }
 
@@ -331,30 +359,38 @@ public final class ObservationCenter: @unchecked Sendable {
     /// A `since` beyond every seq handed out (one from before a restart: notifications start again at 0, and a
     /// crash with `--fsync never` can lose the last changes) is 410 like one older than the history: never a
     /// silent gap.
-    private func answer(_ source: PollRequest.Source, since: Int64, force: Bool) -> PollAnswer? {
+    /// What a poll from `since` is answered (nil: nothing yet, unless `force`). With a `limit` (event streams), at
+    /// most that many items (`page`), and `last` is then the seq of the last one sent when more remain.
+    private func answer(
+        _ source: PollRequest.Source, since: Int64, force: Bool, limit: Int = .max
+    ) -> PollAnswer? {
         if let refusal = refusal(source, since: since) { return refusal }
         switch source {
         case .store(let entity):
-            let changes = history.changes(after: since) { change in
+            let all = history.changes(after: since) { change in
                 entity == nil || change.entity?.elementsEqual(entity!) == true
             }
-            if changes.isEmpty && !force { return nil }
+            if all.isEmpty && !force { return nil }
+            let changes = Self.page(all, limit: limit, seq: \.seq)
+            let last = changes.count < all.count ? changes.last!.seq : processedSeq
             return .items(
-                PollItems(["changes": .array(changes.map { $0.json() }), "last": .integer(processedSeq)]),
-                seq: processedSeq)
+                PollItems(["changes": .array(changes.map { $0.json() }), "last": .integer(last)]), seq: processedSeq)
         case .observer(let id):
             guard let observer = observers[id] else { return .noSuchObserver(id) }
             observer.lastActivity = Self.now()
             if !observer.hasChanges(after: since) && !force { return nil }
-            let changes = observer.answer(after: since)
-            return .items(PollItems(["changes": .array(changes), "last": .integer(processedSeq)]), seq: processedSeq)
+            let changes = observer.answer(after: since, limit: limit)
+            let remaining = limit < .max && observer.history.changes(after: since).count > changes.count
+            let last = remaining ? changes.last?["seq"]?.integerValue ?? processedSeq : processedSeq
+            return .items(PollItems(["changes": .array(changes), "last": .integer(last)]), seq: processedSeq)
         case .notifications(let name, let object):
             let center = notificationCenter
-            let found = center.notifications(after: since, name: name, object: object)
-            if found.isEmpty && !force { return nil }
+            let all = center.notifications(after: since, name: name, object: object)
+            if all.isEmpty && !force { return nil }
+            let found = Self.page(all, limit: limit, seq: \.seq)
+            let last = found.count < all.count ? found.last!.seq : center.lastSeq
             return .items(
-                PollItems(["notifications": .array(found.map(\.json)), "last": .integer(center.lastSeq)]),
-                seq: processedSeq)
+                PollItems(["notifications": .array(found.map(\.json)), "last": .integer(last)]), seq: processedSeq)
         }
     }
 
@@ -459,7 +495,7 @@ public final class ObservationCenter: @unchecked Sendable {
         if now - lastAbandonedSweep >= Self.abandonedSweepInterval { releaseAbandonedWaiters() }
         for (id, subscriber) in subscribers where now - subscriber.lastSent >= configuration.heartbeatInterval {
             subscribers[id]?.lastSent = now
-            if !subscriber.send([.heartbeat]) { endSubscription(id) }
+            if !subscriber.send([.heartbeat], nil) { endSubscription(id) }
         }
         for (id, observer) in observers
         where observer.activeWaiters == 0 && now - observer.lastActivity > configuration.observerTTL {
@@ -582,18 +618,11 @@ public final class ObservationCenter: @unchecked Sendable {
             if rereads && !reported {
                 reread.append(observer)
             } else if let value = capturedValues[observer.id] {
-                observer.lastValue = value
+                observer.lastValue = storedValue(value, of: observer)
             }
         }
         guard !reread.isEmpty else { return }
-        let values = reread.map { observer -> PropertyListValue in
-            let value = capturedValues[observer.id] ?? observer.lastValue
-            // A deleted (or not yet re-created) object's to-many is empty, as the feed has it, not null.
-            guard value.isNull, observer.storedKey, case .object(let id) = observer.target,
-                store.model.entity(named: id.entity)?.relationship(named: observer.keyPath)?.isToMany == true
-            else { return value }
-            return []
-        }
+        let values = reread.map { storedValue(capturedValues[$0.id] ?? $0.lastValue, of: $0) }
         for (observer, value) in zip(reread, values) where value != observer.lastValue {
             observer.emit(
                 FeedChange(
@@ -601,6 +630,15 @@ public final class ObservationCenter: @unchecked Sendable {
                     old: observer.lastValue, new: value))
             observer.lastValue = value
         }
+    }
+
+    /// A stored key's value as the feed has it: a to-many of an object that is not there (deleted, or not yet
+    /// re-created) is empty, not null.
+    private func storedValue(_ value: PropertyListValue, of observer: KeyValueObserver) -> PropertyListValue {
+        guard value.isNull, observer.storedKey, case .object(let id) = observer.target,
+            store.model.entity(named: id.entity)?.relationship(named: observer.keyPath)?.isToMany == true
+        else { return value }
+        return []
     }
 
     // MARK: Observers
