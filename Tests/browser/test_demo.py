@@ -907,7 +907,11 @@ def test_a_hire_date_can_be_cleared_and_a_long_year_is_refused_at_the_field(page
 
 def test_store_replacement_reads_as_such_in_the_feed(page, server):
     store = server.get("/store")
-    server.put("/store", {"objects": store["objects"]})
+    # One value different: an identical graph changes nothing (no seq, nothing in the feed).
+    objects = store["objects"]
+    department = next(o for o in objects if o["$id"].startswith("Department/"))
+    department["budget"] = (department.get("budget") or 0) + 1
+    server.put("/store", {"objects": objects})
     feed = page.el("feed")
     page.wait(lambda: "Store replaced" in feed.text, timeout=LIVE)
     assert "nil → nil" not in feed.text
