@@ -58,6 +58,7 @@ public final class Document: Sendable {
     struct Editors: Sendable {
         var commit: @Sendable () throws -> Void
         var discard: @Sendable () -> Void
+        var hasPendingEdits: @Sendable () -> Bool
     }
 
     /// Loads `model.json` (required), then the store from `dataDirectory` (created if missing): its snapshot and

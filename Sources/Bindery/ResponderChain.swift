@@ -15,7 +15,8 @@ struct DocumentResponder: Responder {
         case "undo": document.undoManager.canUndo
         case "redo": document.undoManager.canRedo
         case "save": true
-        case "revertToSaved": document.hasChangesSinceSave
+        case "revertToSaved":
+            document.hasChangesSinceSave || document.editors.withLock({ $0 })?.hasPendingEdits() == true
         default: nil
         }
     }

@@ -45,6 +45,9 @@ extension BinderyService {
                     message: "An action's body has \"target\" and \"sender\", not \"\(unknown)\".",
                     fields: ["keyPath": .string(unknown)])
             }
+            if let given = body["target"], let query = target, given != .string(query) {
+                throw APIError.badQuery("The target is \(query) in the query but \(given.jsonString()) in the body.")
+            }
             switch body["target"] {
             case nil: break
             case .null?: target = nil

@@ -89,7 +89,8 @@ public final class BinderyService: HTTPResponder {
         controllers.onNotification = post
         defaults.onNotification = post
         document.setEditors(
-            commit: { try controllers.commitEditingOfAll() }, discard: { controllers.discardEditingOfAll() })
+            commit: { try controllers.commitEditingOfAll() }, discard: { controllers.discardEditingOfAll() },
+            hasPendingEdits: { controllers.hasPendingEdits })
         document.setNotificationHandler { notification in
             observations.postNow(name: notification.name, object: notification.object, userInfo: notification.userInfo)
         }

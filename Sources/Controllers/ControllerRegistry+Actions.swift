@@ -214,6 +214,11 @@ extension ControllerRegistry {
         try commitPendingEdits(of: { $0.controllers.keys.sorted() }, beforeSelectionChange: true)
     }
 
+    /// Whether any controller has pending edits (the document's `revertToSaved` is enabled then).
+    public var hasPendingEdits: Bool {
+        (try? session { registry, _ in registry.controllers.values.contains { $0.isEditing } }) ?? false
+    }
+
     /// Drops the pending edits of every controller (the document's `revertToSaved` asks it first).
     public func discardEditingOfAll() {
         try? session { registry, context in

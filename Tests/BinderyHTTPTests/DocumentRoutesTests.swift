@@ -64,6 +64,9 @@ struct DocumentRoutesTests {
             #expect(bare.json?["selectionIndexes"] == [1])
             let query = try client.request("POST", "/actions/selectNext?target=controllers/employees")
             #expect(query.json?["selectionIndexes"] == [2])
+            let conflicting = try client.request(
+                "POST", "/actions/selectNext?target=employees", json: #"{"target": "departments"}"#)
+            #expect(conflicting.status == 400)
             let added = try client.request(
                 "POST", "/actions/add",
                 json: #"{"target": "departments", "sender": {"object": {"$id": "D9", "name": "Ops"}}}"#)
@@ -159,6 +162,11 @@ struct DocumentRoutesTests {
             #expect(try client.request("PUT", "/controllers/employees/edits/salary", json: "4242").status == 200)
             #expect(try client.request("POST", "/actions/save").status == 200)
             #expect(try client.request("GET", "/objects/\(selected)/salary").json == 4242)
+            #expect(try client.request("GET", "/controllers/employees/edits").json == [:])
+            // A pending edit alone makes the document edited: revertToSaved is enabled and discards it.
+            #expect(try client.request("PUT", "/controllers/employees/edits/salary", json: "7").status == 200)
+            #expect(actions(try client.request("GET", "/actions"))["revertToSaved"]?["enabled"] == true)
+            #expect(try client.request("POST", "/actions/revertToSaved").status == 200)
             #expect(try client.request("GET", "/controllers/employees/edits").json == [:])
             #expect(try client.request("PUT", "/controllers/employees/edits/salary", json: "1").status == 200)
             #expect(try client.request("PUT", "/objects/\(selected)/lastName", json: #""Changed""#).status == 200)

@@ -19,9 +19,13 @@ extension Document {
     }
 
     /// Sets the document's editors (NSDocument's editor registry): the `save` action asks them to commit their
-    /// pending edits first (a refused commit refuses the save), and `revertToSaved` makes them discard theirs.
-    public func setEditors(commit: @escaping @Sendable () throws -> Void, discard: @escaping @Sendable () -> Void) {
-        editors.withLock { $0 = Editors(commit: commit, discard: discard) }
+    /// pending edits first (a refused commit refuses the save), and `revertToSaved` makes them discard theirs (it
+    /// is enabled while they have any, as while the store changed since the save).
+    public func setEditors(
+        commit: @escaping @Sendable () throws -> Void, discard: @escaping @Sendable () -> Void,
+        hasPendingEdits: @escaping @Sendable () -> Bool
+    ) {
+        editors.withLock { $0 = Editors(commit: commit, discard: discard, hasPendingEdits: hasPendingEdits) }
     }
 
     /// Writes a snapshot now and makes it the saved state (`revertToSaved` returns to it); posts `StoreDidSave`

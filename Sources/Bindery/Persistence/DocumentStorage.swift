@@ -31,6 +31,10 @@ final class DocumentStorage: Sendable {
     /// The directory's locks (`DataDirectory.lock()`), held while the storage lives.
     private let locks: [OwnedFileDescriptor]
     private let snapshots = DispatchQueue(label: "bindery.snapshots")
+    /// Looks at the journal's segment every second (`Journal.checkSegment`), so that one removed while no change
+    /// comes is recovered within a second, not at the next change. `nonisolated(unsafe)`: a dispatch source may be
+    /// used from any thread.
+    nonisolated(unsafe) private let segmentWatch: any DispatchSourceTimer
     private let progress: Mutex<Progress>
 
     private struct Progress {
@@ -140,14 +144,20 @@ final class DocumentStorage: Sendable {
             Progress(
                 snapshotSeq: snapshotSeq, savedSeq: savedSeq, savedSnapshotSeq: savedSeq,
                 uneditedContentSeq: uneditedContentSeq))
+        segmentWatch = DispatchSource.makeTimerSource(queue: self.snapshots)
         journal.setRecovery { [weak self] wait in
             guard let self else { return nil }
             if wait {
                 do throws(ObjectGraphError) {
-                    try onSnapshotQueue { () throws(ObjectGraphError) in
+                    let recovered = try onSnapshotQueue { () throws(ObjectGraphError) -> Bool in
+                        // Another recovery (the periodic look, a commit's) may have replaced it meanwhile.
+                        guard journal.isSegmentLost else { return false }
                         _ = try writeSnapshotNow(store, markSaved: false, recovering: true)
+                        return true
                     }
-                    report("a journal segment was removed while in use; a snapshot now holds what it held")
+                    if recovered {
+                        report("a journal segment was removed while in use; a snapshot now holds what it held")
+                    }
                     return nil
                 } catch {
                     return error
@@ -167,6 +177,9 @@ final class DocumentStorage: Sendable {
             }
             return nil
         }
+        segmentWatch.schedule(deadline: .now() + 1, repeating: 1, leeway: .milliseconds(200))
+        segmentWatch.setEventHandler { [journal] in journal.checkSegment() }
+        segmentWatch.resume()
     }
 
     // MARK: Recovery
@@ -415,11 +428,20 @@ final class DocumentStorage: Sendable {
         var seq = progress.withLock { $0.snapshotSeq }
         if store.seq != seq || recovering {
             let journal = journal
-            let (bytes, taken) = try store.read { (view: ReadView) throws(ObjectGraphError) -> ([UInt8], Int64) in
+            let directory = directory
+            let (bytes, taken) = try store.read { (view: ReadView) throws(ObjectGraphError) -> ([UInt8]?, Int64) in
+                if recovering {
+                    // What the removed segment held is nowhere else: the snapshot is on disk before a segment starts
+                    // after it (a crash in between would leave a gap no start can cross), so it is written under the
+                    // lock, commits waiting meanwhile. Rare: only after a segment was removed.
+                    try Self.writeSnapshot(view.binarySnapshot(), seq: view.seq, in: directory)
+                    try journal.rotate(nextSeq: view.seq + 1)
+                    return (nil, view.seq)
+                }
                 try journal.rotate(nextSeq: view.seq + 1)
                 return (view.binarySnapshot(), view.seq)
             }
-            try Self.writeSnapshot(bytes, seq: taken, in: directory)
+            if let bytes { try Self.writeSnapshot(bytes, seq: taken, in: directory) }
             journal.snapshotWritten(through: taken)
             seq = taken
             progress.withLock { $0.snapshotSeq = taken }
@@ -500,6 +522,7 @@ final class DocumentStorage: Sendable {
             return !progress.isClosed
         }
         guard closes else { return true }
+        segmentWatch.cancel()
         if let uneditedContentSeq, journal.failure == nil {
             do throws(ObjectGraphError) {
                 try onSnapshotQueue { () throws(ObjectGraphError) in

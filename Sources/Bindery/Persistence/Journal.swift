@@ -242,6 +242,20 @@ final class Journal: Sendable {
                 + "it, and changes are refused until it is.")
     }
 
+    /// Looks whether the current segment was removed (no link left) since the last write, and if so starts its
+    /// recovery (scheduled): without it, a segment removed while no change comes would be found only at the next
+    /// change, and a crash before that would lose what it held.
+    func checkSegment() {
+        let file: OwnedFileDescriptor? = state.withLock { state in
+            guard case .open(let file, _) = state.lifecycle, !state.segmentLost else { return nil }
+            return file
+        }
+        var status = stat()
+        guard let file, fstat(file.fd, &status) == 0, status.st_nlink == 0 else { return }
+        state.withLock { $0.segmentLost = true }
+        _ = recovery.withLock { $0 }?(false)
+    }
+
     /// Whether the current segment was found removed and no snapshot has replaced it yet.
     var isSegmentLost: Bool {
         state.withLock { $0.segmentLost }
