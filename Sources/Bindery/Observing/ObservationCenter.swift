@@ -358,9 +358,8 @@ public final class ObservationCenter: @unchecked Sendable {
     ///
     /// A `since` beyond every seq handed out (one from before a restart: notifications start again at 0, and a
     /// crash with `--fsync never` can lose the last changes) is 410 like one older than the history: never a
-    /// silent gap.
-    /// What a poll from `since` is answered (nil: nothing yet, unless `force`). With a `limit` (event streams), at
-    /// most that many items (`page`), and `last` is then the seq of the last one sent when more remain.
+    /// silent gap. With a `limit` (event streams), at most that many items (`page`), and `last` is then the seq of
+    /// the last one sent when more remain.
     private func answer(
         _ source: PollRequest.Source, since: Int64, force: Bool, limit: Int = .max
     ) -> PollAnswer? {

@@ -149,15 +149,7 @@ final class DocumentStorage: Sendable {
             guard let self else { return nil }
             if wait {
                 do throws(ObjectGraphError) {
-                    let recovered = try onSnapshotQueue { () throws(ObjectGraphError) -> Bool in
-                        // Another recovery (the periodic look, a commit's) may have replaced it meanwhile.
-                        guard journal.isSegmentLost else { return false }
-                        _ = try writeSnapshotNow(store, markSaved: false, recovering: true)
-                        return true
-                    }
-                    if recovered {
-                        report("a journal segment was removed while in use; a snapshot now holds what it held")
-                    }
+                    try onSnapshotQueue { () throws(ObjectGraphError) in try recoverLostSegment(store, report: report) }
                     return nil
                 } catch {
                     return error
@@ -165,9 +157,7 @@ final class DocumentStorage: Sendable {
             }
             self.snapshots.async { [self] in
                 do throws(ObjectGraphError) {
-                    guard journal.isSegmentLost else { return }
-                    _ = try writeSnapshotNow(store, markSaved: false, recovering: true)
-                    report("a journal segment was removed while in use; a snapshot now holds what it held")
+                    try recoverLostSegment(store, report: report)
                 } catch {
                     report(
                         "a journal segment was removed while in use, and no snapshot could replace it: \(error.message)"
@@ -418,6 +408,14 @@ final class DocumentStorage: Sendable {
             [Array("\(saved) \(contentSeq)\n".utf8)], to: directory.file(DataDirectory.savedStateName),
             directory: directory.path)
         progress.withLock { $0.uneditedContentSeq = contentSeq }
+    }
+
+    /// Runs on the snapshot queue: replaces a removed journal segment with a snapshot, unless another recovery (the
+    /// periodic look, a commit's) did already.
+    private func recoverLostSegment(_ store: ObjectStore, report: (String) -> Void) throws(ObjectGraphError) {
+        guard journal.isSegmentLost else { return }
+        _ = try writeSnapshotNow(store, markSaved: false, recovering: true)
+        report("a journal segment was removed while in use; a snapshot now holds what it held")
     }
 
     /// Runs on the snapshot queue. `recovering` (a journal segment was removed) writes one even at the newest
