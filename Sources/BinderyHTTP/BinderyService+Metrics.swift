@@ -39,6 +39,10 @@ extension BinderyService {
             metric("bindery_observers", "gauge", "Registered KVO observers.", [("", String(statistics.observers))])
             metric("bindery_controllers", "gauge", "Mediating controllers.", [("", String(controllers.names.count))])
             metric(
+                "bindery_http_connections", "gauge",
+                "Open client connections, waiting long-polls and streams included.",
+                [("", String(HTTPServer.processConnectionCount))])
+            metric(
                 "bindery_http_unsent_bytes", "gauge",
                 "Bytes of answers of 16 KiB or more held for clients that have not read them (--max-unsent).",
                 [("", String(HTTPServer.processUnsentByteCount))])

@@ -54,6 +54,9 @@ public final class HTTPServer: Sendable {
     /// The same, for every server of the process (what `/metrics` reports: a responder does not know its server).
     public static var processUnsentByteCount: Int { processUnsentBytes.load(ordering: .relaxed) }
     fileprivate static let processUnsentBytes = Atomic<Int>(0)
+    /// Open client connections (suspended ones included), for every server of the process (`/metrics`).
+    public static var processConnectionCount: Int { processConnections.load(ordering: .relaxed) }
+    fileprivate static let processConnections = Atomic<Int>(0)
 
     public init(configuration: HTTPServerConfiguration, responder: any HTTPResponder) {
         self.configuration = configuration
@@ -594,9 +597,11 @@ private let connectionNotified: MHD_NotifyConnectionCallback = { cls, connection
     case 0:
         let clock = deadlines.started(socket: bindery_mhd_connection_fd(connection))
         socketContext.pointee = Unmanaged.passRetained(clock).toOpaque()
+        HTTPServer.processConnections.add(1, ordering: .relaxed)
     case 1:
         guard let stored = socketContext.pointee else { return }
         socketContext.pointee = nil
+        HTTPServer.processConnections.subtract(1, ordering: .relaxed)
         deadlines.closed(Unmanaged<HeaderDeadlines.Clock>.fromOpaque(stored).takeRetainedValue())
     default:
         break
