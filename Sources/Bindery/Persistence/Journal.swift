@@ -41,6 +41,9 @@ final class Journal: Sendable {
     /// Writes a snapshot of the store and answers its error, or schedules it when `wait` is false (set by the
     /// storage once it exists).
     private let recovery = Mutex<(@Sendable (_ wait: Bool) -> ObjectGraphError?)?>(nil)
+    /// Whether the file system reports link counts (the first segment has one): on one that reports 0 for every
+    /// file, a removed segment cannot be told apart, and none is taken for removed.
+    private let countsLinks: Bool
     private let state: Mutex<State>
     /// `State.durableSeq`, readable without the lock (for every response's `X-Store-Seq`).
     private let publishedDurableSeq: Atomic<Int64>
@@ -101,6 +104,7 @@ final class Journal: Sendable {
     ) {
         self.directory = directory
         self.syncFile = syncFile
+        countsLinks = Self.linkCount(of: file) != 0
         self.policy = policy
         self.snapshotRecords = snapshotRecords
         self.snapshotBytes = snapshotBytes
@@ -206,9 +210,7 @@ final class Journal: Sendable {
             // Best effort: the journal fails either way, and what a failed flush left on the disk is unknown.
             _ = ftruncate(file.fd, off_t(size))
         }
-        var status = stat()
-        let lost =
-            failure == nil && (needsSync || !frames.isEmpty) && fstat(file.fd, &status) == 0 && status.st_nlink == 0
+        let lost = countsLinks && failure == nil && (needsSync || !frames.isEmpty) && Self.linkCount(of: file) == 0
         state.withLock { state in
             if let failure {
                 state.lifecycle = .failed(failure)
@@ -250,10 +252,15 @@ final class Journal: Sendable {
             guard case .open(let file, _) = state.lifecycle, !state.segmentLost else { return nil }
             return file
         }
-        var status = stat()
-        guard let file, fstat(file.fd, &status) == 0, status.st_nlink == 0 else { return }
+        guard countsLinks, let file, Self.linkCount(of: file) == 0 else { return }
         state.withLock { $0.segmentLost = true }
         _ = recovery.withLock { $0 }?(false)
+    }
+
+    /// The file's link count (0: removed from every directory), or nil when `fstat` fails.
+    private static func linkCount(of file: OwnedFileDescriptor) -> Int? {
+        var status = stat()
+        return fstat(file.fd, &status) == 0 ? Int(status.st_nlink) : nil
     }
 
     /// Whether the current segment was found removed and no snapshot has replaced it yet.
