@@ -58,6 +58,11 @@ public struct APIError: Error, Sendable {
         APIError(status: 400, code: code, message: message)
     }
 
+    /// 400 for a parameter given in the query and in the body with different values.
+    static func queryDisagreesWithBody(_ name: String, query: String, body: PropertyListValue) -> APIError {
+        .badQuery("\(name) is \(query) in the query but \(body.jsonString()) in the body.")
+    }
+
     public static func badQuery(_ message: String) -> APIError {
         APIError(status: 400, code: "bad-query", message: message)
     }

@@ -46,7 +46,7 @@ extension BinderyService {
                     fields: ["keyPath": .string(unknown)])
             }
             if let given = body["target"], let query = target, given != .string(query) {
-                throw APIError.badQuery("The target is \(query) in the query but \(given.jsonString()) in the body.")
+                throw APIError.queryDisagreesWithBody("target", query: query, body: given)
             }
             switch body["target"] {
             case nil: break

@@ -127,7 +127,7 @@ extension BinderyService {
                 }
                 if case .dictionary(var fields) = body ?? [:] {
                     if let given = fields["index"], given != .integer(index) {
-                        throw APIError.badQuery("index is \(index) in the query but \(given.jsonString()) in the body.")
+                        throw APIError.queryDisagreesWithBody("index", query: text, body: given)
                     }
                     fields["index"] = .integer(index)
                     body = .dictionary(fields)

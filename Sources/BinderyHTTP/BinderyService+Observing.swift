@@ -82,9 +82,10 @@ extension BinderyService {
             case nil, .null?: throw invalid("name", "\"name\" is required.")
             case let other?: throw invalid("name", "\"name\" must be a non-empty string, not \(other.jsonString()).")
             }
+            // The values of `postingStyle` and `coalesce` are the notification center's to check.
             var style = "now"
             if let given = body["postingStyle"], !given.isNull {
-                guard case .string(let text) = given, ["now", "asap", "whenIdle"].contains(text) else {
+                guard case .string(let text) = given else {
                     throw invalid(
                         "postingStyle", "\"postingStyle\" must be now, asap or whenIdle, not \(given.jsonString()).")
                 }
@@ -97,7 +98,7 @@ extension BinderyService {
             case .null: break
             case .array(let values):
                 coalesce = try values.map { value throws(APIError) -> String in
-                    guard case .string(let key) = value, key == "name" || key == "sender" else { throw badCoalesce }
+                    guard case .string(let key) = value else { throw badCoalesce }
                     return key
                 }
             default: throw badCoalesce

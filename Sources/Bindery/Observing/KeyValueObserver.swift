@@ -86,13 +86,17 @@ final class KeyValueObserver {
         !history.changes(after: since).isEmpty
     }
 
-    /// The JSON of the changes after `since`, shaped by the options; the initial change always has `new`, never
-    /// `old`.
-    func answer(after since: Int64, limit: Int = .max) -> [PropertyListValue] {
-        ObservationCenter.page(history.changes(after: since), limit: limit, seq: \.seq).map { change in
+    /// The JSON of the changes after `since`, shaped by the options (the initial change always has `new`, never
+    /// `old`), at most `limit` of them (`ObservationCenter.page`); `lastSent` is the seq of the last one when more
+    /// remain, else nil.
+    func answer(after since: Int64, limit: Int = .max) -> (changes: [PropertyListValue], lastSent: Int64?) {
+        let all = history.changes(after: since)
+        let page = ObservationCenter.page(all, limit: limit, seq: \.seq)
+        let changes = page.map { change in
             let isInitial = change.seq == initialSeq
             return change.json(
                 includingOld: !isInitial && options.contains(.old), includingNew: isInitial || options.contains(.new))
         }
+        return (changes, page.count < all.count ? page.last?.seq : nil)
     }
 }

@@ -378,10 +378,9 @@ public final class ObservationCenter: @unchecked Sendable {
             guard let observer = observers[id] else { return .noSuchObserver(id) }
             observer.lastActivity = Self.now()
             if !observer.hasChanges(after: since) && !force { return nil }
-            let changes = observer.answer(after: since, limit: limit)
-            let remaining = limit < .max && observer.history.changes(after: since).count > changes.count
-            let last = remaining ? changes.last?["seq"]?.integerValue ?? processedSeq : processedSeq
-            return .items(PollItems(["changes": .array(changes), "last": .integer(last)]), seq: processedSeq)
+            let (changes, lastSent) = observer.answer(after: since, limit: limit)
+            return .items(
+                PollItems(["changes": .array(changes), "last": .integer(lastSent ?? processedSeq)]), seq: processedSeq)
         case .notifications(let name, let object):
             let center = notificationCenter
             let all = center.notifications(after: since, name: name, object: object)
