@@ -23,17 +23,23 @@ struct ObservationCenterTests {
 
     /// Polls an observer without waiting (after the queue has processed everything committed so far).
     private func poll(_ center: ObservationCenter, _ id: String, since: Int64) throws -> [PropertyListValue] {
-        let result = Mutex<PollAnswer?>(nil)
-        let done = DispatchSemaphore(value: 0)
         // Let the receptionist's bounced records land first: they are queued before this poll.
         usleep(20_000)
-        center.poll(PollRequest(source: .observer(id), since: since, timeout: 0)) { answer in
+        guard case .items(let json, _)? = answer(center, PollRequest(source: .observer(id), since: since, timeout: 0))
+        else { return [] }
+        return json["changes"]?.arrayValue ?? []
+    }
+
+    /// The center's answer to `request`, or nil when none came within 5 s.
+    private func answer(_ center: ObservationCenter, _ request: PollRequest) -> PollAnswer? {
+        let result = Mutex<PollAnswer?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        center.poll(request) { answer in
             result.withLock { $0 = answer }
             done.signal()
         }
         _ = done.wait(timeout: .now() + 5)
-        guard case .items(let json, _)? = result.withLock({ $0 }) else { return [] }
-        return json["changes"]?.arrayValue ?? []
+        return result.withLock { $0 }
     }
 
     @Test func dependentKeyTwoLevelsDeepFiresOnAnyStepOfItsPath() throws {
@@ -131,14 +137,8 @@ struct ObservationCenterTests {
             defer { center.answerAllWaiters() }
             for round in 0..<40 {
                 let (id, since) = try center.addObserver(target: "Employee/4", keyPath: "salary", options: ["initial"])
-                let result = Mutex<PollAnswer?>(nil)
-                let done = DispatchSemaphore(value: 0)
-                center.poll(PollRequest(source: .observer(id), since: since, timeout: 0)) { answer in
-                    result.withLock { $0 = answer }
-                    done.signal()
-                }
-                #expect(done.wait(timeout: .now() + 5) == .success)
-                guard case .items(let json, _)? = result.withLock({ $0 }) else {
+                let polled = answer(center, PollRequest(source: .observer(id), since: since, timeout: 0))
+                guard case .items(let json, _)? = polled else {
                     Issue.record("round \(round): no answer")
                     continue
                 }
@@ -148,8 +148,6 @@ struct ObservationCenterTests {
         }
     }
 
-    /// Notification seqs go on from one run to the next: a `since` kept from an earlier run is answered 410, never
-    /// with the next run's notifications.
     /// The service's own notifications keep their place among the commits: a `StoreDidSave` posted after a change
     /// and before the next one comes between their `ObjectsDidChange`s, also when the queue is busy (here: blocked)
     /// while they come in.
@@ -165,15 +163,10 @@ struct ObservationCenterTests {
                 center.postNow(name: "StoreDidSave", userInfo: ["salary": .integer(Int64(salary))])
             }
             release.signal()
-            let result = Mutex<PollAnswer?>(nil)
-            let done = DispatchSemaphore(value: 0)
-            center.poll(PollRequest(source: .notifications(name: nil, object: nil), since: 0, timeout: 0)) { answer in
-                result.withLock { $0 = answer }
-                done.signal()
-            }
-            #expect(done.wait(timeout: .now() + 5) == .success)
-            guard case .items(let json, _)? = result.withLock({ $0 }) else {
-                Issue.record("no notifications: \(String(describing: result.withLock { $0 }))")
+            let polled = answer(
+                center, PollRequest(source: .notifications(name: nil, object: nil), since: 0, timeout: 0))
+            guard case .items(let json, _)? = polled else {
+                Issue.record("no notifications: \(String(describing: polled))")
                 return
             }
             let names = json["notifications"]?.arrayValue?.compactMap { $0["name"]?.stringValue } ?? []
@@ -221,6 +214,8 @@ struct ObservationCenterTests {
         }
     }
 
+    /// Notification seqs go on from one run to the next: a `since` kept from an earlier run is answered 410, never
+    /// with the next run's notifications.
     @Test func notificationSeqsGoOnFromOneRunToTheNext() throws {
         try withTemporaryDirectory { path in
             let document = try openDocument(path)
@@ -236,16 +231,10 @@ struct ObservationCenterTests {
             var next: Int64 = 0
             for _ in 0..<5 { next = try post(nextRun) }
             #expect(next > last + 5)
-            let result = Mutex<PollAnswer?>(nil)
-            let done = DispatchSemaphore(value: 0)
-            nextRun.poll(PollRequest(source: .notifications(name: nil, object: nil), since: last, timeout: 0)) {
-                answer in
-                result.withLock { $0 = answer }
-                done.signal()
-            }
-            #expect(done.wait(timeout: .now() + 5) == .success)
-            guard case .compacted? = result.withLock({ $0 }) else {
-                Issue.record("a since from the earlier run was answered \(String(describing: result.withLock { $0 }))")
+            let polled = answer(
+                nextRun, PollRequest(source: .notifications(name: nil, object: nil), since: last, timeout: 0))
+            guard case .compacted? = polled else {
+                Issue.record("a since from the earlier run was answered \(String(describing: polled))")
                 return
             }
             firstRun.answerAllWaiters()
