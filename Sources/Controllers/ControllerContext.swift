@@ -12,6 +12,8 @@ final class ControllerContext {
     var seq: Int64?
     private(set) var changes: [ControllerChange] = []
     private(set) var notifications: [ControllerNotification] = []
+    /// `changes` as a set: a session that applies a batch of records emits a few for each record.
+    private var emitted: Set<ControllerChange> = []
 
     init(view: ReadView, controllers: [String: Controller], seq: Int64?) {
         self.view = view
@@ -27,11 +29,10 @@ final class ControllerContext {
         return controller
     }
 
-    /// Queues a change report (consecutive duplicates are dropped).
+    /// Queues a change report, once.
     func emit(_ controller: Controller, _ key: ControllerChange.Key) {
         let change = ControllerChange(controller: controller.name, key: key, seq: seq)
-        if changes.last == change { return }
-        if changes.count < 64 || !changes.contains(change) { changes.append(change) }
+        if emitted.insert(change).inserted { changes.append(change) }
     }
 
     func post(_ notification: ControllerNotification) {

@@ -17,6 +17,12 @@ final class KeyValueObserver {
             case .defaults: "defaults"
             }
         }
+
+        /// A controller or the defaults: read through the center's external reader, not the store.
+        var isExternal: Bool {
+            if case .object = self { return false }
+            return true
+        }
     }
 
     struct Options: OptionSet {

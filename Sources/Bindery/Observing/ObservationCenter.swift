@@ -149,6 +149,11 @@ public final class ObservationCenter: @unchecked Sendable {
     }
 
     private let watched = Mutex<[WatchedKeyPath]>([])
+    /// How many observers (and registrations under way) each controller and the defaults have, by target: read by
+    /// `externalTargetDidChange` on the reporting thread, so that a change nobody observes costs no trip to the queue
+    /// and no read of the store (controllers report several for every commit). A registration counts itself before it
+    /// reads its first value, so a change either is reported to the queue or happened before that read.
+    private let externalInterest = Mutex<[String: Int]>([:])
     /// Values captured at commit, by seq and observer id, until the queue processes that record.
     private let captured = Mutex<[Int64: [String: PropertyListValue]]>([:])
 
@@ -574,7 +579,8 @@ public final class ObservationCenter: @unchecked Sendable {
     }
 
     private func forget(observer id: String) {
-        observers[id] = nil
+        let target = observers.removeValue(forKey: id)?.target
+        if let target, target.isExternal { changeInterest(in: target.description, by: -1) }
         answerCache.removeAll(keepingCapacity: true)
         watched.withLock { $0.removeAll { $0.observerID == id } }
         externalWeights[id] = nil
@@ -644,6 +650,7 @@ public final class ObservationCenter: @unchecked Sendable {
     /// Adds a new observer; its `initial` change, if any, waits for the record of its seq. On the queue.
     private func install(_ observer: KeyValueObserver) {
         observers[observer.id] = observer
+        if observer.target.isExternal { changeInterest(in: observer.target.description, by: 1) }
         if let initial = observer.initialChange { pendingInitial[initial.seq] = (observer.id, initial) }
     }
 
@@ -723,6 +730,13 @@ public final class ObservationCenter: @unchecked Sendable {
         }
     }
 
+    private func changeInterest(in target: String, by delta: Int) {
+        externalInterest.withLock { interest in
+            let count = interest[target, default: 0] + delta
+            interest[target] = count > 0 ? count : nil
+        }
+    }
+
     /// Reads a key path of a controller (`controllers/NAME`) or of the user defaults (`defaults`); set once by the
     /// layer that owns them, before serving.
     public typealias ExternalReader = @Sendable (_ target: String, _ keyPath: String) throws -> PropertyListValue
@@ -745,11 +759,14 @@ public final class ObservationCenter: @unchecked Sendable {
     /// no changes (`ObjectStore.advanceSeq()`, journaled so that seqs never go back after a restart), and reach
     /// the observers when that record is processed here, in seq order with the graph's changes.
     public func externalTargetDidChange(_ target: String) {
+        guard externalInterest.withLock({ $0[target] != nil }) else { return }
         queue.async { [self] in
             guard let externalReader else { return }
             var found: [(observer: KeyValueObserver, value: PropertyListValue)] = []
-            let objectCount = store.read { $0.objectCount }
+            var objectCount: Int?
             for observer in observers.values where observer.target.description == target {
+                if objectCount == nil { objectCount = store.read { $0.objectCount } }
+                let objectCount = objectCount ?? 0
                 let read = try? Self.boundedRead(objectCount: objectCount) {
                     try externalReader(target, observer.keyPath)
                 }
@@ -781,6 +798,9 @@ public final class ObservationCenter: @unchecked Sendable {
                 throw ObjectGraphError(status: 404, code: "not-found", message: "\(target) cannot be observed here.")
             }
             try checkObserverCapacity()
+            // Interest from before the first read (see `externalInterest`); the installed observer holds its own.
+            changeInterest(in: target, by: 1)
+            defer { changeInterest(in: target, by: -1) }
             // Bounded as an object's observed key path is (`arrangedObjects.department.employees` fans out too).
             let objectCount = store.read { $0.objectCount }
             let (value, weight) = try Self.boundedRead(objectCount: objectCount) { try externalReader(target, keyPath) }
