@@ -117,11 +117,31 @@ extension BinderyService {
         // another kind of controller is 404 listing this one's.
         router.add("POST", "/controllers/:name/:action(\(ControllerRegistry.actions.joined(separator: "|")))") {
             request in
+            let action = request.parameter("action")
+            let keys = ControllerRegistry.bodyKeys(of: action)
             // Not a ternary: with `nil` as one branch it would make `.null` (PropertyListValue takes a nil literal).
             var body: PropertyListValue? = nil
-            if !request.request.body.isEmpty { body = try request.jsonBody() }
+            if !request.request.body.isEmpty {
+                let json = try request.jsonBody()
+                guard case .dictionary(let fields) = json else {
+                    throw APIError(
+                        status: 422, code: "type-mismatch",
+                        message: "The body of \(action) is a JSON object"
+                            + (keys.isEmpty ? " without keys." : " of \(keys.sorted().joined(separator: ", ")).")
+                            + " It is \(json.typeName).")
+                }
+                if let unknown = fields.keys.sorted().first(where: { !keys.contains($0) }) {
+                    throw APIError(
+                        status: 422, code: "undefined-key",
+                        message: "The body of \(action) "
+                            + (keys.isEmpty ? "has no keys" : "has \(keys.sorted().joined(separator: " and "))")
+                            + ", not \"\(unknown)\".",
+                        fields: ["keyPath": .string(unknown)])
+                }
+                body = json
+            }
             // `insert` and `insertChild` take their index in the body or, as the object routes do, the query.
-            if let text = request.request.queryValue("index") {
+            if keys.contains("index"), let text = request.request.queryValue("index") {
                 guard let index = Int64(text), index >= 0 else {
                     throw APIError.badQuery("index must be a non-negative integer, not \"\(text)\".")
                 }
@@ -133,8 +153,7 @@ extension BinderyService {
                     body = .dictionary(fields)
                 }
             }
-            let state = try controllers.perform(
-                request.parameter("action"), controller: request.parameter("name"), body: body)
+            let state = try controllers.perform(action, controller: request.parameter("name"), body: body)
             return .response(.json(state))
         }
         router.add("GET", "/controllers/:name/*keyPath") { request in
@@ -154,7 +173,8 @@ extension BinderyService {
             throw typeMismatch(key, "an array of indexes, such as [0, 2]")
         }
         return try elements.map { element throws(APIError) in
-            guard let index = element.integerValue, index >= 0, index <= Int64(Int32.max) else {
+            // However large, an index is out of range (dropped), not malformed.
+            guard let index = element.integerValue, index >= 0 else {
                 throw typeMismatch(key, "an array of non-negative integers")
             }
             return Int(index)

@@ -15,6 +15,16 @@ extension ControllerRegistry {
         "discardEditing", "addChild", "insertChild",
     ]
 
+    /// The keys the body of `action` may have on the controller route: `object` (the new object's values) and, for
+    /// the insertions, `index`.
+    public static func bodyKeys(of action: String) -> Set<String> {
+        switch action {
+        case "add", "addChild": ["object"]
+        case "insert", "insertChild": ["object", "index"]
+        default: []
+        }
+    }
+
     // MARK: Selection
 
     /// `PUT /controllers/{name}/selectionIndexes` (array and object controllers): out-of-range indexes are dropped, an
@@ -190,9 +200,14 @@ extension ControllerRegistry {
                 throw ObjectGraphError.actionDisabled("edit", of: name, "nothing is selected.")
             }
             _ = try context.view.value(forKeyPath: keyPath, of: first)
-            // An edit that no commit could apply (a derived key, a collection operator) would block every later
-            // selection change of this controller and its masters.
+            // An edit that no commit could apply (a derived key, a collection operator, a dictionary with a key of
+            // API.md §1's tags, such as a marker) would block every later selection change of this controller and
+            // its masters. A value of another type is kept, as an editor holds text its formatter has not accepted.
             try context.view.model.checkSettable(keyPath, on: first.entity)
+            if let reserved = value.reservedKey(allowingReferences: true) {
+                throw ObjectGraphError.typeMismatch(
+                    keyPath, of: nil, "\(keyPath) may not hold a dictionary key \"\(reserved)\" starting with $.")
+            }
             if controller.setPendingEdit(value, forKeyPath: keyPath) { context.emit(controller, .isEditing) }
             return controller.editsJSON
         }

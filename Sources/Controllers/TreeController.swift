@@ -4,9 +4,9 @@ import PropertyList
 /// NSTreeController: root objects from the content and the filter predicate, children through `childrenKeyPath`,
 /// every level sorted by the sort descriptors; the selection is a list of index paths.
 ///
-/// The tree is rebuilt when the content changes or a committed record touches an object in it (or a content
-/// object), so it always reflects the model; a node is not expanded again below itself (cycles end there), nor
-/// deeper than 64 levels. With `leafKeyPath`, a node whose value is true has no children.
+/// The tree is rebuilt when the content changes or a committed record changes a node's children or leaf key (and,
+/// with `automaticallyRearrangesObjects`, a sort or filter key), so its structure always reflects the model; a node is
+/// not expanded again below itself (cycles end there), nor deeper than 64 levels. With `leafKeyPath`, a node whose value is true has no children.
 final class TreeController: Controller {
     struct Node: Equatable {
         var object: ObjectID
@@ -22,7 +22,9 @@ final class TreeController: Controller {
     var nodeSet: Set<ObjectID> = []
     /// The tree's objects in depth-first order.
     var flattened: [ObjectID] = []
-    /// Keys whose change on a node or content object can change the tree (children, leaf, sort and filter keys).
+    /// Keys whose change on a node or content object rebuilds the tree: children and leaf keys, and sort and filter
+    /// keys with `automaticallyRearrangesObjects` (without it a changed sort or filter key waits for a
+    /// re-arrangement, as an array controller's does).
     var watchedKeys: Set<String> = []
     /// Keys whose change on any object may change the tree (later steps of the key paths).
     var indirectKeys: Set<String> = []
@@ -88,8 +90,10 @@ final class TreeController: Controller {
     func computeWatchedKeys(model: ObjectModel) {
         var direct: Set<String> = []
         var indirect: Set<String> = []
-        var paths = description.sortDescriptors.map(\.key) + (description.filterPredicate?.keyPaths ?? [])
-        paths += [childrenKeyPath] + [description.leafKeyPath].compactMap { $0 }
+        var paths = [childrenKeyPath] + [description.leafKeyPath].compactMap { $0 }
+        if options.automaticallyRearrangesObjects {
+            paths += description.sortDescriptors.map(\.key) + (description.filterPredicate?.keyPaths ?? [])
+        }
         for path in paths { model.collectKeys(of: path, direct: &direct, indirect: &indirect) }
         watchedKeys = direct.union(indirect)
         indirectKeys = indirect
@@ -324,9 +328,14 @@ final class TreeController: Controller {
         }
     }
 
-    /// `setSelectionIndexPaths:` from a client: invalid paths are dropped; an empty selection is honoured.
+    /// `setSelectionIndexPaths:` from a client: invalid paths are dropped; an empty selection is honoured. When every
+    /// asked path is invalid and `avoidsEmptySelection`, the last root is selected (as an array controller selects its
+    /// last object).
     func selectIndexPaths(_ paths: [[Int]], in context: ControllerContext) {
-        let selection = normalized(paths)
+        var selection = normalized(paths)
+        if selection.isEmpty, !paths.isEmpty, options.avoidsEmptySelection, !roots.isEmpty {
+            selection = [[roots.count - 1]]
+        }
         let oldSelected = selectedObjects
         let changed = selection != selectionIndexPaths
         selectionIndexPaths = selection

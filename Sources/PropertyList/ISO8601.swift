@@ -3,7 +3,8 @@ import Foundation
 /// ISO 8601 timestamps as API.md §1 writes them: UTC, millisecond precision (`2026-11-21T22:12:20.123Z`).
 ///
 /// Parsing accepts `YYYY-MM-DD`, and `YYYY-MM-DDTHH:MM[:SS[.fraction]]` followed by `Z` or `±HH:MM` (a missing zone
-/// means UTC). Fractions beyond milliseconds are rounded.
+/// means UTC). Fractions beyond milliseconds are rounded. A timestamp that the zone or the rounding takes out of the
+/// years 0000–9999 (`9999-12-31T23:59:59.9999Z`, `0000-01-01T00:00:00+01:00`) is refused, as it could not be written.
 public enum ISO8601 {
     /// Formats a date as `YYYY-MM-DDTHH:MM:SS.mmmZ`, or without fractional seconds as `YYYY-MM-DDTHH:MM:SSZ`
     /// (rounded down to the second).
@@ -82,8 +83,15 @@ public enum ISO8601 {
         // timegm normalises out-of-range days (Feb 30 → Mar 2); refuse those.
         guard parts.tm_mday == Int32(day), parts.tm_mon == Int32(month - 1) else { return nil }
         let milliseconds = (fraction * 1000).rounded()
-        return Date(timeIntervalSince1970: Double(Int64(epoch) - Int64(offsetSeconds)) + milliseconds / 1000)
+        let seconds = Double(Int64(epoch) - Int64(offsetSeconds)) + milliseconds / 1000
+        // What the zone and the rounding make of it must be writable again in four digits of year.
+        guard Self.range.contains(seconds) else { return nil }
+        return Date(timeIntervalSince1970: seconds)
     }
+
+    /// The seconds since 1970 of the dates that can be written (and so read back): 0000-01-01T00:00:00.000Z through
+    /// 9999-12-31T23:59:59.999Z.
+    static let range = -62_167_219_200.0...253_402_300_799.999
 
     private struct Scanner {
         let bytes: [UInt8]

@@ -519,6 +519,64 @@ struct ControllerRoutesTests {
         }
     }
 
+    /// API.md §1 reserves `$` keys: an edit holding one (a marker sent back) could never be committed.
+    @Test func editHoldingAReservedKey_refusedAtOnce() throws {
+        try withService { client in
+            for body in [#"{"$x": 1}"#, #"{"$marker": "NoSelection"}"#, #"[{"a": {"$thing": 1}}]"#] {
+                let answer = try client.request("PUT", "/controllers/employee/edits/lastName", json: body)
+                #expect(answer.status == 422, "\(body)")
+                #expect(answer.json?["error"]?["code"] == "type-mismatch", "\(body)")
+            }
+            #expect(try client.request("GET", "/controllers/employee/edits").json == [:])
+            #expect(try client.request("GET", "/controllers/employee/isEditing").json == false)
+        }
+    }
+
+    /// The controller route's body has `object` (add and insert) and `index` (insert): a misspelt key would otherwise
+    /// make an object without the values meant for it.
+    @Test func actionBodyWithAnUnknownKey_refused_nothingCreated() throws {
+        try withService { client in
+            let before = try client.request("GET", "/objects/Department").json?.arrayValue?.count
+            let cases: [(String, String, String)] = [
+                ("add", #"{"objekt": {"name": "X"}}"#, "undefined-key"),
+                ("insert", #"{"object": {"name": "X"}, "indx": 0}"#, "undefined-key"),
+                ("add", #"{"object": {"name": "X"}, "index": 0}"#, "undefined-key"),
+                ("add", #"[{"name": "X"}]"#, "type-mismatch"),
+                ("selectNext", #"{"object": {}}"#, "undefined-key"),
+            ]
+            for (action, body, code) in cases {
+                let answer = try client.request("POST", "/controllers/departments/\(action)", json: body)
+                #expect(answer.status == 422, "\(action) \(body)")
+                #expect(answer.json?["error"]?["code"] == .string(code), "\(action) \(body)")
+            }
+            #expect(try client.request("GET", "/objects/Department").json?.arrayValue?.count == before)
+            let added = try client.request("POST", "/controllers/departments/add", json: #"{"object": {"name": "X"}}"#)
+            #expect(added.status == 200)
+        }
+    }
+
+    @Test func hugeSelectionIndex_isOutOfRange_notMalformed() throws {
+        try withService { client in
+            let count = try client.request("GET", "/controllers/departments").json?["count"]?.integerValue ?? 0
+            let answer = try client.request(
+                "PUT", "/controllers/departments/selectionIndexes", json: "[9223372036854775807]")
+            #expect(answer.status == 200)
+            #expect(answer.json == [.integer(count - 1)])
+        }
+    }
+
+    @Test func sortDescriptorsThatAreNoArray_refused() throws {
+        try withService { client in
+            let answer = try client.request(
+                "PUT", "/controllers/departments/sortDescriptors", json: #"{"key": "budget"}"#)
+            #expect(answer.status == 400)
+            #expect(answer.json?["error"]?["code"] == "bad-query")
+            #expect(
+                try client.request("GET", "/controllers/departments/sortDescriptors").json?.arrayValue?.first?["key"]
+                    == "name")
+        }
+    }
+
     @Test func tree_nestedArrangedObjects_andIndexPaths() throws {
         try withService { client in
             let tree = try client.request("GET", "/controllers/org/arrangedObjects")

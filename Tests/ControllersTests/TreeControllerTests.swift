@@ -236,6 +236,45 @@ struct TreeControllerTests {
         #expect(h.reported(.arrangedObjects, of: "org"))
     }
 
+    /// As an array controller: a changed sort key re-sorts the tree only with `automaticallyRearrangesObjects`;
+    /// without it the node keeps its place until `rearrangeObjects` (or a change of the tree's structure).
+    @Test(arguments: [false, true])
+    func tree_sortKeyChange_followsAutomaticallyRearrangesObjects(automatically: Bool) throws {
+        let h = try Harness()
+        try h.make([
+            "name": "org", "kind": "tree", "content": "Employee", "filterPredicate": "manager == nil",
+            "childrenKeyPath": "directReports", "sortDescriptors": [["key": "lastName"]],
+            "automaticallyRearrangesObjects": .boolean(automatically),
+        ])
+        #expect(try objectAt(h, [0, 0]) == ref("Employee/bob"))
+        try h.set("lastName", of: "Employee/bob", to: "Zeta")
+        #expect(try objectAt(h, [0, 0]) == ref(automatically ? "Employee/cy" : "Employee/bob"))
+        #expect(h.reported(.arrangedObjects, of: "org"))
+        try h.registry.perform("rearrangeObjects", controller: "org")
+        #expect(try objectAt(h, [0, 0]) == ref("Employee/cy"))
+        #expect(try objectAt(h, [0, 1]) == ref("Employee/bob"))
+    }
+
+    @Test func tree_structureChange_rebuildsEvenWithoutAutomaticRearranging() throws {
+        let h = try harness()
+        try h.set("lastName", of: "Employee/bob", to: "Zeta")
+        #expect(try objectAt(h, [0, 0]) == ref("Employee/bob"))
+        try h.set("manager", of: "Employee/dee", to: ref("Employee/ann"))
+        #expect(try objectAt(h, [0, 0]) == ref("Employee/cy"))
+        #expect(try objectAt(h, [0, 1]) == ref("Employee/dee"))
+        #expect(try objectAt(h, [0, 2]) == ref("Employee/bob"))
+        #expect(try h.value("arrangedObjects", of: "org").arrayValue?.count == 1)
+    }
+
+    /// As an array controller selects its last object when only indexes past the end are asked for.
+    @Test func tree_onlyInvalidPaths_avoidsEmptySelection_selectsTheLastRoot() throws {
+        let h = try harness()
+        try h.registry.setSelectionIndexPaths([[99], [0, 7]], controller: "org")
+        #expect(try h.value("selectionIndexPaths", of: "org") == [[1]])
+        try h.registry.setSelectionIndexPaths([], controller: "org")
+        #expect(try h.value("selectionIndexPaths", of: "org") == [])
+    }
+
     @Test func tree_childrenKeyPathNotToMany_refused() throws {
         let h = try Harness()
         expectError("bad-controller", status: 400) {

@@ -100,6 +100,23 @@ struct CollectionOperatorTests {
         #expect(try store.json("groups.@distinctUnionOfObjects.company", of: "Company/c") == [ref("Company/c")])
     }
 
+    /// The KVC guide: every operator but @count needs a right key path; `self` names the values themselves.
+    @Test(arguments: ["@sum", "@avg", "@min", "@max", "@unionOfObjects", "@distinctUnionOfObjects", "@unionOfArrays"])
+    func operatorWithoutARightKeyPath_isABadKeyPath(op: String) throws {
+        let store = try store()
+        #expect {
+            _ = try store.json("people.\(op)", of: "Group/g")
+        } throws: { error in
+            (error as? ObjectGraphError).map { $0.status == 400 && $0.code == "bad-key-path" } ?? false
+        }
+        #expect(try store.json("people.age.@count", of: "Group/g") == 3)
+    }
+
+    @Test func operatorOverSelf_collectsTheValuesThemselves() throws {
+        let store = try store()
+        #expect(try store.json("tags.@distinctUnionOfObjects.self", of: "Person/tom") == ["a", "b"])
+    }
+
     @Test func unionOfArraysOfPlainArrays() throws {
         let store = try store()
         #expect(try store.json("people.@unionOfArrays.tags", of: "Group/g") == ["a", "b", "b"])

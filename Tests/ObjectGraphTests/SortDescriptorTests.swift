@@ -30,6 +30,16 @@ struct SortDescriptorTests {
         ["key": "a..b"],
     ]
 
+    /// The list is an array (null is none): a bare descriptor or a string is not one.
+    @Test(arguments: [["key": "a"], "lastName", 3] as [PropertyListValue])
+    func listThatIsNoArrayIsBadQuery(json: PropertyListValue) {
+        #expect {
+            _ = try ObjectGraph.SortDescriptor.descriptors(json: json)
+        } throws: { error in
+            (error as? ObjectGraphError).map { $0.status == 400 && $0.code == "bad-query" } ?? false
+        }
+    }
+
     @Test(arguments: badJSON)
     func badJSONIsBadQuery(json: PropertyListValue) {
         #expect {

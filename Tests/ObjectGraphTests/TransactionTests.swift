@@ -25,6 +25,23 @@ struct TransactionTests {
         #expect(store.seq == 2)
     }
 
+    /// `-0.0` and `0.0` are equal numbers but not the same value: setting one over the other is a change.
+    @Test func negativeZeroAndZeroAreDifferentValues() throws {
+        let store = ObjectStore(
+            model: try model(#"{"entities": {"Thing": {"attributes": {"r": {"type": "real"}, "a": {"type": "any"}}}}}"#)
+        )
+        try store.transaction { tx in try tx.insertObjects([["$id": "Thing/t"]]) }
+        let changes: [(String, PropertyListValue)] = [
+            ("r", -0.0), ("r", 0.0), ("a", ["k": [-0.0]]), ("a", ["k": [0.0]]),
+        ]
+        for (key, value) in changes {
+            let result = try store.transaction { tx in try tx.setValue(value, forKeyPath: key, of: id("Thing/t")) }
+            #expect(result.record != nil, "\(key) \(value)")
+            let stored = try store.read { try $0.value(forKeyPath: key, of: id("Thing/t")) }.json
+            #expect(stored.isIdentical(to: value), "\(key) \(value)")
+        }
+    }
+
     @Test func versionsAreTheSeqOfTheLastChange() throws {
         let store = try employeesStore()
         try store.transaction { tx in

@@ -51,6 +51,17 @@ struct JSONCodecTests {
         #expect(ISO8601.date(from: "2026-01-02T03:04:05.5Zjunk") == nil)
     }
 
+    /// Every date read can be written and read back: the years 0000–9999 after the zone and the rounding.
+    @Test func datesStayWithinFourDigitYears() throws {
+        for text in ["9999-12-31T23:59:59.9999Z", "0000-01-01T00:00:00+01:00", "9999-12-31T23:00:00-01:00"] {
+            #expect(ISO8601.date(from: text) == nil, "\(text)")
+        }
+        for text in ["9999-12-31T23:59:59.999Z", "0000-01-01T00:00:00Z", "0000-01-01T00:30:00+00:30"] {
+            let date = try #require(ISO8601.date(from: text), "\(text)")
+            #expect(ISO8601.date(from: ISO8601.string(from: date)) == date, "\(text)")
+        }
+    }
+
     struct BadInput: Sendable, CustomTestStringConvertible {
         var name: String
         var bytes: [UInt8]

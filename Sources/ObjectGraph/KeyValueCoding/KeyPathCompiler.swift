@@ -62,9 +62,15 @@ struct KeyPathCompiler {
                 steps.append(.collectionOperator(.count, rest: []))
                 return (steps, .scalar(.integer))
             }
+            // Every operator but @count needs the key path of what it collects (the KVC guide); `self` is the values.
             let rest = keys[index...]
-            let (restSteps, restType) =
-                rest.isEmpty ? ([], element) : try compile(rest, from: element, keyPath: keyPath)
+            guard !rest.isEmpty else {
+                throw .badKeyPath(
+                    keyPath,
+                    "\(key) needs a key path after it, such as \(key).salary (\(key).self for "
+                        + "the values themselves).")
+            }
+            let (restSteps, restType) = try compile(rest, from: element, keyPath: keyPath)
             steps.append(.collectionOperator(op, rest: restSteps))
             switch op {
             case .count: return (steps, .scalar(.integer))

@@ -75,12 +75,15 @@ public struct SortDescriptor: Sendable, Hashable, CustomStringConvertible {
         self.init(key: key, ascending: ascending, selector: selector)
     }
 
-    /// Reads a JSON array of sort descriptors (a single descriptor object and null are accepted too).
+    /// Reads a JSON array of sort descriptors (null is none); 400 `bad-query` for anything else.
     public static func descriptors(json: PropertyListValue) throws -> [SortDescriptor] {
         switch json {
         case .null: return []
         case .array(let elements): return try elements.map(SortDescriptor.init(json:))
-        default: return [try SortDescriptor(json: json)]
+        default:
+            throw ObjectGraphError.badQuery(
+                "Sort descriptors are an array of objects [{\"key\", \"ascending\", \"selector\"}], not \(json.typeName)."
+            )
         }
     }
 

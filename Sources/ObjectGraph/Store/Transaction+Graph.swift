@@ -24,7 +24,7 @@ extension Transaction {
         defer { recording = true }
         try load(objects)
         let new: PropertyListValue = ["objects": .array(state.exportObjects())]
-        if unlessIdentical, resetStep == 0, new == old {
+        if unlessIdentical, resetStep == 0, new.isIdentical(to: old) {
             state.tables = Self.oldTables(of: steps[resetStep])
             state.lastAssignedID = oldLastAssignedID
             steps.removeLast()

@@ -52,7 +52,7 @@ public final class Transaction {
 
     func setAttribute(_ handle: ObjectHandle, _ slot: Int, _ value: PropertyListValue) {
         let old = state.attribute(handle, slot)
-        guard old != value else { return }
+        guard !old.isIdentical(to: value) else { return }
         state.setAttribute(handle, slot, value)
         record(.attribute(handle, slot: slot, old: old, new: value))
     }
