@@ -43,6 +43,7 @@
   const $ = (id) => document.getElementById(id);
   const el = {
     depList: $('departments-list'),
+    depEmpty: $('departments-empty'),
     depCount: $('departments-count'),
     grid: $('employees-grid'),
     body: $('employees-body'),
@@ -85,6 +86,8 @@
   const typing = new Set(); // fields the user has typed into since they got focus: not re-rendered until blur
   const editTimers = new Map();
   const inflightEdits = new Set();
+  // Edits that could not be sent (the server was unreachable), by key: sent when a sync next succeeds.
+  const unsentEdits = new Map();
   let lastPredicate = null;
   let filterTimer = null;
   let managerSignature = '';
@@ -177,6 +180,10 @@
         try {
           await syncOnce();
           ok = true;
+          if (unsentEdits.size) {
+            await sendUnsentEdits();
+            syncAgain = true; // show them as the server now has them
+          }
         } catch (e) {
           ok = false;
           failure = e;
@@ -211,6 +218,28 @@
       syncing = null;
     });
     return syncing;
+  }
+
+  // Sends the edits typed while the server could not be reached; one it refuses now is named at its
+  // field, and one that still gets no answer waits for the next sync.
+  async function sendUnsentEdits() {
+    const waiting = [...unsentEdits];
+    unsentEdits.clear();
+    let sent = 0;
+    for (const [index, [key, value]] of waiting.entries()) {
+      try {
+        await api('PUT', ctl(EMP, `/edits/${key}`), value);
+        setFieldError(key, null);
+        sent += 1;
+      } catch (e) {
+        if (!(e instanceof APIError)) {
+          for (const [k, v] of waiting.slice(index)) unsentEdits.set(k, v);
+          throw e;
+        }
+        setFieldError(key, e.message);
+      }
+    }
+    if (sent) appendNote(`${sent} edit(s) typed while the server could not be reached were sent`);
   }
 
   // The page could not read its controllers. With an HTTP answer, says what the server said (the chip
@@ -355,6 +384,7 @@
         );
       }),
     );
+    el.depEmpty.hidden = state.departments.length > 0;
     const active = state.depSelection.length ? `dep-${state.depSelection[0]}` : null;
     if (active) el.depList.setAttribute('aria-activedescendant', active);
     else el.depList.removeAttribute('aria-activedescendant');
@@ -403,7 +433,13 @@
       el.body.replaceChildren(...rows);
     }
     el.empEmpty.hidden = rows.length > 0;
-    el.empEmpty.textContent = state.depSelection.length ? (emp.filterPredicate ? 'No employees match the filter.' : 'No employees yet.') : 'Select a department.';
+    el.empEmpty.textContent = state.depSelection.length
+      ? emp.filterPredicate
+        ? 'No employees match the filter.'
+        : 'No employees yet.'
+      : state.departments.length
+        ? 'Select a department.'
+        : 'No departments, so no employees.';
     const first = (emp.selectionIndexes || [])[0];
     if (first !== undefined) el.grid.setAttribute('aria-activedescendant', `emp-${first}`);
     else el.grid.removeAttribute('aria-activedescendant');
@@ -630,7 +666,8 @@
     const input = field[key];
     switch (key) {
       case 'salary': {
-        if (input.value.trim() === '') return input.validity.badInput ? input.value : null;
+        if (input.validity.badInput) return new InvalidField('Enter a whole number, such as 85000.');
+        if (input.value.trim() === '') return null;
         return Number(input.value);
       }
       case 'hireDate': {
@@ -704,8 +741,14 @@
           try {
             return await api('PUT', ctl(EMP, `/edits/${key}`), value);
           } catch (e) {
+            if (!(e instanceof APIError)) {
+              // No answer: kept, and sent once the server is back (requestSync).
+              unsentEdits.set(key, value);
+              setFieldError(key, 'Not sent yet: the server could not be reached. It is sent when the server is back.');
+              throw e;
+            }
             // The server refused the value itself (a date it cannot read, say): say so at the field.
-            if (!(e instanceof APIError && (e.status === 400 || e.status === 422))) throw e;
+            if (!(e.status === 400 || e.status === 422)) throw e;
             setFieldError(key, e.message);
             return undefined;
           }
@@ -772,6 +815,7 @@
     editTimers.clear();
     dirty.clear();
     typing.clear();
+    unsentEdits.clear();
     clearFieldErrors();
   }
 
@@ -1237,15 +1281,31 @@
   }
 
   const PROBE_TIMEOUT = 5000; // ms a probe may take before it counts as failed
-  const CHECK_INTERVAL = 4000; // ms between checks that the page's controllers still exist
+  const CHECK_INTERVAL = 3000; // ms between checks of the page's controllers (see checkControllers)
 
   // Deleting a controller is no change to the store, so the change feed does not tell: another client
   // may have deleted the page's controllers (DELETE /controllers/{name}) while the page sits quiet.
   // A cheap look every few seconds notices (404 no-such-controller), and the sync re-creates them.
+  // Every CHECK_INTERVAL: the controllers still exist, and another client has not changed what the
+  // page shows of them (a selection, the sort, the filter, pending edits), which the store's change
+  // feed does not carry. Either way the page reads them again.
   async function checkControllers() {
     if (stopped || !state.ready || syncing || !pollLive || document.visibilityState === 'hidden') return;
+    const started = generation;
     try {
-      await Promise.all([api('GET', ctl(DEP)), api('GET', ctl(EMP))]);
+      const [dep, emp, edits] = await Promise.all([
+        api('GET', ctl(DEP)),
+        api('GET', ctl(EMP)),
+        api('GET', ctl(EMP, '/edits')),
+      ]);
+      if (started !== generation || syncing || inflightEdits.size || dirty.size) return; // the page's own change
+      const same = (a, b) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
+      const shown = state.emp || {};
+      const moved =
+        !same(dep.data && dep.data.selectionIndexes, state.depSelection) ||
+        ['selectionIndexes', 'sortDescriptors', 'filterPredicate'].some((k) => !same(emp.data && emp.data[k], shown[k])) ||
+        !same(edits.data, state.edits);
+      if (moved) requestSync();
     } catch (e) {
       if (e instanceof APIError && e.code === 'no-such-controller') requestSync();
     }
@@ -1407,6 +1467,8 @@
       kind: 'array',
       content: 'Department',
       sortDescriptors: [{ key: 'name', ascending: true, selector: 'localizedStandardCompare:' }],
+      // The lists always match their sort and filter, whoever changes a value (Cocoa's default is off).
+      automaticallyRearrangesObjects: true,
     });
     await create({
       name: EMP,
@@ -1414,6 +1476,7 @@
       content: `@${DEP}.selection.employees`,
       sortDescriptors: emp.sortDescriptors || SORTS.name.map((d) => ({ key: d.key, ascending: true, selector: d.selector })),
       filterPredicate: emp.filterPredicate || undefined,
+      automaticallyRearrangesObjects: true,
     });
   }
 

@@ -1008,3 +1008,69 @@ def test_arrow_keys_pressed_at_once_move_one_department_each(page, server):
     page.wait(lambda: page.b.find_element(By.ID, "employees-subtitle").text.startswith(f"in {names[2]}"))
     time.sleep(0.5)
     assert page.selected_department() == names[2]
+
+
+def test_follows_its_controllers_changed_elsewhere(page, server):
+    """A selection or a pending edit set on the page's controllers by another client shows without reload (the
+    store's change feed does not carry them; the page checks its controllers every few seconds)."""
+    marketing = sorted(full(e) for e in server.employees_of("Marketing"))
+    p = page
+    p.select_department("Marketing")
+    p.select_employee(marketing[0])
+    emp = p.controllers()["employees"]
+    index = p.employee_names().index(marketing[1])
+    server.put(f"/controllers/{emp}/selectionIndexes", [index])
+    p.wait(lambda: p.selected_employees() == [marketing[1]], message="the selection made elsewhere shows")
+    p.wait(lambda: p.value("firstName") == marketing[1].split(" ")[0])
+    server.put(f"/controllers/{emp}/edits/salary", 12345)
+    p.wait(lambda: p.value("salary") == "12345" and p.edited_visible(), message="the edit made elsewhere shows")
+    assert server.request("POST", f"/controllers/{emp}/discardEditing")[0] == 200
+    p.wait(lambda: not p.edited_visible())
+
+
+def test_lists_stay_sorted_when_a_value_changes(page, server):
+    """The page's controllers re-arrange when a sort key changes, whoever changes it."""
+    p = page
+    dep = server.department_id("Marketing")
+    try:
+        server.put(f"/objects/{dep}/name", "Aardvarks")
+        p.wait(lambda: p.department_names()[0] == "Aardvarks", timeout=LIVE)
+    finally:
+        server.put(f"/objects/{dep}/name", "Marketing")
+    p.wait(lambda: "Marketing" in p.department_names() and p.department_names()[0] != "Marketing", timeout=LIVE)
+
+
+def test_a_salary_that_does_not_read_is_named_at_the_field(page, server):
+    p = page
+    p.select_department("Marketing")
+    p.select_employee(sorted(full(e) for e in server.employees_of("Marketing"))[0])
+    p.type_into("salary", "12e")
+    p.field("salary").send_keys(Keys.TAB)
+    p.wait(lambda: "whole number" in p.el("field-salary-error").text)
+    time.sleep(0.3)
+    assert "salary" not in p.edits()
+    p.el("discard").click()
+    p.wait(lambda: not p.el("field-salary-error").is_displayed())
+
+
+def test_an_edit_typed_while_the_server_is_away_is_sent_when_it_is_back(start_server):
+    srv = start_server()
+    b = new_browser()
+    try:
+        p = Page(b, srv).open()
+        p.select_department("Sales")
+        p.select_employee("Steve Jobs")
+        start_server.stop(srv)
+        p.wait(lambda: b.find_element(By.ID, "connection").get_attribute("data-state") == "offline")
+        p.type_into("firstName", "Steven")
+        p.field("firstName").send_keys(Keys.TAB)
+        p.wait(lambda: "Not sent yet" in p.el("field-firstName-error").text)
+        start_server.restart(srv)
+        emp = p.controllers()["employees"]
+        p.wait(lambda: srv.request("GET", f"/controllers/{emp}/edits") == (200, {"firstName": "Steven"}),
+               timeout=WAIT, message="the edit is sent")
+        p.wait(lambda: "typed while the server could not be reached were sent" in p.el("feed").text)
+        p.wait(lambda: not p.el("field-firstName-error").is_displayed())
+        assert p.value("firstName") == "Steven"
+    finally:
+        b.quit()
