@@ -1,9 +1,5 @@
 import Foundation
 
-#if canImport(FoundationXML)
-    import FoundationXML
-#endif
-
 /// Why an XML property list could not be read.
 public struct XMLPropertyListError: Error, Sendable, CustomStringConvertible {
     public var message: String
@@ -83,134 +79,13 @@ extension PropertyListValue {
         return out
     }
 
-    /// Reads an XML property list, as written by `xmlPropertyList()` or by Cocoa; arrays and dictionaries may nest
-    /// `maximumDepth` levels deep (as for JSON), a dictionary's keys are unique, and entity declarations are refused.
+    /// Reads an XML property list, as written by `xmlPropertyList()` or by Cocoa (see `XMLPropertyListReader`: only
+    /// well-formed XML, no entity declarations); arrays and dictionaries may nest `maximumDepth` levels deep (as
+    /// for JSON), and a dictionary's keys are unique.
     public init(
         xmlPropertyList bytes: [UInt8], maximumDepth: Int = PropertyListValue.valueDepthLimit
     ) throws(XMLPropertyListError) {
-        // libxml2 expands declared entities without telling the delegate: the prolog must declare none.
-        let prolog = bytes[..<(bytes.firstRange(of: Array("<plist".utf8))?.lowerBound ?? bytes.endIndex)]
-        if prolog.firstRange(of: Array("<!ENTITY".utf8)) != nil {
-            throw XMLPropertyListError(message: "entity declarations are not allowed")
-        }
-        let parser = XMLPropertyListParser(maximumDepth: maximumDepth)
-        guard let value = parser.parse(Data(bytes)) else {
-            throw XMLPropertyListError(message: parser.failure ?? "not an XML property list")
-        }
-        self = value
-    }
-}
-
-/// A small SAX reader for XML property lists; Foundation's own reader on Linux loses the integer/real/boolean
-/// distinction through NSNumber, and dates' milliseconds.
-private final class XMLPropertyListParser: NSObject, XMLParserDelegate {
-    private enum Frame {
-        case array([PropertyListValue])
-        case dictionary([String: PropertyListValue], pendingKey: String?)
-    }
-
-    private var stack: [Frame] = []
-    private var text = ""
-    private var result: PropertyListValue?
-    private let maximumDepth: Int
-    var failure: String?
-
-    init(maximumDepth: Int) {
-        self.maximumDepth = maximumDepth
-    }
-
-    func parse(_ data: Data) -> PropertyListValue? {
-        let parser = XMLParser(data: data)
-        parser.delegate = self
-        parser.shouldResolveExternalEntities = false
-        guard parser.parse(), failure == nil else {
-            if failure == nil { failure = parser.parserError.map { "XML: \($0.localizedDescription)" } }
-            return nil
-        }
-        return result
-    }
-
-    func parser(
-        _ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?, qualifiedName: String?,
-        attributes: [String: String] = [:]
-    ) {
-        text = ""
-        guard elementName == "array" || elementName == "dict" else { return }
-        guard stack.count < maximumDepth else {
-            return fail(parser, "arrays and dictionaries nested more than \(maximumDepth) levels deep")
-        }
-        stack.append(elementName == "array" ? .array([]) : .dictionary([:], pendingKey: nil))
-    }
-
-    func parser(_ parser: XMLParser, foundCharacters string: String) {
-        text += string
-    }
-
-    func parser(_ parser: XMLParser, foundCDATA CDATABlock: Data) {
-        guard let string = String(data: CDATABlock, encoding: .utf8) else { return fail(parser, "CDATA is not UTF-8") }
-        text += string
-    }
-
-    func parser(_ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName: String?) {
-        let value: PropertyListValue
-        switch elementName {
-        case "plist": return
-        case "key":
-            guard case .dictionary(let d, nil)? = stack.last else { return fail(parser, "<key> outside a <dict>") }
-            stack[stack.count - 1] = .dictionary(d, pendingKey: text)
-            return
-        case "string": value = .string(text)
-        case "integer":
-            guard let i = Int64(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
-                return fail(parser, "bad <integer> \(text)")
-            }
-            value = .integer(i)
-        case "real":
-            guard let r = Double(text.trimmingCharacters(in: .whitespacesAndNewlines)), r.isFinite else {
-                return fail(parser, "bad <real> \(text)")
-            }
-            value = .real(r)
-        case "true": value = .boolean(true)
-        case "false": value = .boolean(false)
-        case "date":
-            guard let d = ISO8601.date(from: text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
-                return fail(parser, "bad <date> \(text)")
-            }
-            value = .date(d)
-        case "data":
-            let cleaned = text.filter { !$0.isWhitespace }
-            guard let d = Data(base64Encoded: cleaned) else { return fail(parser, "bad <data>") }
-            value = .data(d)
-        case "array":
-            guard case .array(let elements)? = stack.popLast() else { return fail(parser, "unbalanced <array>") }
-            value = .array(elements)
-        case "dict":
-            guard case .dictionary(let d, nil)? = stack.popLast() else { return fail(parser, "unbalanced <dict>") }
-            value = d == ["$null": .boolean(true)] ? .null : .dictionary(d)
-        default:
-            return fail(parser, "unknown element <\(elementName)>")
-        }
-        text = ""
-        // Popped and pushed again, so that the frame's array is not copied on every element.
-        switch stack.popLast() {
-        case nil:
-            guard result == nil else { return fail(parser, "more than one value in <plist>") }
-            result = value
-        case .array(var elements)?:
-            elements.append(value)
-            stack.append(.array(elements))
-        case .dictionary(var d, let key?)?:
-            guard d.updateValue(value, forKey: key) == nil else {
-                return fail(parser, "the key \(key) twice in a <dict>")
-            }
-            stack.append(.dictionary(d, pendingKey: nil))
-        case .dictionary(_, nil)?:
-            fail(parser, "a value in a <dict> without its <key>")
-        }
-    }
-
-    private func fail(_ parser: XMLParser, _ message: String) {
-        if failure == nil { failure = message }
-        parser.abortParsing()
+        var reader = XMLPropertyListReader(bytes, maximumDepth: maximumDepth)
+        self = try reader.read()
     }
 }

@@ -80,6 +80,73 @@ struct XMLPropertyListTests {
         #expect(throws: XMLPropertyListError.self) { try PropertyListValue(xmlPropertyList: two) }
     }
 
+    /// libxml2 recovers from these and reads on; a property list must be well-formed.
+    @Test(arguments: [
+        "<plist><array><dict></array></plist>", "<plist><array/></plist><junk>", "<plist><array/></plist>trailing",
+        "<plist><array><string>a</array></plist>",
+    ])
+    func rejectsXMLThatIsNotWellFormed(text: String) {
+        #expect(throws: XMLPropertyListError.self) { try PropertyListValue(xmlPropertyList: Array(text.utf8)) }
+    }
+
+    @Test func readsWhatXMLAllows_asXML10ReadsIt() throws {
+        let text = """
+            \u{FEFF}<?xml version="1.0" encoding="UTF-8"?>
+            <!-- a comment -->
+            <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+            <plist version='1.0'>
+            <dict>
+            \t<key>a &amp; b</key><string>&lt;&#233;&#x1F600;&gt; &quot;&apos;</string>
+            \t<!-- between -->
+            \t<key/><string/>
+            \t<key>lines</key><string>one\r\ntwo\rthree&#13;</string>
+            \t<key>n</key><integer> 42 </integer>
+            </dict>
+            </plist>
+            <?after it?>
+
+            """
+        let value = try PropertyListValue(xmlPropertyList: Array(text.utf8))
+        #expect(
+            value == ["a & b": "<é😀> \"'", "": "", "lines": "one\ntwo\nthree\r", "n": 42])
+    }
+
+    /// Larger than `--max-body`'s default allows: the reader is linear in its input.
+    @Test func readsALargeDocument() throws {
+        let value = PropertyListValue.array((0..<60_000).map { .string("value \($0) ") })
+        let xml = try value.xmlPropertyList()
+        #expect(xml.count > 1_500_000)
+        #expect(try PropertyListValue(xmlPropertyList: xml) == value)
+    }
+
+    @Test(arguments: [
+        ("<plist><string>a&nbsp;b</string></plist>", "entity"),
+        ("<plist><string>&#0;</string></plist>", "&#0;"),
+        ("<plist><string>a\u{1}b</string></plist>", "control character"),
+        ("<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><plist><true/></plist>", "UTF-8"),
+        ("<!DOCTYPE plist [<!ELEMENT plist ANY>]><plist><true/></plist>", "internal subset"),
+        ("<plist><true>x</true></plist>", "holds text"),
+        ("<plist><dict><key>k</key></dict></plist>", "without a value"),
+        ("<plist><array x=1/></plist>", "not quoted"),
+        ("<plist>\n  <array>\n    <foo/>\n  </array>\n</plist>", "line 3, column 5: unknown element <foo>"),
+        ("<plist/>", "empty"),
+        ("", "ends early"),
+    ])
+    func refusesWithItsPlace(text: String, expected: String) {
+        #expect {
+            try PropertyListValue(xmlPropertyList: Array(text.utf8))
+        } throws: { error in
+            "\(error)".contains(expected)
+        }
+    }
+
+    @Test func refusesBytesThatAreNotUTF8() {
+        #expect(throws: XMLPropertyListError.self) {
+            try PropertyListValue(
+                xmlPropertyList: Array("<plist><string>".utf8) + [0xC3, 0x28] + Array("</string></plist>".utf8))
+        }
+    }
+
     @Test func rejectsMalformedXML() {
         #expect(throws: XMLPropertyListError.self) {
             try PropertyListValue(xmlPropertyList: Array("<plist><dict>".utf8))
