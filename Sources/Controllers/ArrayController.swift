@@ -22,7 +22,8 @@ final class ArrayController: Controller {
     var arranged: [ObjectID] = []
     /// Each arranged object's sort keys (parallel to `arranged`; empty without sort descriptors).
     var arrangedKeys: [SortOrdering.Keys] = []
-    /// False after `insert` placed an object out of order.
+    /// False after `insert` placed an object out of order, or after a sort key of the arranged objects changed while
+    /// `automaticallyRearrangesObjects` is off: until the next full rearrangement.
     var isSorted = true
     /// `insert` actions between their plan and their placement: their content changes do not re-arrange.
     var ownInsertions = 0
@@ -33,6 +34,8 @@ final class ArrayController: Controller {
     var directKeys: Set<String> = []
     /// Keys whose change on another object may change the arrangement (later steps, derived keys' paths).
     var indirectKeys: Set<String> = []
+    /// The keys of `directKeys` and `indirectKeys` that the sort descriptors read (not only the filter).
+    var sortKeys: Set<String> = []
 
     override init(description: ControllerDescription, isDeclared: Bool) {
         super.init(description: description, isDeclared: isDeclared)
@@ -70,16 +73,19 @@ final class ArrayController: Controller {
         var candidates: [ObjectID] = []
         var needsFull = false
         var touchesContent = false
+        var touchesSort = false
         for change in record.changes where change.isKeyChange {
             guard let key = change.key, let target = change.target else { continue }
             let isMember = contentSet.contains(target)
             touchesContent = touchesContent || isMember
+            touchesSort = touchesSort || (sortKeys.contains(key) && (isMember || indirectKeys.contains(key)))
             if isMember && directKeys.contains(key) && !candidates.contains(target) { candidates.append(target) }
             // A key can be both (`lastName` with `manager.lastName`): the change may move other objects too.
             if indirectKeys.contains(key) { needsFull = true }
         }
         if touchesContent { context.emit(self, .arrangedObjects) }
         if !selectionIndexes.isEmpty { context.emit(self, .selection) }
+        if !options.automaticallyRearrangesObjects && touchesSort && !ordering.descriptors.isEmpty { isSorted = false }
         guard options.automaticallyRearrangesObjects, needsFull || !candidates.isEmpty else { return }
         // Content that holds an object twice (a key path through to-manys) is re-arranged whole.
         if needsFull || candidates.count > 64 || !isSorted || content.count != contentSet.count {
@@ -97,6 +103,12 @@ final class ArrayController: Controller {
         for path in paths { model.collectKeys(of: path, direct: &direct, indirect: &indirect) }
         directKeys = direct
         indirectKeys = indirect
+        var sortDirect: Set<String> = []
+        var sortIndirect: Set<String> = []
+        for descriptor in description.sortDescriptors {
+            model.collectKeys(of: descriptor.key, direct: &sortDirect, indirect: &sortIndirect)
+        }
+        sortKeys = sortDirect.union(sortIndirect)
     }
 
     // MARK: Arranging

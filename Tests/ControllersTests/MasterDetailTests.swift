@@ -133,9 +133,14 @@ struct AutomaticRearrangingTests {
         try h.employees()
         try h.set("lastName", of: "Employee/ann", to: "Zorn")
         #expect(try h.names() == ["Zorn", "Baker", "Cole", "Dunn", "Evans"])
+        #expect(try h.value("isSorted") == false)
         try h.registry.perform("rearrangeObjects", controller: "e")
         #expect(try h.names() == ["Baker", "Cole", "Dunn", "Evans", "Zorn"])
+        #expect(try h.value("isSorted") == true)
         #expect(try h.selectedNames() == ["Zorn"])
+        // A key the sort does not read leaves the order sorted.
+        try h.set("salary", of: "Employee/ann", to: 1)
+        #expect(try h.value("isSorted") == true)
     }
 
     @Test func sortKeyChange_automaticallyRearrangesOn_movesObject_keepsSelection() throws {
