@@ -242,7 +242,9 @@ public final class UserDefaultsController: Sendable {
             let old = state.withLock { $0 }
             var next = old
             body(&next)
-            if next.saved != old.saved { try persist(next.saved) }
+            if !PropertyListValue.dictionary(next.saved).isIdentical(to: .dictionary(old.saved)) {
+                try persist(next.saved)
+            }
             state.withLock { [next] in $0 = next }
             return (old, next)
         }
@@ -266,7 +268,10 @@ public final class UserDefaultsController: Sendable {
     private static func changedKeys(
         _ before: [String: PropertyListValue], _ after: [String: PropertyListValue]
     ) -> [String] {
-        Set(before.keys).union(after.keys).filter { before[$0] != after[$0] }.sorted()
+        Set(before.keys).union(after.keys).filter { key in
+            guard let old = before[key], let new = after[key] else { return before[key] != after[key] }
+            return !old.isIdentical(to: new)
+        }.sorted()
     }
 
     /// Writes the saved values durably and atomically (`FileIO.writeDurably`: a temporary file, fsynced, renamed).

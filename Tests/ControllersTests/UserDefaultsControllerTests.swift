@@ -27,6 +27,20 @@ struct UserDefaultsControllerTests {
         #expect(reloaded.value(forKey: "pageSize") == 25)
     }
 
+    /// `-0.0` and `0.0` are different values (as JSON carries them): one over the other is saved and posted.
+    @Test func negativeZeroOverZero_isAChange() throws {
+        let path = temporaryPath()
+        let defaults = try UserDefaultsController(configuration: .init(initialValues: ["ratio": 0.0]), path: path)
+        let posted = Mutex(0)
+        defaults.onNotification = { _, _, _ in posted.withLock { $0 += 1 } }
+        try defaults.setValue(-0.0, forKey: "ratio")
+        #expect(posted.withLock { $0 } == 1)
+        let reloaded = try UserDefaultsController(configuration: .init(initialValues: ["ratio": 0.0]), path: path)
+        #expect(reloaded.value(forKey: "ratio")?.isIdentical(to: -0.0) == true)
+        try defaults.setValue(-0.0, forKey: "ratio")
+        #expect(posted.withLock { $0 } == 1)
+    }
+
     /// A save that cannot be written is refused and changes nothing, neither the values nor the pending changes.
     @Test func failedWrite_changesNothing() throws {
         let path = temporaryPath()
