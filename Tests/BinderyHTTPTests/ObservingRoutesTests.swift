@@ -819,6 +819,20 @@ struct ControllerObservingTests {
         }
     }
 
+    /// An observer of the defaults tells `0.0` from `-0.0`, as the store and the defaults file do.
+    @Test func defaultsObserverSeesNegativeZeroReplaceZero() throws {
+        try withService { client in
+            _ = try client.request("PUT", "/defaults/ratio", json: "0.0")
+            let observer = try client.request(
+                "POST", "/observers", json: #"{"target": "defaults", "keyPath": "ratio", "options": ["new"]}"#)
+            let id = try #require(observer.json?["id"]?.stringValue)
+            let since = try #require(observer.json?["since"]?.integerValue)
+            _ = try client.request("PUT", "/defaults/ratio", json: "-0.0")
+            let answer = try client.request("GET", "/observers/\(id)/changes?since=\(since)&timeout=5")
+            #expect(changes(answer).map { $0["new"]?.doubleValue?.sign } == [.minus])
+        }
+    }
+
     @Test func selectionChangesHaveSeqsOfTheirOwnAndAreAnsweredBySince() throws {
         try withService { client in
             let observer = try client.request(

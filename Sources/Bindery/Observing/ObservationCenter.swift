@@ -627,7 +627,7 @@ public final class ObservationCenter: @unchecked Sendable {
         }
         guard !reread.isEmpty else { return }
         let values = reread.map { storedValue(capturedValues[$0.id] ?? $0.lastValue, of: $0) }
-        for (observer, value) in zip(reread, values) where value != observer.lastValue {
+        for (observer, value) in zip(reread, values) where !value.isIdentical(to: observer.lastValue) {
             observer.emit(
                 FeedChange(
                     seq: record.seq, target: observer.target.description, keyPath: observer.keyPath, kind: .setting,
@@ -771,7 +771,7 @@ public final class ObservationCenter: @unchecked Sendable {
                     try externalReader(target, observer.keyPath)
                 }
                 let value = read?.value ?? .null
-                if value != observer.lastValue { found.append((observer, value)) }
+                if !value.isIdentical(to: observer.lastValue) { found.append((observer, value)) }
             }
             // No seq: the document is closed, and nobody polls any more.
             guard !found.isEmpty, let seq = try? store.advanceSeq() else { return }
