@@ -173,7 +173,13 @@ extension PropertyListValue {
             var iterator = json_object_iter(json)
             while let current = iterator {
                 let key = String(cString: json_object_iter_key(current))
-                dictionary[key] = try convert(json_object_iter_value(current), levelsLeft: levelsLeft - 1, walk: &walk)
+                let value = try convert(json_object_iter_value(current), levelsLeft: levelsLeft - 1, walk: &walk)
+                // jansson refuses a key twice byte for byte; two spellings of the same text would be one key here.
+                guard dictionary.updateValue(value, forKey: key) == nil else {
+                    walk.failedObject = number
+                    throw JSONDecodingError(
+                        message: "the key \"\(key)\" twice (\(PropertyListValue.equivalentKeysNote))")
+                }
                 iterator = json_object_iter_next(json, current)
             }
             do {
@@ -206,7 +212,7 @@ extension PropertyListValue {
             }
             return .date(date)
         case "$data":
-            guard case .string(let text) = value, let data = Data(base64Encoded: text) else {
+            guard case .string(let text) = value, let data = Base64.decode(text) else {
                 throw JSONDecodingError(message: "$data must be a base64 string")
             }
             return .data(data)

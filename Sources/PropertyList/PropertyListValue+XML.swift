@@ -3,7 +3,16 @@ import Foundation
 /// Why an XML property list could not be read.
 public struct XMLPropertyListError: Error, Sendable, CustomStringConvertible {
     public var message: String
+    /// Where in the document, when the document is at fault (1-based; columns count bytes).
+    public var line: Int?
+    public var column: Int?
     public var description: String { message }
+
+    public init(message: String, line: Int? = nil, column: Int? = nil) {
+        self.message = message
+        self.line = line
+        self.column = column
+    }
 }
 
 extension PropertyListValue {

@@ -42,6 +42,11 @@ public enum PropertyListValue: Sendable, Hashable {
         }
     }
 
+    /// Why two keys of a document that look different are one: dictionaries key by `String`, which compares text by
+    /// Unicode's canonical equivalence.
+    public static let equivalentKeysNote =
+        "keys that are the same text to Unicode, such as é written as one character or as e and an accent, are one key"
+
     public var isNull: Bool {
         if case .null = self { return true }
         return false

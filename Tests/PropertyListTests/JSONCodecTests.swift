@@ -51,6 +51,29 @@ struct JSONCodecTests {
         #expect(ISO8601.date(from: "2026-01-02T03:04:05.5Zjunk") == nil)
     }
 
+    /// Strict base64: Foundation on Linux decodes `====` as a zero byte; such text is refused, as unpadded and
+    /// white-spaced text is.
+    @Test func base64IsStrict() {
+        #expect(Base64.decode("") == Data())
+        #expect(Base64.decode("QUI=") == Data("AB".utf8))
+        #expect(Base64.decode("QUJD") == Data("ABC".utf8))
+        #expect(Base64.decode("QQ==") == Data("A".utf8))
+        #expect(Base64.decode("+/+/") == Data([0xFB, 0xFF, 0xBF]))
+        for text in ["====", "QUJ=", "QR==", "AA=A", "QUI", "QU I=", "QUI=QUI=", "Q===", "QUI*"] {
+            #expect(Base64.decode(text) == nil, "\(text)")
+        }
+    }
+
+    /// Two spellings of one text (é as one character, or e and an accent) are one key of a Swift dictionary: an
+    /// object with both is refused, not collapsed to the last.
+    @Test func equivalentKeysAreRefused() {
+        let error = #expect(throws: JSONDecodingError.self) {
+            try PropertyListValue(jsonBytes: Array("{\"a\": 1,\n \"\u{E9}\": 1, \"e\u{301}\": 2}".utf8))
+        }
+        #expect(error?.message.contains("same text to Unicode") == true)
+        #expect(error?.line == 1)
+    }
+
     /// Every date read can be written and read back: the years 0000–9999 after the zone and the rounding.
     @Test func datesStayWithinFourDigitYears() throws {
         for text in ["9999-12-31T23:59:59.9999Z", "0000-01-01T00:00:00+01:00", "9999-12-31T23:00:00-01:00"] {

@@ -140,6 +140,64 @@ struct XMLPropertyListTests {
         }
     }
 
+    /// What a differential fuzz against expat found accepted: each is not well-formed XML 1.0 (or is a character
+    /// XML cannot carry), and each is refused.
+    @Test(arguments: [
+        ("<plist><string><![CDATA[a\u{0}b]]></string></plist>", "U+0000"),
+        ("<plist><string><![CDATA[a\u{1}b]]></string></plist>", "U+0001"),
+        ("<plist><string>a\u{FFFF}b</string></plist>", "U+FFFF"),
+        ("<plist><string>a\u{FFFE}b</string></plist>", "U+FFFE"),
+        ("<?xml version=\"1.0\" encoding = \"ISO-8859-1\"?><plist><true/></plist>", "only UTF-8"),
+        ("\n<?xml version=\"1.0\"?><plist><true/></plist>", "not at the start"),
+        ("<?xml version=\"2.0\"?><plist><true/></plist>", "version 2.0"),
+        ("<?xml version=\"1.0\" standalone=\"maybe\"?><plist><true/></plist>", "standalone"),
+        ("<?xml encoding=\"UTF-8\" version=\"1.0\"?><plist><true/></plist>", "out of order"),
+        ("<!-- a -- b --><plist><true/></plist>", "-- inside a comment"),
+        ("<!-- a ---><plist><true/></plist>", "-- inside a comment"),
+        ("<!-- \u{1} --><plist><true/></plist>", "U+0001"),
+        ("<??><plist><true/></plist>", "malformed tag"),
+        ("<?XmL y?><plist><true/></plist>", "not at the start"),
+        ("<!DOCTYPE><plist><true/></plist>", "<!DOCTYPE>"),
+        ("<!DOCTYPE plist><!DOCTYPE plist><plist><true/></plist>", "second <!DOCTYPE>"),
+        ("<!DOCTYPE plist SYSEM \"a\"><plist><true/></plist>", "<!DOCTYPE>"),
+        ("<plist><string a=\"&\">x</string></plist>", "starts no reference"),
+        ("<plist><string a=\"&\" b=\"&lt;\">x</string></plist>", "starts no reference"),
+        ("<plist><string>a & b;</string></plist>", "starts no reference"),
+        ("<plist><string a=\"&foo;\">x</string></plist>", "&foo;"),
+        ("<plist><string a=\"&#0;\">x</string></plist>", "&#0;"),
+        ("<plist><string a=\"<\">x</string></plist>", "< in the attribute"),
+        ("<plist><string>a]]>b</string></plist>", "]]>"),
+        ("<plist><string>&#+65;</string></plist>", "starts no reference"),
+        ("<plist><string>&#x+42;</string></plist>", "starts no reference"),
+        ("<plist><string>&#x;</string></plist>", "&#x;"),
+        ("<plist><real>0x10</real></plist>", "bad <real>"),
+        ("<plist><real>0x1p3</real></plist>", "bad <real>"),
+        ("<plist><real>1e</real></plist>", "bad <real>"),
+        ("<plist><data>====</data></plist>", "not base64"),
+        ("<plist><data>QUJ=</data></plist>", "not base64"),
+        ("<plist>\r<dict>\r<key>a</key>\r<bogus/>\r</dict>\r</plist>", "line 4, column 1"),
+        ("<plist><dict><key>\u{E9}</key><true/><key>e\u{301}</key><true/></dict></plist>", "same text to Unicode"),
+    ])
+    func refusesWhatIsNotWellFormed(text: String, expected: String) {
+        #expect {
+            try PropertyListValue(xmlPropertyList: Array(text.utf8))
+        } throws: { error in
+            "\(error)".contains(expected)
+        }
+    }
+
+    /// XML 1.0 reads CR LF and CR as LF in CDATA sections too.
+    @Test func cdataLineEndsAreLineFeeds_realsInEveryDecimalForm() throws {
+        let text =
+            "<plist><array><string><![CDATA[a\r\nb\rc]]></string>"
+            + "<real>.5</real><real>1.</real><real>-2.5E+3</real><real>+7</real></array></plist>"
+        #expect(try PropertyListValue(xmlPropertyList: Array(text.utf8)) == ["a\nb\nc", 0.5, 1.0, -2500.0, 7.0])
+        let error = #expect(throws: XMLPropertyListError.self) {
+            try PropertyListValue(xmlPropertyList: Array("<plist>\n  <bogus/></plist>".utf8))
+        }
+        #expect(error?.line == 2 && error?.column == 3)
+    }
+
     @Test func refusesBytesThatAreNotUTF8() {
         #expect(throws: XMLPropertyListError.self) {
             try PropertyListValue(

@@ -21,7 +21,7 @@ extension AttributeDescription {
             if let date = ISO8601.date(from: text) { return .date(date) }
             throw .typeMismatch(name, of: object, "\(name) must be a date; \"\(text)\" is not ISO 8601.")
         case (.data, .string(let text)):
-            if let data = Data(base64Encoded: text) { return .data(data) }
+            if let data = Base64.decode(text) { return .data(data) }
             throw .typeMismatch(name, of: object, "\(name) must be data; the string is not base64.")
         case (.any, _):
             if let key = value.reservedKey(allowingReferences: false) {
