@@ -1,4 +1,5 @@
 import Bindery
+import Dispatch
 import HTTPServer
 import ObjectGraph
 import PropertyList
@@ -16,7 +17,30 @@ extension BinderyService {
 
     private static let plistType = "application/x-plist"
 
+    /// Where exports are read and encoded, one at a time: a large store takes a while, and on a request thread many
+    /// of them would keep every other request (`/healthz`, a write) waiting for a thread; here they leave the
+    /// request threads free and take one core at most.
+    private static let exportQueue = DispatchQueue(label: "bindery.export")
+
     private static func exportStore(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {
+        // The XML property list when the client names it (or `application/xml`) and does not name JSON higher.
+        let http = request.request
+        let plist = max(http.acceptQuality(of: plistType) ?? 0, http.acceptQuality(of: "application/xml") ?? 0)
+        let asPlist = plist > 0 && plist >= http.acceptQuality(of: "application/json") ?? 0
+        let export: @Sendable () -> HTTPResponse = {
+            do throws(APIError) {
+                return try exportResponse(asPlist: asPlist, document: document)
+            } catch {
+                return .error(error)
+            }
+        }
+        return .suspend(
+            HTTPSuspension(shutdownResponse: export) { connection in
+                exportQueue.async { _ = connection.resume(with: export()) }
+            })
+    }
+
+    private static func exportResponse(asPlist: Bool, document: Document) throws(APIError) -> HTTPResponse {
         var (graph, seq) = document.store.read { view in (view.exportGraph(), view.seq) }
         // Its `seq` too, which clients follow the feed from: at most what is durable (`Document.acknowledgedSeq`).
         let acknowledged = document.acknowledgedSeq(seq)
@@ -24,25 +48,21 @@ extension BinderyService {
             fields["seq"] = .integer(acknowledged)
             graph = .dictionary(fields)
         }
-        // The XML property list when the client names it (or `application/xml`) and does not name JSON higher.
-        let http = request.request
-        let plist = max(http.acceptQuality(of: plistType) ?? 0, http.acceptQuality(of: "application/xml") ?? 0)
-        if plist > 0, plist >= http.acceptQuality(of: "application/json") ?? 0 {
+        if asPlist {
             let xml: [UInt8]
             do {
                 xml = try graph.xmlPropertyList()
             } catch {
                 throw APIError(status: 406, code: "not-acceptable", message: "\(error.message) Ask for JSON instead.")
             }
-            return .response(
-                HTTPResponse(
-                    status: 200,
-                    headers: [("Content-Type", plistType), ("X-Store-Seq", String(acknowledged)), ("Vary", "Accept")],
-                    body: .bytes(xml)))
+            return HTTPResponse(
+                status: 200,
+                headers: [("Content-Type", plistType), ("X-Store-Seq", String(acknowledged)), ("Vary", "Accept")],
+                body: .bytes(xml))
         }
         var response = HTTPResponse.json(graph, seq: acknowledged)
         response.headers.append(("Vary", "Accept"))
-        return .response(response)
+        return response
     }
 
     private static func importStore(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {
