@@ -116,7 +116,7 @@ final class ArrayController: Controller {
     /// The sort keys of `object` (values that cannot be read sort as null).
     func sortKeys(of object: ObjectID, view: ReadView) -> SortOrdering.Keys {
         if let keys = try? ordering.keys(of: .object(object), resolver: view) { return keys }
-        return (try? ordering.keys(of: .null, resolver: view)) ?? SortOrdering([]).emptyKeys
+        return (try? ordering.keys(of: .null, resolver: view)) ?? ordering.emptyKeys
     }
 
     /// Filters and sorts the whole content (NSArrayController's `rearrangeObjects`), then re-selects.
@@ -323,9 +323,10 @@ final class ArrayController: Controller {
 }
 
 extension SortOrdering {
-    /// The keys of a subject with no values (no descriptors read).
+    /// Null for every descriptor, without reading anything: the keys of a subject none of whose keys can be read
+    /// (a key path the model refuses, which `checkArrangement` reports once the controller is made).
     fileprivate var emptyKeys: Keys {
-        // Only reached when reading null itself fails, which plain values never do.
+        // NullResolver never throws.
         try! keys(of: .null, resolver: NullResolver())
     }
 }

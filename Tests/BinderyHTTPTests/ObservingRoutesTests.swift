@@ -833,6 +833,24 @@ struct ControllerObservingTests {
         }
     }
 
+    /// So does an observer of a key path through a relationship (re-read at every commit).
+    @Test func keyPathObserverSeesNegativeZeroReplaceZero() throws {
+        try withService { client in
+            _ = try client.request("PUT", "/objects/Department/1/budget", json: "0.0")
+            let employee = try #require(
+                try client.request("GET", "/objects/Department/1/employees").json?.arrayValue?.first?["$ref"]?
+                    .stringValue)
+            let observer = try client.request(
+                "POST", "/observers",
+                json: #"{"target": "\#(employee)", "keyPath": "department.budget", "options": ["new"]}"#)
+            let id = try #require(observer.json?["id"]?.stringValue)
+            let since = try #require(observer.json?["since"]?.integerValue)
+            _ = try client.request("PUT", "/objects/Department/1/budget", json: "-0.0")
+            let answer = try client.request("GET", "/observers/\(id)/changes?since=\(since)&timeout=5")
+            #expect(changes(answer).map { $0["new"]?.doubleValue?.sign } == [.minus])
+        }
+    }
+
     @Test func selectionChangesHaveSeqsOfTheirOwnAndAreAnsweredBySince() throws {
         try withService { client in
             let observer = try client.request(

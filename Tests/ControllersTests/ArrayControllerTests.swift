@@ -17,6 +17,20 @@ struct ControllerDefaultsTests {
         #expect(try h.value("arrangedObjects.firstName") == incremental)
     }
 
+    /// A sort key no object can be read by (an operator without its right key path) is refused at creation; the
+    /// arrangement made before that check must not trap on keys it could not read (it did: SIGILL).
+    @Test(arguments: [["employees.@avg"], ["name", "employees.@min"], ["employees.@unionOfObjects"]])
+    func create_unreadableSortKey_refused(keys: [String]) throws {
+        let h = try Harness()
+        expectError("bad-key-path", status: 400) {
+            try h.make([
+                "name": "d", "kind": "array", "content": "Department",
+                "sortDescriptors": .array(keys.map { ["key": .string($0)] }),
+            ])
+        }
+        #expect(!h.registry.contains("d"))
+    }
+
     @Test func create_omittedOptions_useCocoaDefaults() throws {
         let h = try Harness()
         let state = try h.employees()
