@@ -123,19 +123,16 @@ extension BinderyService {
             var body: PropertyListValue? = nil
             if !request.request.body.isEmpty {
                 let json = try request.jsonBody()
+                let allowed = keys.isEmpty ? "no keys" : keys.sorted().map { "\"\($0)\"" }.joined(separator: " and ")
                 guard case .dictionary(let fields) = json else {
                     throw APIError(
                         status: 422, code: "type-mismatch",
-                        message: "The body of \(action) is a JSON object"
-                            + (keys.isEmpty ? " without keys." : " of \(keys.sorted().joined(separator: ", ")).")
-                            + " It is \(json.typeName).")
+                        message: "The body of \(action) is a JSON object with \(allowed), not \(json.typeName).")
                 }
                 if let unknown = fields.keys.sorted().first(where: { !keys.contains($0) }) {
                     throw APIError(
                         status: 422, code: "undefined-key",
-                        message: "The body of \(action) "
-                            + (keys.isEmpty ? "has no keys" : "has \(keys.sorted().joined(separator: " and "))")
-                            + ", not \"\(unknown)\".",
+                        message: "The body of \(action) has \(allowed), not \"\(unknown)\".",
                         fields: ["keyPath": .string(unknown)])
                 }
                 body = json

@@ -761,12 +761,11 @@ public final class ObservationCenter: @unchecked Sendable {
     public func externalTargetDidChange(_ target: String) {
         guard externalInterest.withLock({ $0[target] != nil }) else { return }
         queue.async { [self] in
-            guard let externalReader else { return }
+            let listening = observers.values.filter { $0.target.description == target }
+            guard let externalReader, !listening.isEmpty else { return }
             var found: [(observer: KeyValueObserver, value: PropertyListValue)] = []
-            var objectCount: Int?
-            for observer in observers.values where observer.target.description == target {
-                if objectCount == nil { objectCount = store.read { $0.objectCount } }
-                let objectCount = objectCount ?? 0
+            let objectCount = store.read { $0.objectCount }
+            for observer in listening {
                 let read = try? Self.boundedRead(objectCount: objectCount) {
                     try externalReader(target, observer.keyPath)
                 }
