@@ -5,8 +5,9 @@ import PropertyList
 /// every level sorted by the sort descriptors; the selection is a list of index paths.
 ///
 /// The tree is rebuilt when the content changes or a committed record changes a node's children or leaf key (and,
-/// with `automaticallyRearrangesObjects`, a sort or filter key), so its structure always reflects the model; a node is
-/// not expanded again below itself (cycles end there), nor deeper than 64 levels. With `leafKeyPath`, a node whose value is true has no children.
+/// with `automaticallyRearrangesObjects`, a sort or filter key), so its structure always reflects the model; a node
+/// is not expanded again below itself (cycles end there), nor deeper than 64 levels. With `leafKeyPath`, a node whose
+/// value is true has no children.
 final class TreeController: Controller {
     struct Node: Equatable {
         var object: ObjectID
