@@ -1283,12 +1283,10 @@
   const PROBE_TIMEOUT = 5000; // ms a probe may take before it counts as failed
   const CHECK_INTERVAL = 3000; // ms between checks of the page's controllers (see checkControllers)
 
-  // Deleting a controller is no change to the store, so the change feed does not tell: another client
-  // may have deleted the page's controllers (DELETE /controllers/{name}) while the page sits quiet.
-  // A cheap look every few seconds notices (404 no-such-controller), and the sync re-creates them.
-  // Every CHECK_INTERVAL: the controllers still exist, and another client has not changed what the
-  // page shows of them (a selection, the sort, the filter, pending edits), which the store's change
-  // feed does not carry. Either way the page reads them again.
+  // What the store's change feed does not carry: another client may have deleted the page's controllers
+  // (DELETE /controllers/{name}), or changed what the page shows of them (a selection, the sort, the
+  // filter, pending edits). A cheap look every CHECK_INTERVAL notices either, and the sync reads them
+  // again (re-creating deleted ones).
   async function checkControllers() {
     if (stopped || !state.ready || syncing || !pollLive || document.visibilityState === 'hidden') return;
     const started = generation;
