@@ -819,33 +819,24 @@ struct ControllerObservingTests {
         }
     }
 
-    /// An observer of the defaults tells `0.0` from `-0.0`, as the store and the defaults file do.
-    @Test func defaultsObserverSeesNegativeZeroReplaceZero() throws {
+    /// Observers that re-read their value (of the defaults, of a key path through a relationship) tell `0.0` from
+    /// `-0.0`, as the store and the defaults file do.
+    @Test(arguments: [
+        (value: "/defaults/ratio", target: "defaults", keyPath: "ratio"),
+        (value: "/objects/Department/1/budget", target: "", keyPath: "department.budget"),
+    ])
+    func reReadingObserverSeesNegativeZeroReplaceZero(value: String, target: String, keyPath: String) throws {
         try withService { client in
-            _ = try client.request("PUT", "/defaults/ratio", json: "0.0")
-            let observer = try client.request(
-                "POST", "/observers", json: #"{"target": "defaults", "keyPath": "ratio", "options": ["new"]}"#)
-            let id = try #require(observer.json?["id"]?.stringValue)
-            let since = try #require(observer.json?["since"]?.integerValue)
-            _ = try client.request("PUT", "/defaults/ratio", json: "-0.0")
-            let answer = try client.request("GET", "/observers/\(id)/changes?since=\(since)&timeout=5")
-            #expect(changes(answer).map { $0["new"]?.doubleValue?.sign } == [.minus])
-        }
-    }
-
-    /// So does an observer of a key path through a relationship (re-read at every commit).
-    @Test func keyPathObserverSeesNegativeZeroReplaceZero() throws {
-        try withService { client in
-            _ = try client.request("PUT", "/objects/Department/1/budget", json: "0.0")
-            let employee = try #require(
-                try client.request("GET", "/objects/Department/1/employees").json?.arrayValue?.first?["$ref"]?
-                    .stringValue)
+            _ = try client.request("PUT", value, json: "0.0")
+            // An employee of Department/1 when the target is not given.
+            let employee = try client.request("GET", "/objects/Department/1/employees").json?.arrayValue?.first
+            let observed = target.isEmpty ? try #require(employee?["$ref"]?.stringValue) : target
             let observer = try client.request(
                 "POST", "/observers",
-                json: #"{"target": "\#(employee)", "keyPath": "department.budget", "options": ["new"]}"#)
+                json: #"{"target": "\#(observed)", "keyPath": "\#(keyPath)", "options": ["new"]}"#)
             let id = try #require(observer.json?["id"]?.stringValue)
             let since = try #require(observer.json?["since"]?.integerValue)
-            _ = try client.request("PUT", "/objects/Department/1/budget", json: "-0.0")
+            _ = try client.request("PUT", value, json: "-0.0")
             let answer = try client.request("GET", "/observers/\(id)/changes?since=\(since)&timeout=5")
             #expect(changes(answer).map { $0["new"]?.doubleValue?.sign } == [.minus])
         }

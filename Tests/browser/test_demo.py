@@ -617,13 +617,19 @@ def test_table_fits_its_card_at_laptop_widths(server, screenshots):
         b.quit()
 
 
+def open_on_steve_jobs(browser, server):
+    """A page of its own server (to stop and restart), with Sales and Steve Jobs selected."""
+    p = Page(browser, server).open()
+    p.select_department("Sales")
+    p.select_employee("Steve Jobs")
+    return p
+
+
 def test_recovers_at_once_after_a_server_restart(start_server):
     srv = start_server()
     b = new_browser()
     try:
-        p = Page(b, srv).open()
-        p.select_department("Sales")
-        p.select_employee("Steve Jobs")
+        p = open_on_steve_jobs(b, srv)
 
         def state():
             return b.find_element(By.ID, "connection").get_attribute("data-state")
@@ -1057,9 +1063,7 @@ def test_an_edit_typed_while_the_server_is_away_is_sent_when_it_is_back(start_se
     srv = start_server()
     b = new_browser()
     try:
-        p = Page(b, srv).open()
-        p.select_department("Sales")
-        p.select_employee("Steve Jobs")
+        p = open_on_steve_jobs(b, srv)
         start_server.stop(srv)
         p.wait(lambda: b.find_element(By.ID, "connection").get_attribute("data-state") == "offline")
         p.type_into("firstName", "Steven")
