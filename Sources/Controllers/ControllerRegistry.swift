@@ -283,7 +283,11 @@ public final class ControllerRegistry: Sendable {
         default:
             return
         }
-        for key in keyPath.split(separator: ".").map(String.init) {
+        let keys = keyPath.split(separator: ".").map(String.init)
+        if let last = keys.last, last.hasPrefix("@"), last != "@count" {
+            throw ObjectGraphError.operatorWithoutKeyPath(last, in: keyPath)
+        }
+        for key in keys {
             guard let name = entity, let description = model.entity(named: name), !key.hasPrefix("@") else { return }
             if let relationship = description.relationship(named: key) {
                 entity = relationship.destination

@@ -37,6 +37,13 @@ extension ObjectGraphError {
             fields: ["keyPath": .string(keyPath)])
     }
 
+    /// 400 `bad-key-path`: a collection operator other than `@count` that ends `keyPath`, so collects nothing (the KVC
+    /// guide: every other operator needs the key path of what it collects).
+    public static func operatorWithoutKeyPath(_ key: String, in keyPath: String) -> ObjectGraphError {
+        badKeyPath(
+            keyPath, "\(key) needs a key path after it, such as \(key).salary (\(key).self for the values themselves).")
+    }
+
     /// 422 `type-mismatch`: a value of the wrong type for its key.
     public static func typeMismatch(_ key: String, of object: ObjectID?, _ reason: String) -> ObjectGraphError {
         invalid(code: "type-mismatch", key: key, object: object, reason)

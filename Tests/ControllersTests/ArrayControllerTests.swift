@@ -31,6 +31,17 @@ struct ControllerDefaultsTests {
         #expect(!h.registry.contains("d"))
     }
 
+    /// Content through an operator that collects nothing is refused, as a sort key or filter through one is.
+    @Test(arguments: ["Department/1.employees.@avg", "@departments.selection.employees.@unionOfObjects"])
+    func create_contentEndingInAnOperator_refused(content: String) throws {
+        let h = try Harness()
+        try h.make(["name": "departments", "kind": "array", "content": "Department"])
+        expectError("bad-key-path", status: 400) {
+            try h.make(["name": "e", "kind": "array", "content": .string(content)])
+        }
+        #expect(!h.registry.contains("e"))
+    }
+
     @Test func create_omittedOptions_useCocoaDefaults() throws {
         let h = try Harness()
         let state = try h.employees()

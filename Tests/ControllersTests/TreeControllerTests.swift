@@ -275,6 +275,19 @@ struct TreeControllerTests {
         #expect(try h.value("selectionIndexPaths", of: "org") == [])
     }
 
+    /// A count or leaf key path that ends in an operator collecting nothing would read null on every node.
+    @Test(arguments: [("countKeyPath", "directReports.@sum"), ("leafKeyPath", "directReports.@max")])
+    func tree_countOrLeafKeyPathEndingInAnOperator_refused(field: String, keyPath: String) throws {
+        let h = try Harness()
+        expectError("bad-controller", status: 400) {
+            try h.make([
+                "name": "t", "kind": "tree", "content": "Employee", "childrenKeyPath": "directReports",
+                .init(stringLiteral: field): .string(keyPath),
+            ])
+        }
+        #expect(!h.registry.contains("t"))
+    }
+
     @Test func tree_childrenKeyPathNotToMany_refused() throws {
         let h = try Harness()
         expectError("bad-controller", status: 400) {

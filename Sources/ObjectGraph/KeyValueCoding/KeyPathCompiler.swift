@@ -64,12 +64,7 @@ struct KeyPathCompiler {
             }
             // Every operator but @count needs the key path of what it collects (the KVC guide); `self` is the values.
             let rest = keys[index...]
-            guard !rest.isEmpty else {
-                throw .badKeyPath(
-                    keyPath,
-                    "\(key) needs a key path after it, such as \(key).salary (\(key).self for "
-                        + "the values themselves).")
-            }
+            guard !rest.isEmpty else { throw .operatorWithoutKeyPath(key, in: keyPath) }
             let (restSteps, restType) = try compile(rest, from: element, keyPath: keyPath)
             steps.append(.collectionOperator(op, rest: restSteps))
             switch op {

@@ -1,13 +1,16 @@
 extension ObjectModel {
     /// Throws 404 `undefined-key` when `keyPath` names a key that objects of `entityName` (or the relationships on the
-    /// way) cannot have, however the data stands: what evaluating it would throw on any object. Keys after an `any`
-    /// attribute, a derived key or a collection operator are not checked (they apply to values the model does not
-    /// describe).
+    /// way) cannot have, however the data stands: what evaluating it would throw on any object (and 400 `bad-key-path`
+    /// when it ends in an operator that collects nothing). Keys after an `any` attribute, a derived key or a collection
+    /// operator are not checked (they apply to values the model does not describe).
     public func checkReadable(_ keyPath: String, on entityName: String) throws(ObjectGraphError) {
         let keys = try KeyPathCompiler.keys(of: keyPath)
         var entity = entities[try entityIndex(entityName)]
         for (position, key) in keys.enumerated() where key != "self" {
-            if key.hasPrefix("@") { return }
+            if key.hasPrefix("@") {
+                if key != "@count" && position + 1 == keys.count { throw .operatorWithoutKeyPath(key, in: keyPath) }
+                return
+            }
             switch entity.properties[key] {
             case .relationship(let index):
                 entity = entities[entity.relationships[index].destinationIndex]
