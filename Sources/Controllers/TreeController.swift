@@ -5,9 +5,9 @@ import PropertyList
 /// every level sorted by the sort descriptors; the selection is a list of index paths.
 ///
 /// The tree is rebuilt when the content changes or a committed record changes a node's children or leaf key (and,
-/// with `automaticallyRearrangesObjects`, a sort or filter key), so its structure always reflects the model; a node
-/// is not expanded again below itself (cycles end there), nor deeper than 64 levels. With `leafKeyPath`, a node whose
-/// value is true has no children.
+/// with `automaticallyRearrangesObjects`, a sort or filter key), so its structure always reflects the model; an
+/// object is never a child of itself or of its descendants (cycles end there), and nodes go no deeper than 64
+/// levels. With `leafKeyPath`, a node whose value is true has no children.
 final class TreeController: Controller {
     struct Node: Equatable {
         var object: ObjectID
@@ -126,14 +126,15 @@ final class TreeController: Controller {
             guard !isLeaf, depth < 64, let value = try? view.value(forKeyPath: childrenKeyPath, of: object) else {
                 return Node(object: object, children: [], isLeaf: isLeaf)
             }
+            // Neither an ancestor nor the object itself is a child again (cycles end there).
+            ancestors.insert(object)
+            defer { ancestors.remove(object) }
             var childObjects = value.objectIDs.filter { !ancestors.contains($0) }
             if childObjects.count > budget {
                 isTruncated = true
                 childObjects = []
             }
             budget -= childObjects.count
-            ancestors.insert(object)
-            defer { ancestors.remove(object) }
             let children = sorted(childObjects, view: view).map {
                 build($0, ancestors: &ancestors, depth: depth + 1)
             }

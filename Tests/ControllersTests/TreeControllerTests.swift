@@ -25,6 +25,22 @@ struct TreeControllerTests {
         return node?["object"]
     }
 
+    /// Children that lead back (every employee of Sales is a child of every other): an object is never its own
+    /// child, nor a child of its descendants: 4 roots with 3, 3·2 and 3·2·1 descendants each, 64 nodes.
+    @Test func tree_childrenThatLeadBack_objectNeverItsOwnChild() throws {
+        let h = try Harness()
+        try h.make([
+            "name": "web", "kind": "tree", "content": "Department/1.employees",
+            "childrenKeyPath": "department.employees",
+        ])
+        #expect(try h.value("nodeCount", of: "web") == 64)
+        let roots = try h.value("arrangedObjects", of: "web").arrayValue ?? []
+        for root in roots {
+            let children = root["children"]?.arrayValue?.map { $0["object"] } ?? []
+            #expect(children.count == 3 && !children.contains(root["object"]))
+        }
+    }
+
     /// Every employee of a department of twelve is a child of every other: 12! paths, refused instead of built.
     @Test func tree_childrenKeyPathMeetingTheSameObjects_refusedPastTheNodeLimit() throws {
         var objects: [PropertyListValue] = [["$id": "Department/1", "name": "Sales"]]
