@@ -34,14 +34,13 @@ RUN swift build -c release --static-swift-stdlib --product bindery \
 FROM debian:bookworm-slim AS runtime
 
 # The shared libraries `bindery` links beyond glibc (readelf -d: NEEDED), as Debian packages; apt brings their own
-# dependencies (libxml2 -> libicu72, libmicrohttpd12 -> libgnutls30, ...). libstdc++6 and libgcc-s1 are already in
+# dependencies (libmicrohttpd12 -> libgnutls30, ...). libstdc++6 and libgcc-s1 are already in
 # bookworm-slim (apt depends on them) and are listed so that the list is the binary's needs, not an accident.
 RUN export DEBIAN_FRONTEND=noninteractive \
     && apt-get update -q \
     && apt-get install -y -q --no-install-recommends \
         libmicrohttpd12 \
         libjansson4 \
-        libxml2 \
         libstdc++6 \
         libgcc-s1 \
     && rm -rf /var/lib/apt/lists/*
