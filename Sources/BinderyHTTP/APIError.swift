@@ -75,10 +75,23 @@ public struct APIError: Error, Sendable {
 
     /// The 400 for a body that is not JSON, with the place of the fault.
     public static func malformedJSON(_ error: JSONDecodingError) -> APIError {
+        APIError(
+            status: 400, code: "malformed-json", message: error.description,
+            fields: placeFields(line: error.line, column: error.column))
+    }
+
+    /// The 400 for a body that is not an XML property list, with the place of the fault.
+    public static func malformedPlist(_ error: XMLPropertyListError) -> APIError {
+        APIError(
+            status: 400, code: "malformed-plist", message: "The body is not an XML property list: \(error).",
+            fields: placeFields(line: error.line, column: error.column))
+    }
+
+    private static func placeFields(line: Int?, column: Int?) -> [String: PropertyListValue] {
         var fields: [String: PropertyListValue] = [:]
-        if let line = error.line { fields["line"] = .integer(Int64(line)) }
-        if let column = error.column { fields["column"] = .integer(Int64(column)) }
-        return APIError(status: 400, code: "malformed-json", message: error.description, fields: fields)
+        if let line { fields["line"] = .integer(Int64(line)) }
+        if let column { fields["column"] = .integer(Int64(column)) }
+        return fields
     }
 
     public static func internalError(_ message: String) -> APIError {

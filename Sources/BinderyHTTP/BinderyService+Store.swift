@@ -73,12 +73,7 @@ extension BinderyService {
                 graph = try PropertyListValue(
                     xmlPropertyList: request.request.body, maximumDepth: PropertyListValue.documentDepthLimit)
             } catch {
-                var fields: [String: PropertyListValue] = [:]
-                if let line = error.line { fields["line"] = .integer(Int64(line)) }
-                if let column = error.column { fields["column"] = .integer(Int64(column)) }
-                throw APIError(
-                    status: 400, code: "malformed-plist", message: "The body is not an XML property list: \(error).",
-                    fields: fields)
+                throw APIError.malformedPlist(error)
             }
         } else {
             graph = try request.jsonBody(maximumDepth: PropertyListValue.documentDepthLimit)
