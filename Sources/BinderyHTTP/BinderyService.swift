@@ -115,6 +115,9 @@ public final class BinderyService: HTTPResponder {
         guard let segments = request.pathSegments else {
             return .response(.error(.badRequest("bad-path", "The path is not valid percent-encoded UTF-8.")))
         }
+        guard request.queryDecodes else {
+            return .response(.error(.badQuery("The query is not valid percent-encoded UTF-8.")))
+        }
         if request.method == "OPTIONS" {
             return .response(preflight(request, segments: segments))
         }

@@ -9,6 +9,9 @@ public struct HTTPRequest: Sendable {
     public var pathSegments: [String]?
     /// Query parameters in order, percent-decoded, with `+` read as a space.
     public var query: [(name: String, value: String)]
+    /// False when a query parameter's name or value is not valid percent-encoded UTF-8 (it stands in `query` as
+    /// U+FFFD, which a client may also send on purpose).
+    public var queryDecodes = true
     /// Header fields in the order sent, names lower-cased; see `header(_:)`.
     public var headers: [(name: String, value: String)]
     public var body: [UInt8]

@@ -195,9 +195,10 @@ public final class HTTPServer: Sendable {
         if let existing {
             swap(&body, &existing.body)
         }
-        let request = HTTPRequest(
-            method: method, rawPath: rawURL, query: Self.query(of: connection), headers: Self.headers(of: connection),
-            body: body)
+        let query = Self.query(of: connection)
+        var request = HTTPRequest(
+            method: method, rawPath: rawURL, query: query.parameters, headers: Self.headers(of: connection), body: body)
+        request.queryDecodes = query.decodes
         switch existing?.refusal {
         case nil: break
         case .bodyTooLarge?:
@@ -354,18 +355,25 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    /// The query parameters, percent-decoded with `+` as a space; undecodable ones are kept with a replacement
-    /// character so that the application can refuse them.
-    private static func query(of connection: OpaquePointer) -> [(name: String, value: String)] {
-        values(of: connection, .GET_ARGUMENT_KIND) { key, value in
-            func decoded(_ text: UnsafePointer<CChar>) -> String? {
-                HTTPRequest.percentDecode(
-                    UnsafeBufferPointer(
-                        start: UnsafeRawPointer(text).assumingMemoryBound(to: UInt8.self), count: strlen(text)),
-                    plusIsSpace: true)
+    /// The query parameters, percent-decoded with `+` as a space, and whether they all decoded: an undecodable name or
+    /// value is kept as a replacement character so that the application can refuse the request.
+    private static func query(of connection: OpaquePointer) -> (
+        parameters: [(name: String, value: String)], decodes: Bool
+    ) {
+        var decodes = true
+        let parameters = values(of: connection, .GET_ARGUMENT_KIND) { key, value in
+            func decoded(_ text: UnsafePointer<CChar>) -> String {
+                let bytes = UnsafeBufferPointer(
+                    start: UnsafeRawPointer(text).assumingMemoryBound(to: UInt8.self), count: strlen(text))
+                guard let decoded = HTTPRequest.percentDecode(bytes, plusIsSpace: true) else {
+                    decodes = false
+                    return "\u{FFFD}"
+                }
+                return decoded
             }
-            return (decoded(key) ?? "\u{FFFD}", value.map { decoded($0) ?? "\u{FFFD}" } ?? "")
+            return (decoded(key), value.map(decoded) ?? "")
         }
+        return (parameters, decodes)
     }
 
     /// Hands the response to libmicrohttpd. A large answer to a GET or HEAD (whose answer can be replaced without

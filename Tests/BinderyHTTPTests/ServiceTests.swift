@@ -133,6 +133,24 @@ struct ServiceTests {
         }
     }
 
+    /// A query that does not decode is refused as such, not read as a key or predicate spelled U+FFFD; a U+FFFD sent
+    /// on purpose is an ordinary character.
+    @Test func undecodableQueryIs400BadQuery() throws {
+        try withService { client in
+            for target in [
+                "/objects/Employee?filter=lastName%20%3D%3D%20%27ab%FF%27", "/objects/Employee?sort=lastName%FF",
+                "/objects/Employee?%C3=1", "/healthz?x=%E2%82",
+            ] {
+                let response = try client.request("GET", target)
+                #expect(response.status == 400, "\(target)")
+                #expect(response.json?["error"]?["code"] == "bad-query", "\(target)")
+            }
+            let replacement = try client.request("GET", "/objects/Employee?filter=lastName%20%3D%3D%20%27%EF%BF%BD%27")
+            #expect(replacement.status == 200)
+            #expect(replacement.json?["count"] == 0)
+        }
+    }
+
     @Test func servesTheIndexPage() throws {
         try withService { client in
             let response = try client.request("GET", "/")

@@ -157,6 +157,9 @@ struct PredicateEvaluationTests {
         #expect(try !evaluate("'ABC' MATCHES 'abc'", .null))
         #expect(try evaluate(#"'ABC' MATCHES[c] '\D+'"#, .null))
         #expect(try evaluate("name MATCHES 'T.m'", tom))
+        // An empty pattern is valid (ICU alone refuses it) and matches only the empty string.
+        #expect(try evaluate("'' MATCHES ''", .null))
+        #expect(try !evaluate("'a' MATCHES ''", .null))
     }
 
     @Test func aMatchesThatReachesTheMatchingLimitIsAnErrorNotANo() throws {

@@ -174,6 +174,14 @@ struct SortDescriptorTests {
             ])
     }
 
+    /// `NSWidthInsensitiveSearch`: full-width and other compatibility forms sort with what they stand for, and after
+    /// it when otherwise equal.
+    @Test func localizedStandardCompareIgnoresWidthAndCompatibilityForms() throws {
+        #expect(
+            try sortedValues(["Ａbc", "abd", "ℌilbert", "Hilbert", "Ǆemal", "Dzemal", "Abc"], .localizedStandardCompare)
+                == ["Abc", "Ａbc", "abd", "Dzemal", "Ǆemal", "Hilbert", "ℌilbert"])
+    }
+
     /// Foundation's order (checked with swift-corelibs-foundation's CFString): `compare:` and
     /// `caseInsensitiveCompare:` compare canonical decompositions, so accented letters follow their base letter;
     /// `localizedStandardCompare:` never finds two different strings the same.

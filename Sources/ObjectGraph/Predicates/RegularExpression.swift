@@ -53,8 +53,9 @@ public final class RegularExpression: @unchecked Sendable, Hashable {
     /// Compiles `pattern` anchored at both ends; throws when it is not a valid ICU regular expression.
     public init(_ pattern: String, caseInsensitive: Bool = false) throws {
         let options: NSRegularExpression.Options = caseInsensitive ? [.caseInsensitive] : []
-        // Validate the pattern on its own first: wrapping could balance a stray parenthesis (`a)|(b`).
-        _ = try NSRegularExpression(pattern: pattern, options: options)
+        // Validate the pattern on its own first: wrapping could balance a stray parenthesis (`a)|(b`). ICU refuses an
+        // empty pattern, which is a valid expression (it matches only the empty string).
+        if !pattern.isEmpty { _ = try NSRegularExpression(pattern: pattern, options: options) }
         expression = try NSRegularExpression(pattern: "\\A(?:" + pattern + ")\\z", options: options)
         self.pattern = pattern
     }

@@ -55,12 +55,17 @@ enum SortKey: Sendable {
     /// then letters and everything else), then its code point within the group. A run of decimal digits (of any
     /// script) becomes the digits' weight, its length without leading zeros, then its digit values: a shorter number
     /// is smaller, and equal lengths compare digit by digit. Without `diacriticInsensitive`, accents count (the first
-    /// tie-break); with it, the letters that have no decomposition but sort with a base letter in the root collation
-    /// (`ø`, `æ`, `ł`...) are spelled with it.
+    /// tie-break); with it, compatibility forms count as what they stand for (full-width `Ａ`, `ℌ`, `ﬁ`, `²`:
+    /// `NSWidthInsensitiveSearch` and the root collation's primary weights), and the letters that have no
+    /// decomposition but sort with a base letter in the root collation (`ø`, `æ`, `ł`...) are spelled with it.
     private static func standardScalars(_ string: String, diacriticInsensitive: Bool) -> [UInt32] {
-        var folded = StringFolding.fold(string, caseInsensitive: true, diacriticInsensitive: diacriticInsensitive)
-        if diacriticInsensitive, !StringFolding.isASCII(folded) {
+        var folded: String
+        if diacriticInsensitive, !StringFolding.isASCII(string) {
+            folded = StringFolding.fold(
+                string.decomposedStringWithCompatibilityMapping, caseInsensitive: true, diacriticInsensitive: true)
             folded = String(folded.unicodeScalars.lazy.flatMap { Self.baseLetters[$0] ?? String($0) })
+        } else {
+            folded = StringFolding.fold(string, caseInsensitive: true, diacriticInsensitive: diacriticInsensitive)
         }
         var result: [UInt32] = []
         result.reserveCapacity(folded.utf8.count + 4)
