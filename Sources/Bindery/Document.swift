@@ -170,11 +170,15 @@ public final class Document: Sendable {
 
     /// Runs one mutating request (or commit) as one transaction: all or nothing.
     ///
-    /// The answer waits until the change is journaled (with `--fsync batch`, until a flush covering it completed).
+    /// The answer waits until the change is journaled (with `--fsync batch`, until a flush covering it completed);
+    /// one that changed nothing, until the changes it reflects (up to `result.seq`) are, as a read would not: it is
+    /// answered as an acknowledgement.
     @discardableResult
     public func transaction<T: Sendable>(_ body: (Transaction) throws -> T) throws -> TransactionResult<T> {
         let result = try transactionBeforeDurable(body)
-        if result.record != nil { try storage.journal.waitUntilDurable(result.seq) }
+        if result.record != nil || acknowledgedSeq(result.seq) < result.seq {
+            try storage.journal.waitUntilDurable(result.seq)
+        }
         return result
     }
 

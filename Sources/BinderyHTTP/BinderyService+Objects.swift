@@ -195,11 +195,12 @@ extension BinderyService {
     /// Sends `response` once the transaction's change is durable, without holding a thread meanwhile: the
     /// connection is suspended and the journal's flusher resumes it (so one fsync serves many requests). If the
     /// server stops first, the answer is `response` when the closed document made the change durable, else 503.
+    /// A request that changed nothing waits too while others' changes it reflects (its seq) are not yet durable.
     static func acknowledge<T>(
         _ result: TransactionResult<T>, _ response: HTTPResponse, document: Document
     ) -> HTTPHandlerResult {
-        guard result.record != nil else { return .response(response) }
         let seq = result.seq
+        guard result.record != nil || document.acknowledgedSeq(seq) < seq else { return .response(response) }
         return .suspend(
             HTTPSuspension(shutdownResponse: { document.acknowledgedSeq(seq) >= seq ? response : notDurable }) {
                 connection in

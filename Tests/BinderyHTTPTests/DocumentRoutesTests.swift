@@ -1,6 +1,8 @@
+import Bindery
 import Foundation
 import HTTPTestSupport
 import PropertyList
+import Synchronization
 import Testing
 
 /// `/actions` (the responder chain, undo and redo) and `/store` (export and import) through a real server
@@ -12,6 +14,39 @@ struct DocumentRoutesTests {
             if let name = entry["action"]?.stringValue { byName[name] = entry }
         }
         return byName
+    }
+
+    /// With `--fsync batch`, a write that changes nothing is still an acknowledgement of the store as it answers it
+    /// (its `X-Store-Seq`, its ETag): others' changes up to that seq must be durable first, or a crash could take back
+    /// what it confirmed and a client's seqs would go back at its next read.
+    @Test func batchAnswersANoOpWriteOnlyOnceWhatItReflectsIsDurable() throws {
+        try withTemporaryDataDirectory { data in
+            let document = try Document(
+                fixtureDirectory: packageRoot + "/Fixtures/employees", dataDirectory: data,
+                options: .init(fsync: .batch))
+            defer { document.close() }
+            try withService(document: document) { client in
+                let early = Mutex(0)
+                DispatchQueue.concurrentPerform(iterations: 4) { worker in
+                    for n in 0..<150 {
+                        if worker > 0 {
+                            _ = try? client.request("PUT", "/objects/Employee/\(worker)/salary", json: "\(n)")
+                            continue
+                        }
+                        for (method, path, body) in [
+                            ("PUT", "/objects/Employee/9/salary", "9000"),
+                            ("PATCH", "/objects/Employee/9", #"{"salary": 9000}"#),
+                        ] {
+                            guard let answer = try? client.request(method, path, json: body),
+                                let seq = answer.header("X-Store-Seq").flatMap({ Int64($0) })
+                            else { continue }
+                            if document.acknowledgedSeq(.max) < seq { early.withLock { $0 += 1 } }
+                        }
+                    }
+                }
+                #expect(early.withLock { $0 } == 0)
+            }
+        }
     }
 
     @Test func actionsListTheDocumentsActionsValidated() throws {
