@@ -12,17 +12,11 @@ import PropertyList
 extension BinderyService {
     static func addDefaultsRoutes(to router: inout Router, defaults: UserDefaultsController) {
         router.add("GET", "/defaults") { _ in .response(.json(defaults.json)) }
-        router.add("POST", "/defaults/save") { _ in
-            try defaults.save()
-            return .response(.json(defaults.json))
-        }
-        router.add("POST", "/defaults/revert") { _ in
-            defaults.revert()
-            return .response(.json(defaults.json))
-        }
+        // Each change answers the state it left, not one read after it (which another change may have moved).
+        router.add("POST", "/defaults/save") { _ in .response(.json(try defaults.save().json)) }
+        router.add("POST", "/defaults/revert") { _ in .response(.json(defaults.revert().json)) }
         router.add("POST", "/defaults/revertToInitialValues") { _ in
-            try defaults.revertToInitialValues()
-            return .response(.json(defaults.json))
+            .response(.json(try defaults.revertToInitialValues().json))
         }
         router.add("GET", "/defaults/:key") { request in
             let key = request.parameter("key")
@@ -31,8 +25,8 @@ extension BinderyService {
         }
         router.add("PUT", "/defaults/:key") { request in
             let key = request.parameter("key")
-            try defaults.setValue(try request.jsonBody(), forKey: key)
-            return .response(.json(defaults.value(forKey: key) ?? .null))
+            return .response(
+                .json(try defaults.setValue(try request.jsonBody(), forKey: key).value(forKey: key) ?? .null))
         }
         router.add("DELETE", "/defaults/:key") { request in
             try defaults.setValue(.null, forKey: request.parameter("key"))

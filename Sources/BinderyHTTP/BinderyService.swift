@@ -68,21 +68,28 @@ public final class BinderyService: HTTPResponder {
         _ observations: ObservationCenter, to document: Document, controllers: ControllerRegistry,
         defaults: UserDefaultsController
     ) {
-        observations.setExternalReader { target, keyPath in
-            guard target.hasPrefix("controllers/") else {
+        // The defaults are read from the snapshot each change leaves, so that observers see every value; controllers
+        // (whose key paths may cover the whole store) as they are when the observation queue reads them.
+        @Sendable func state(of snapshot: UserDefaultsController.Snapshot) -> ObservationCenter.ExternalState {
+            .init(generation: snapshot.generation) { keyPath in
                 // As a binding to NSUserDefaultsController: `values.KEY` is a default (also one named
                 // `hasUnappliedChanges`), `hasUnappliedChanges` the controller's flag; a bare key is a default too.
-                if keyPath.hasPrefix("values.") { return defaults.value(forKey: String(keyPath.dropFirst(7))) ?? .null }
-                if keyPath == "hasUnappliedChanges" { return .boolean(defaults.hasUnappliedChanges) }
-                return defaults.value(forKey: keyPath) ?? .null
+                if keyPath.hasPrefix("values.") { return snapshot.value(forKey: String(keyPath.dropFirst(7))) ?? .null }
+                if keyPath == "hasUnappliedChanges" { return .boolean(snapshot.hasUnappliedChanges) }
+                return snapshot.value(forKey: keyPath) ?? .null
             }
-            return try controllers.value(
-                forKeyPath: keyPath, controller: String(target.dropFirst("controllers/".count)))
+        }
+        observations.setExternalReader { target in
+            guard target.hasPrefix("controllers/") else { return state(of: defaults.snapshot) }
+            let name = String(target.dropFirst("controllers/".count))
+            return .init(generation: nil) { try controllers.value(forKeyPath: $0, controller: name) }
         }
         _ = controllers.addObserver { change in
             observations.externalTargetDidChange("controllers/\(change.controller)")
         }
-        defaults.addObserver { _ in observations.externalTargetDidChange("defaults") }
+        defaults.addObserver { change in
+            observations.externalTargetDidChange("defaults", state: state(of: change.snapshot))
+        }
         let post: @Sendable (String, String?, PropertyListValue) -> Void = { name, object, userInfo in
             observations.postNow(name: name, object: object.map { .string($0) } ?? .null, userInfo: userInfo)
         }

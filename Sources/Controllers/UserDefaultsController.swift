@@ -40,10 +40,7 @@ public final class UserDefaultsController: Sendable {
             case .null: break
             case .dictionary(let values):
                 for (key, value) in values {
-                    if key.isEmpty || key.hasPrefix("$") { throw Self.bad("\"\(key)\" cannot name a default.") }
-                    if let reserved = value.reservedKey(allowingReferences: false) {
-                        throw Self.bad("\(key) may not hold a dictionary key \"\(reserved)\" starting with $.")
-                    }
+                    if let problem = UserDefaultsController.problem(key: key, value: value) { throw Self.bad(problem) }
                 }
                 initialValues = values
             default: throw Self.bad("\"initialValues\" is a JSON object of keys and values.")
@@ -55,16 +52,45 @@ public final class UserDefaultsController: Sendable {
         }
     }
 
-    /// A change of the defaults: the keys whose value may have changed, and whether changes are pending now.
-    public struct Change: Sendable, Hashable {
+    /// A change of the defaults: the keys whose value changed, and the defaults as the change left them.
+    public struct Change: Sendable {
         public var keys: [String]
-        public var hasUnappliedChanges: Bool
+        public var snapshot: Snapshot
     }
 
-    private struct State {
+    /// The defaults as of one moment (a change, or a read), to read at leisure.
+    public struct Snapshot: Sendable {
+        fileprivate let state: State
+
+        /// How many changes came before (every `setValue`, `save`, `revert` and `revertToInitialValues` counts one):
+        /// of two snapshots, the one with the larger generation is the later.
+        public var generation: Int64 { state.generation }
+
+        /// Every key's current value (pending changes included).
+        public var values: [String: PropertyListValue] { UserDefaultsController.values(of: state) }
+
+        /// The key's current value; nil when no layer has it.
+        public func value(forKey key: String) -> PropertyListValue? { values[key] }
+
+        public var hasUnappliedChanges: Bool { !state.pending.isEmpty }
+
+        /// `GET /defaults`: `{"values", "appliesImmediately", "hasUnappliedChanges", "pending", "initialValues"}`.
+        public var json: PropertyListValue {
+            [
+                "values": .dictionary(values),
+                "appliesImmediately": .boolean(state.configuration.appliesImmediately),
+                "hasUnappliedChanges": .boolean(hasUnappliedChanges),
+                "pending": .dictionary(state.pending),
+                "initialValues": .dictionary(state.configuration.initialValues),
+            ]
+        }
+    }
+
+    fileprivate struct State: Sendable {
         var configuration: Configuration
         var saved: [String: PropertyListValue]
         var pending: [String: PropertyListValue] = [:]
+        var generation: Int64 = 0
     }
 
     private struct Hooks {
@@ -100,14 +126,19 @@ public final class UserDefaultsController: Sendable {
                 status: 500, code: "bad-defaults-file", message: error.message, fields: ["file": .string(path)])
         }
         if let bytes = contents {
+            func bad(_ message: String) -> ObjectGraphError {
+                ObjectGraphError(
+                    status: 500, code: "bad-defaults-file", message: "\(path): \(message)",
+                    fields: ["file": .string(path)])
+            }
             guard
                 case .dictionary(let values)? =
                     (try? PropertyListValue(jsonBytes: bytes, maximumDepth: PropertyListValue.fileDepthLimit))?[
                         "values"]
-            else {
-                throw ObjectGraphError(
-                    status: 500, code: "bad-defaults-file", message: "\(path): expected {\"values\": {...}}.",
-                    fields: ["file": .string(path)])
+            else { throw bad("expected {\"values\": {...}}.") }
+            // What `setValue` refuses is refused here too: the file is read as if each value were set.
+            for (key, value) in values {
+                if let problem = Self.problem(key: key, value: value) { throw bad(problem) }
             }
             saved = values
         }
@@ -116,7 +147,8 @@ public final class UserDefaultsController: Sendable {
 
     // MARK: Observing
 
-    /// Calls `observer` after every change of the values or of `hasUnappliedChanges` (outside the lock).
+    /// Calls `observer` after every change, in the order of the changes: it is called while the next change waits,
+    /// so it must not block or call back into the defaults (queue the work elsewhere).
     public func addObserver(_ observer: @escaping @Sendable (Change) -> Void) {
         hooks.withLock { $0.observers.append(observer) }
     }
@@ -129,36 +161,25 @@ public final class UserDefaultsController: Sendable {
 
     // MARK: Reading
 
-    /// Every key's current value (pending changes included).
-    public var values: [String: PropertyListValue] {
-        state.withLock { Self.values(of: $0) }
+    /// The defaults now.
+    public var snapshot: Snapshot {
+        state.withLock { Snapshot(state: $0) }
     }
+
+    /// Every key's current value (pending changes included).
+    public var values: [String: PropertyListValue] { snapshot.values }
 
     /// The key's current value; nil when no layer has it.
-    public func value(forKey key: String) -> PropertyListValue? {
-        state.withLock { Self.values(of: $0)[key] }
-    }
+    public func value(forKey key: String) -> PropertyListValue? { snapshot.value(forKey: key) }
 
-    public var hasUnappliedChanges: Bool {
-        state.withLock { !$0.pending.isEmpty }
-    }
+    public var hasUnappliedChanges: Bool { snapshot.hasUnappliedChanges }
 
     public var appliesImmediately: Bool {
         state.withLock { $0.configuration.appliesImmediately }
     }
 
-    /// `GET /defaults`: `{"values", "appliesImmediately", "hasUnappliedChanges", "pending", "initialValues"}`.
-    public var json: PropertyListValue {
-        state.withLock { state in
-            [
-                "values": .dictionary(Self.values(of: state)),
-                "appliesImmediately": .boolean(state.configuration.appliesImmediately),
-                "hasUnappliedChanges": .boolean(!state.pending.isEmpty),
-                "pending": .dictionary(state.pending),
-                "initialValues": .dictionary(state.configuration.initialValues),
-            ]
-        }
-    }
+    /// `GET /defaults` (see `Snapshot.json`).
+    public var json: PropertyListValue { snapshot.json }
 
     private static func values(of state: State) -> [String: PropertyListValue] {
         var values = appliedValues(of: state)
@@ -170,17 +191,25 @@ public final class UserDefaultsController: Sendable {
 
     // MARK: Changing
 
-    /// Sets a value: saved at once with `appliesImmediately`, else pending. Null removes the key's saved value.
-    public func setValue(_ value: PropertyListValue, forKey key: String) throws(ObjectGraphError) {
-        guard !key.isEmpty, !key.hasPrefix("$") else {
-            throw ObjectGraphError(
-                status: 400, code: "bad-key-path", message: "\"\(key)\" cannot name a default.",
-                fields: ["keyPath": .string(key)])
-        }
+    /// Why `key` cannot name a default or `value` cannot be one, or nil when both can.
+    static func problem(key: String, value: PropertyListValue) -> String? {
+        if key.isEmpty || key.hasPrefix("$") { return "\"\(key)\" cannot name a default." }
         if let reserved = value.reservedKey(allowingReferences: false) {
-            throw .typeMismatch(key, of: nil, "\(key) may not hold a dictionary key \"\(reserved)\" starting with $.")
+            return "\(key) may not hold a dictionary key \"\(reserved)\" starting with $."
         }
-        try change { state in
+        return nil
+    }
+
+    /// Sets a value: saved at once with `appliesImmediately`, else pending. Null removes the key's saved value.
+    /// Answers the defaults as this change left them.
+    @discardableResult
+    public func setValue(_ value: PropertyListValue, forKey key: String) throws(ObjectGraphError) -> Snapshot {
+        if let problem = Self.problem(key: key, value: .null) {
+            throw ObjectGraphError(
+                status: 400, code: "bad-key-path", message: problem, fields: ["keyPath": .string(key)])
+        }
+        if let problem = Self.problem(key: key, value: value) { throw .typeMismatch(key, of: nil, problem) }
+        return try change { state in
             if state.configuration.appliesImmediately {
                 Self.apply([key: value], to: &state.saved)
             } else {
@@ -190,22 +219,25 @@ public final class UserDefaultsController: Sendable {
     }
 
     /// Applies the pending changes and saves them.
-    public func save() throws(ObjectGraphError) {
+    @discardableResult
+    public func save() throws(ObjectGraphError) -> Snapshot {
         try change { state in
             Self.apply(state.pending, to: &state.saved)
             state.pending = [:]
         }
     }
 
-    /// Drops the pending changes.
-    public func revert() {
-        try? change { state in state.pending = [:] }
+    /// Drops the pending changes (nothing is written, so this cannot fail).
+    @discardableResult
+    public func revert() -> Snapshot {
+        (try? change { state in state.pending = [:] }) ?? snapshot
     }
 
     /// NSUserDefaultsController's `revertToInitialValues:`: discards every pending change, and every key that has
     /// an initial value goes back to it (its saved value is dropped); keys without an initial value keep their saved
     /// values. The drops are pending (removals) unless `appliesImmediately`.
-    public func revertToInitialValues() throws(ObjectGraphError) {
+    @discardableResult
+    public func revertToInitialValues() throws(ObjectGraphError) -> Snapshot {
         try change { state in
             state.pending = [:]
             for key in state.configuration.initialValues.keys where state.saved[key] != nil {
@@ -230,33 +262,36 @@ public final class UserDefaultsController: Sendable {
     }
 
     /// Runs `body` on a copy of the state, persists the saved values when they changed, and only then installs the
-    /// copy (a failed write changes nothing); then tells observers.
+    /// copy (a failed write changes nothing); then tells observers. Answers the new state.
     ///
-    /// Changes are serialized by `writing`, held around the file write; readers take only `state`.
+    /// Changes are serialized by `writing`, held around the file write and the observers' calls (so that they hear
+    /// of the changes in order, each with the state it made: KVO reports every value, not the latest); readers take
+    /// only `state`.
     ///
     /// Observers hear of the keys whose current value (pending changes included) changed; `DefaultsDidChange` names
     /// the keys whose applied value changed (a `save` applies what was pending) and is not posted when none did
     /// (setting a key to the value it has, or to null when it has no saved value, is no change).
-    private func change(_ body: (inout State) -> Void) throws(ObjectGraphError) {
+    private func change(_ body: (inout State) -> Void) throws(ObjectGraphError) -> Snapshot {
         let (old, new) = try writing.withLock { _ throws(ObjectGraphError) in
             let old = state.withLock { $0 }
             var next = old
             body(&next)
+            next.generation += 1
             if !PropertyListValue.dictionary(next.saved).isIdentical(to: .dictionary(old.saved)) {
                 try persist(next.saved)
             }
             state.withLock { [next] in $0 = next }
+            let report = Change(
+                keys: Self.changedKeys(Self.values(of: old), Self.values(of: next)), snapshot: Snapshot(state: next))
+            for observer in hooks.withLock({ $0.observers }) { observer(report) }
             return (old, next)
         }
-        let (observers, onNotification) = hooks.withLock { ($0.observers, $0.onNotification) }
-        let report = Change(
-            keys: Self.changedKeys(Self.values(of: old), Self.values(of: new)),
-            hasUnappliedChanges: !new.pending.isEmpty)
-        for observer in observers { observer(report) }
+        let onNotification = hooks.withLock { $0.onNotification }
         let appliedKeys = Self.changedKeys(Self.appliedValues(of: old), Self.appliedValues(of: new))
         if !appliedKeys.isEmpty {
             onNotification?("DefaultsDidChange", "defaults", ["keys": .array(appliedKeys.map { .string($0) })])
         }
+        return Snapshot(state: new)
     }
 
     /// The values without the pending changes.
@@ -290,7 +325,7 @@ public final class UserDefaultsController: Sendable {
             try FileIO.writeDurably([bytes], to: path, directory: directory.isEmpty ? "." : directory)
         } catch {
             throw ObjectGraphError(
-                status: 500, code: "internal-error", message: "Cannot save the defaults: \(error.message)")
+                status: 500, code: "storage-error", message: "Cannot save the defaults: \(error.message)")
         }
     }
 }

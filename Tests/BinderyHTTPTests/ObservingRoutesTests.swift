@@ -819,6 +819,32 @@ struct ControllerObservingTests {
         }
     }
 
+    /// Every change of a default is reported with its own value, also when the observation queue lags behind several
+    /// (each change leaves a snapshot; the queue reads that, not the latest state), and answered with its own value.
+    @Test func defaultsObserversSeeEveryValueWhileTheQueueLags() throws {
+        let queue = DispatchQueue(label: "test.lagging")
+        try withService(observationQueue: queue) { client in
+            let registered = try client.request(
+                "POST", "/observers", json: #"{"target": "defaults", "keyPath": "theme", "options": ["new", "old"]}"#)
+            let id = try #require(registered.json?["id"]?.stringValue)
+            let since = try #require(registered.json?["since"]?.integerValue)
+            queue.suspend()
+            for n in 1...20 {
+                #expect(try client.request("PUT", "/defaults/theme", json: "\(n)").json == .integer(Int64(n)))
+            }
+            queue.resume()
+            var seen: [PropertyListValue] = []
+            var last = since
+            for _ in 0..<20 where seen.count < 20 {
+                let answer = try client.request("GET", "/observers/\(id)/changes?since=\(last)&timeout=5")
+                seen += changes(answer)
+                last = try #require(answer.json?["last"]?.integerValue)
+            }
+            #expect(seen.map { $0["new"] } == (1...20).map { .integer(Int64($0)) })
+            #expect(seen.map { $0["old"] } == ["light"] + (1...19).map { .integer(Int64($0)) })
+        }
+    }
+
     /// Observers that re-read their value (of the defaults, of a key path through a relationship) tell `0.0` from
     /// `-0.0`, as the store and the defaults file do.
     @Test(arguments: [

@@ -23,11 +23,11 @@ func withFixture(model: String, data: String, _ body: (_ fixture: String) throws
 /// Starts the REST service on a free port with the employees fixture and the repository's Public/ folder.
 func withService(
     maxBody: Int = 1 << 20, observation: ObservationCenter.Configuration = .init(), document: Document? = nil,
+    observationQueue: DispatchQueue = DispatchQueue(label: "test.observation"),
     _ body: (TestHTTPClient) throws -> Void
 ) throws {
     let document = try document ?? Document(fixtureDirectory: packageRoot + "/Fixtures/employees")
-    let observations = ObservationCenter(
-        document: document, queue: DispatchQueue(label: "test.observation"), configuration: observation)
+    let observations = ObservationCenter(document: document, queue: observationQueue, configuration: observation)
     let service = BinderyService(
         configuration: .init(publicDirectory: packageRoot + "/Public", corsOrigin: "*"), document: document,
         observations: observations)

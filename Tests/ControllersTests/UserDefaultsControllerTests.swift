@@ -51,6 +51,7 @@ struct UserDefaultsControllerTests {
         try FileManager.default.createDirectory(atPath: path + ".tmp", withIntermediateDirectories: true)
         let failure = #expect(throws: ObjectGraphError.self) { try defaults.save() }
         #expect(failure?.status == 500)
+        #expect(failure?.code == "storage-error")
         #expect(defaults.hasUnappliedChanges)
         #expect(defaults.value(forKey: "pageSize") == 50)
         try FileManager.default.removeItem(atPath: path + ".tmp")
@@ -163,5 +164,40 @@ struct UserDefaultsControllerTests {
             }
             #expect(refused?.code == "bad-defaults", "\(initial)")
         }
+    }
+
+    /// The saved file is held to the rules `setValue` keeps (a hand-edited or older file): refused at start, naming
+    /// the file, rather than served and written back.
+    @Test func savedFile_withValuesSetValueRefuses_refused() throws {
+        for values in [#"{"a": {"$x": 1}}"#, #"{"$a": 1}"#, #"{"": 1}"#, #"{"a": [{"$ref": "Employee/1"}]}"#] {
+            let path = temporaryPath()
+            try FileManager.default.createDirectory(
+                atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try Data(#"{"values": \#(values)}"#.utf8).write(to: URL(fileURLWithPath: path))
+            let refused = #expect(throws: ObjectGraphError.self) {
+                try UserDefaultsController(configuration: .init(), path: path)
+            }
+            #expect(refused?.code == "bad-defaults-file", "\(values)")
+            #expect(refused?.message.contains(path) == true)
+        }
+    }
+
+    /// Each change answers the state it left: concurrent writers each get their own value back, in that change's
+    /// snapshot, and snapshots are ordered by generation.
+    @Test func concurrentSetValue_eachAnswersItsOwnState() throws {
+        let defaults = UserDefaultsController(configuration: .init(initialValues: initial))
+        let mismatches = Mutex(0)
+        let generations = Mutex<Set<Int64>>([])
+        DispatchQueue.concurrentPerform(iterations: 8) { worker in
+            for n in 0..<100 {
+                let value = PropertyListValue.integer(Int64(worker * 1000 + n))
+                guard let snapshot = try? defaults.setValue(value, forKey: "pageSize") else { continue }
+                if snapshot.value(forKey: "pageSize") != value { mismatches.withLock { $0 += 1 } }
+                generations.withLock { _ = $0.insert(snapshot.generation) }
+            }
+        }
+        #expect(mismatches.withLock { $0 } == 0)
+        #expect(generations.withLock { $0 } == Set(1...800))
+        #expect(defaults.snapshot.generation == 800)
     }
 }

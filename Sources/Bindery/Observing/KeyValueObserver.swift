@@ -43,6 +43,9 @@ final class KeyValueObserver {
     /// with their kinds and indexes; otherwise the value is re-read after each commit and compared.
     let storedKey: Bool
     var lastValue: PropertyListValue
+    /// For a target read from snapshots (the defaults), the generation `lastValue` was read from: reports of earlier
+    /// snapshots are not this observer's (`ObservationCenter.externalTargetDidChange`).
+    var externalGeneration: Int64?
     /// The seq of the `initial` change (one of its own, `ObjectStore.advanceSeq`): like any change it is answered
     /// to every poll from before it, so that a poll whose answer was lost can be repeated, and never after it.
     let initialSeq: Int64?

@@ -737,9 +737,21 @@ public final class ObservationCenter: @unchecked Sendable {
         }
     }
 
-    /// Reads a key path of a controller (`controllers/NAME`) or of the user defaults (`defaults`); set once by the
-    /// layer that owns them, before serving.
-    public typealias ExternalReader = @Sendable (_ target: String, _ keyPath: String) throws -> PropertyListValue
+    /// A controller's (`controllers/NAME`) or the user defaults' (`defaults`) state, to read key paths of.
+    public struct ExternalState: Sendable {
+        /// Orders the states of one target (larger: later), when they are snapshots; nil when `read` reads the live
+        /// state.
+        public var generation: Int64?
+        public var read: @Sendable (_ keyPath: String) throws -> PropertyListValue
+
+        public init(generation: Int64?, read: @escaping @Sendable (_ keyPath: String) throws -> PropertyListValue) {
+            self.generation = generation
+            self.read = read
+        }
+    }
+
+    /// The state of a target now; set once by the layer that owns controllers and defaults, before serving.
+    public typealias ExternalReader = @Sendable (_ target: String) -> ExternalState
 
     private var externalReader: ExternalReader?
     /// Changes of controllers and the defaults waiting for the record of the seq they were given, by that seq.
@@ -754,22 +766,30 @@ public final class ObservationCenter: @unchecked Sendable {
     /// Tells the center that a controller's or the defaults' state may have changed: observers of that target
     /// re-read their key paths and report a `setting` when the value differs.
     ///
+    /// With `state`, a snapshot the change left (reported in the order of the changes), observers read that, so
+    /// that each change's values are reported even when the queue lags behind several; an observer registered from a
+    /// later snapshot skips it. Without, they read the target as it is when the queue gets to the report.
+    ///
     /// Such a change (a selection) is no commit of the graph, but clients pass seqs back as `since` and must see
     /// every change once and in order (API.md §7): the changes found together get a seq of their own, a commit of
     /// no changes (`ObjectStore.advanceSeq()`, journaled so that seqs never go back after a restart), and reach
     /// the observers when that record is processed here, in seq order with the graph's changes.
-    public func externalTargetDidChange(_ target: String) {
+    public func externalTargetDidChange(_ target: String, state: ExternalState? = nil) {
         guard externalInterest.withLock({ $0[target] != nil }) else { return }
         queue.async { [self] in
-            let listening = observers.values.filter { $0.target.description == target }
+            let listening = observers.values.filter { observer in
+                guard observer.target.description == target else { return false }
+                guard let generation = state?.generation, let seen = observer.externalGeneration else { return true }
+                return generation > seen
+            }
             guard let externalReader, !listening.isEmpty else { return }
+            let state = state ?? externalReader(target)
             var found: [(observer: KeyValueObserver, value: PropertyListValue)] = []
             let objectCount = store.read { $0.objectCount }
             for observer in listening {
-                let read = try? Self.boundedRead(objectCount: objectCount) {
-                    try externalReader(target, observer.keyPath)
-                }
+                let read = try? Self.boundedRead(objectCount: objectCount) { try state.read(observer.keyPath) }
                 let value = read?.value ?? .null
+                observer.externalGeneration = state.generation
                 if !value.isIdentical(to: observer.lastValue) { found.append((observer, value)) }
             }
             // No seq: the document is closed, and nobody polls any more.
@@ -802,7 +822,8 @@ public final class ObservationCenter: @unchecked Sendable {
             defer { changeInterest(in: target, by: -1) }
             // Bounded as an object's observed key path is (`arrangedObjects.department.employees` fans out too).
             let objectCount = store.read { $0.objectCount }
-            let (value, weight) = try Self.boundedRead(objectCount: objectCount) { try externalReader(target, keyPath) }
+            let state = externalReader(target)
+            let (value, weight) = try Self.boundedRead(objectCount: objectCount) { try state.read(keyPath) }
             try checkObservedWeight(adding: weight, objects: watched.withLock { $0 }, objectCount: objectCount)
             let parsedTarget: KeyValueObserver.Target =
                 target == "defaults" ? .defaults : .controller(String(target.dropFirst("controllers/".count)))
@@ -812,12 +833,13 @@ public final class ObservationCenter: @unchecked Sendable {
             // The state is read on this queue, where its changes are found too (`externalTargetDidChange`).
             let initialSeq = options.contains(.initial) ? try store.advanceSeq() : nil
             let since = initialSeq.map { $0 - 1 } ?? processedSeq
-            install(
-                KeyValueObserver(
-                    id: id, target: parsedTarget, keyPath: keyPath, options: options, since: since,
-                    initialSeq: initialSeq, storedKey: false, value: value,
-                    capacity: min(configuration.historyCapacity, 10_000), maxBytes: configuration.historyBytes / 16,
-                    now: Self.now()))
+            let observer = KeyValueObserver(
+                id: id, target: parsedTarget, keyPath: keyPath, options: options, since: since,
+                initialSeq: initialSeq, storedKey: false, value: value,
+                capacity: min(configuration.historyCapacity, 10_000), maxBytes: configuration.historyBytes / 16,
+                now: Self.now())
+            observer.externalGeneration = state.generation
+            install(observer)
             return (id, since)
         }
     }
