@@ -532,6 +532,30 @@ struct PersistenceTests {
         }
     }
 
+    /// A revert with the graph already as saved (a change and its opposite) commits nothing: no seq, no undo group,
+    /// and the redo stack is kept.
+    @Test func revertToSavedOfTheSavedGraphCommitsNothingAndKeepsRedo() throws {
+        try withTemporaryDirectory { path in
+            let document = try openDocument(path)
+            let salary = document.graph["objects"]
+            try document.set(1, "salary", of: "Employee/1")
+            try document.undo()
+            #expect(document.undoManager.canRedo)
+            try document.set(7, "salary", of: "Employee/2")
+            let changedSeq = document.store.seq
+            try document.undo()
+            #expect(document.graph["objects"] == salary)
+            let seq = document.store.seq
+            #expect(try document.revertToSaved() == seq)
+            #expect(document.store.seq == seq)
+            #expect(document.undoManager.canRedo)
+            #expect(document.hasChangesSinceSave == false)
+            try document.redo()
+            #expect(document.store.seq > changedSeq)
+            #expect(document.hasChangesSinceSave)
+        }
+    }
+
     @Test func saveTellsTheNotificationHandler() throws {
         let document = try Document(fixtureDirectory: employeesFixture)
         let names = Reports()

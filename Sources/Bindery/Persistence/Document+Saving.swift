@@ -52,7 +52,9 @@ extension Document {
     /// Goes back to the saved state (the last `save`, else the state first seeded into the data directory) as one
     /// transaction replacing the graph: journaled, observed, and undoable like any other. Returns its seq.
     ///
-    /// Object versions (ETags) become the new seq; ids and order are the saved ones.
+    /// Object versions (ETags) become the new seq; ids and order are the saved ones. When the graph already is the
+    /// saved one (changes that cancelled out, or only pending edits), nothing is committed: no seq, no undo group (so
+    /// redo is kept, as NSUndoManager drops an empty group), as for `PUT /store` of the same graph.
     @discardableResult
     public func revertToSaved() throws -> Int64 {
         let saved = ObjectStore(model: store.model)
@@ -60,7 +62,7 @@ extension Document {
         let graph = saved.read { $0.exportGraph() }
         let result = try transaction { transaction in
             let contentSeq = transaction.view.contentSeq
-            try transaction.replaceGraph(with: graph)
+            try transaction.replaceGraph(with: graph, unlessIdentical: true)
             return contentSeq
         }
         // The content seq the store is at now: the revert's, unless it changed no object.
