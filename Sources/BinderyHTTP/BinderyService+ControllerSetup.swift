@@ -54,7 +54,12 @@ extension BinderyService {
             }
         }
         do {
-            return (try UserDefaultsController(configuration: configuration, path: savedPath), failure)
+            return (
+                try UserDefaultsController(
+                    configuration: configuration, path: savedPath,
+                    checkBeforeWriting: { () throws(ObjectGraphError) in try document.checkDataDirectoryInPlace() }),
+                failure
+            )
         } catch {
             return (UserDefaultsController(configuration: configuration), failure ?? error)
         }

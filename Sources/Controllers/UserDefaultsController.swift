@@ -100,6 +100,9 @@ public final class UserDefaultsController: Sendable {
 
     /// Where the saved values are kept; nil: in memory only.
     public let path: String?
+    /// Runs before each write of the file; what it throws refuses the change (the document's check that its data
+    /// directory is still in place).
+    private let checkBeforeWriting: @Sendable () throws(ObjectGraphError) -> Void
     private let state: Mutex<State>
     private let hooks = Mutex(Hooks())
     /// Serializes changes (held around writing the file; nothing calls out under it).
@@ -108,15 +111,21 @@ public final class UserDefaultsController: Sendable {
     /// Defaults kept in memory only.
     public init(configuration: Configuration) {
         self.path = nil
+        self.checkBeforeWriting = {}
         state = Mutex(State(configuration: configuration, saved: [:]))
     }
 
     /// Loads the saved values from `path` when the file exists (500 `bad-defaults-file` naming it when it cannot be
     /// read or parsed: a missing file is the only one taken as no saved values).
     ///
-    /// The serve command passes `<--data>/defaults.json` (the service uses the document's data directory).
-    public init(configuration: Configuration, path: String) throws(ObjectGraphError) {
+    /// The serve command passes `<--data>/defaults.json` (the service uses the document's data directory), with the
+    /// document's `checkDataDirectoryInPlace` as `checkBeforeWriting`.
+    public init(
+        configuration: Configuration, path: String,
+        checkBeforeWriting: @escaping @Sendable () throws(ObjectGraphError) -> Void = {}
+    ) throws(ObjectGraphError) {
         self.path = path
+        self.checkBeforeWriting = checkBeforeWriting
         var saved: [String: PropertyListValue] = [:]
         let contents: [UInt8]?
         do {
@@ -312,6 +321,7 @@ public final class UserDefaultsController: Sendable {
     /// Writes the saved values durably and atomically (`FileIO.writeDurably`: a temporary file, fsynced, renamed).
     private func persist(_ saved: [String: PropertyListValue]) throws(ObjectGraphError) {
         guard let path else { return }
+        try checkBeforeWriting()
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty {
             do {

@@ -225,6 +225,35 @@ struct PersistenceTests {
         }
     }
 
+    /// The whole directory removed under a running server and made anew (for another server, say): nothing of this
+    /// run is written there by name, and nothing there is removed; the journal fails (503 until restart) rather than
+    /// recover into the new directory.
+    @Test(arguments: [FsyncPolicy.batch, .never])
+    func aDirectoryReplacedWhileInUseReceivesNothing(_ policy: FsyncPolicy) throws {
+        try withTemporaryDirectory { path in
+            let document = try openDocument(path, fsync: policy)
+            try document.set(1, "salary", of: "Employee/5")
+            try FileManager.default.removeItem(atPath: path)
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+            let other = ["journal-00000000000000000002.log", "snapshot-00000000000000000001.bin", "other"]
+            for name in other { try Data("another server's".utf8).write(to: URL(fileURLWithPath: path + "/" + name)) }
+            let refused = #expect(throws: ObjectGraphError.self) { try document.save() }
+            #expect(refused?.message.contains("removed or replaced") == true)
+            let deadline = Date().addingTimeInterval(10)
+            while document.journalFailure == nil, Date() < deadline {
+                try? document.set(2, "salary", of: "Employee/6")
+                usleep(20_000)
+            }
+            #expect(document.journalFailure?.status == 503)
+            #expect(throws: ObjectGraphError.self) { try document.set(3, "salary", of: "Employee/7") }
+            document.close()
+            #expect(try FileManager.default.contentsOfDirectory(atPath: path).sorted() == other.sorted())
+            for name in other {
+                #expect(try String(contentsOfFile: path + "/" + name, encoding: .utf8) == "another server's")
+            }
+        }
+    }
+
     /// A segment removed while no change comes is found within a second by the storage's periodic look and
     /// replaced by a snapshot: a crash after that keeps what it held.
     @Test func aRemovedSegmentIsRecoveredWithoutAWrite() throws {

@@ -76,18 +76,19 @@ final class NotificationCenter {
     private(set) var lastSeq: Int64
     /// The seqs up to this one are reserved in the file (nil: no file, seqs start at 0 in every run).
     private var reservedThrough: Int64
-    private let reservationFile: String?
+    /// The data directory holding the reservation file (`DataDirectory.notificationSeqsName`).
+    private let directory: DataDirectory?
     /// Why the file could not be read at start: no seq can be reserved in this run.
     private let unreadable: ObjectGraphError?
     private static let reservation: Int64 = 10_000
     /// About how many bytes of notifications are kept for long-poll clients (beyond, the oldest are dropped: 410).
     static let maxHistoryBytes = 64 << 20
 
-    /// A center whose seqs go on after the ones reserved in `reservationFile` (nil: they start at 0).
-    init(capacity: Int, reservationFile: String? = nil) {
+    /// A center whose seqs go on after the ones reserved in `directory`'s file (nil: they start at 0).
+    init(capacity: Int, directory: DataDirectory? = nil) {
         var start: Int64 = 0
         var unreadable: ObjectGraphError?
-        if let reservationFile {
+        if let reservationFile = directory?.file(DataDirectory.notificationSeqsName) {
             do throws(ObjectGraphError) {
                 if let bytes = try FileIO.readIfPresent(reservationFile) {
                     let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
@@ -104,7 +105,7 @@ final class NotificationCenter {
         }
         lastSeq = start
         reservedThrough = start
-        self.reservationFile = reservationFile
+        self.directory = directory
         self.unreadable = unreadable
         history = SequenceHistory(capacity: capacity, maxBytes: Self.maxHistoryBytes, startingAt: start)
     }
@@ -112,11 +113,10 @@ final class NotificationCenter {
     /// Makes sure the next seq is reserved, writing the next block when `lastSeq` reached the reserved ones; throws
     /// (500 `storage-error`) when it cannot be.
     func reserveNext() throws(ObjectGraphError) {
-        guard let reservationFile, lastSeq >= reservedThrough else { return }
+        guard let directory, lastSeq >= reservedThrough else { return }
         if let unreadable { throw unreadable }
         let next = lastSeq + Self.reservation
-        let directory = (reservationFile as NSString).deletingLastPathComponent
-        try FileIO.writeDurably([Array("\(next)\n".utf8)], to: reservationFile, directory: directory)
+        try directory.writeDurably([Array("\(next)\n".utf8)], to: DataDirectory.notificationSeqsName)
         reservedThrough = next
     }
 

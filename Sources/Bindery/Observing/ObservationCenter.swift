@@ -172,7 +172,7 @@ public final class ObservationCenter: @unchecked Sendable {
         processedSeq = seq
         notificationCenter = NotificationCenter(
             capacity: configuration.historyCapacity,
-            reservationFile: document.dataDirectory + "/" + DataDirectory.notificationSeqsName)
+            directory: document.storage.directory)
         queue.setSpecific(key: Self.queueKey, value: ObjectIdentifier(self))
         let receptionist = Receptionist(queue: queue) { [weak self] items in self?.receive(items) }
         self.receptionist = receptionist

@@ -21,8 +21,18 @@ import ObjectGraph
 ///   `saved.bin`, so the next start finds the document unedited. Ignored once `saved.bin` holds another seq.
 ///
 /// Sequence numbers in names are zero-padded to 20 digits, so names sort in seq order.
+///
+/// Files are named by path, so every write by name first checks that the path still leads to the directory this run
+/// locked (`checkInPlace`): a directory removed (or moved away) under a running server, and perhaps made anew for
+/// another server, must not receive this run's snapshots or lose its files to this run's clean-up.
 struct DataDirectory: Sendable {
     let path: String
+    /// The device and inode of the directory `lock()` locked.
+    private var locked: (device: UInt64, inode: UInt64)?
+
+    init(path: String) {
+        self.path = path
+    }
 
     static let savedName = "saved.bin"
     static let savedStateName = "saved-state"
@@ -73,12 +83,36 @@ struct DataDirectory: Sendable {
     ///
     /// The directory's own lock is what holds when `lock` is deleted (a new `lock` file is another file, free to
     /// lock). 409 `data-directory-locked` when another process (or another document in this one) holds either.
-    func lock() throws(ObjectGraphError) -> [OwnedFileDescriptor] {
+    mutating func lock() throws(ObjectGraphError) -> [OwnedFileDescriptor] {
         let directory = try FileIO.open(path, O_RDONLY | O_DIRECTORY)
         try lock(directory)
+        var status = stat()
+        guard fstat(directory.fd, &status) == 0 else { throw FileIO.error("fstat", path) }
+        locked = (UInt64(status.st_dev), UInt64(status.st_ino))
         let lockFile = try FileIO.open(file("lock"), O_RDWR | O_CREAT)
         try lock(lockFile)
         return [directory, lockFile]
+    }
+
+    /// Writes the file `name` durably (`FileIO.writeDurably`: a temporary file, fsynced, renamed, directory fsynced)
+    /// once `checkInPlace` passed.
+    func writeDurably(_ parts: [[UInt8]], to name: String) throws(ObjectGraphError) {
+        try checkInPlace()
+        try FileIO.writeDurably(parts, to: file(name), directory: path)
+    }
+
+    /// Throws 500 `storage-error` when the path no longer leads to the directory `lock()` locked (it was removed or
+    /// moved, and perhaps another made in its place): nothing may then be written or removed by name.
+    func checkInPlace() throws(ObjectGraphError) {
+        guard let locked else { return }
+        var status = stat()
+        guard stat(path, &status) == 0, UInt64(status.st_dev) == locked.device, UInt64(status.st_ino) == locked.inode
+        else {
+            throw ObjectGraphError(
+                status: 500, code: "storage-error",
+                message: "The data directory \(path) was removed or replaced while in use; nothing more is written "
+                    + "there. Restart the server.")
+        }
     }
 
     private func lock(_ descriptor: OwnedFileDescriptor) throws(ObjectGraphError) {

@@ -81,6 +81,12 @@ extension Document {
         min(seq, storage.journal.durableSeq)
     }
 
+    /// Throws 500 `storage-error` when the data directory's path no longer leads to the directory this document
+    /// locked (removed or replaced while in use): for files kept there by other layers (the saved user defaults).
+    public func checkDataDirectoryInPlace() throws(ObjectGraphError) {
+        try storage.directory.checkInPlace()
+    }
+
     /// Why the journal refuses every change until restart (503 `journal-failed`: a write or flush failed), or nil
     /// while it takes them: what `/healthz` reports.
     public var journalFailure: ObjectGraphError? {

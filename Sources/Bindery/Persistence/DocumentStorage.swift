@@ -73,9 +73,10 @@ final class DocumentStorage: Sendable {
                 status: 500, code: "storage-error",
                 message: "Creating the data directory \(path) failed: \(error.localizedDescription)")
         }
-        let directory = DataDirectory(path: path)
+        var locking = DataDirectory(path: path)
+        locks = try locking.lock()
+        let directory = locking
         self.directory = directory
-        locks = try directory.lock()
         try directory.removeTemporaryFiles()
         let marker = directory.file(DataDirectory.closedCleanlyName)
         let closedCleanly = FileManager.default.fileExists(atPath: marker)
@@ -404,9 +405,7 @@ final class DocumentStorage: Sendable {
     private func recordUneditedNow(contentSeq: Int64) throws(ObjectGraphError) {
         let (saved, recorded) = progress.withLock { ($0.savedSnapshotSeq, $0.uneditedContentSeq) }
         guard let saved, contentSeq > recorded ?? .min else { return }
-        try FileIO.writeDurably(
-            [Array("\(saved) \(contentSeq)\n".utf8)], to: directory.file(DataDirectory.savedStateName),
-            directory: directory.path)
+        try directory.writeDurably([Array("\(saved) \(contentSeq)\n".utf8)], to: DataDirectory.savedStateName)
         progress.withLock { $0.uneditedContentSeq = contentSeq }
     }
 
@@ -460,13 +459,12 @@ final class DocumentStorage: Sendable {
     private static func writeSnapshot(_ payload: [UInt8], seq: Int64, in directory: DataDirectory)
         throws(ObjectGraphError)
     {
-        try FileIO.writeDurably(
-            [SnapshotFile.header(for: payload), payload], to: directory.file(DataDirectory.snapshotName(seq)),
-            directory: directory.path)
+        try directory.writeDurably([SnapshotFile.header(for: payload), payload], to: DataDirectory.snapshotName(seq))
     }
 
     /// Makes `saved.bin` a hard link to the snapshot of `seq` (atomically replacing the previous one).
     private static func markSaved(_ seq: Int64, in directory: DataDirectory) throws(ObjectGraphError) {
+        try directory.checkInPlace()
         let target = directory.file(DataDirectory.savedName)
         let temporary = target + ".tmp"
         unlink(temporary)
@@ -502,7 +500,9 @@ final class DocumentStorage: Sendable {
     /// Removes snapshots older than `seq` and journal segments whose records it holds (every segment started before
     /// the one the snapshot began). Best effort: a leftover is skipped at the next start.
     private func removeObsoleteFiles(before seq: Int64) {
-        guard let (snapshots, segments) = try? directory.contents() else { return }
+        guard (try? directory.checkInPlace()) != nil, let (snapshots, segments) = try? directory.contents() else {
+            return
+        }
         for old in snapshots where old < seq { unlink(directory.file(DataDirectory.snapshotName(old))) }
         for first in segments where first <= seq { unlink(directory.file(DataDirectory.segmentName(first))) }
     }
@@ -545,8 +545,7 @@ final class DocumentStorage: Sendable {
         }
         if clean {
             do throws(ObjectGraphError) {
-                try FileIO.writeDurably(
-                    [], to: directory.file(DataDirectory.closedCleanlyName), directory: directory.path)
+                try directory.writeDurably([], to: DataDirectory.closedCleanlyName)
             } catch {
                 report(
                     "marking the clean close failed (the next start will skip seqs as after a crash): \(error.message)")

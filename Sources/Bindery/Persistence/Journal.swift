@@ -126,6 +126,7 @@ final class Journal: Sendable {
     static func openSegment(_ directory: DataDirectory, firstSeq: Int64) throws(ObjectGraphError)
         -> OwnedFileDescriptor
     {
+        try directory.checkInPlace()
         let path = directory.file(DataDirectory.segmentName(firstSeq))
         let file = try FileIO.open(path, O_WRONLY | O_CREAT | O_APPEND)
         try FileIO.syncDirectory(directory.path)
