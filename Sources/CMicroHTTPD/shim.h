@@ -105,6 +105,22 @@ static inline int bindery_line_ends_after(const char *end, const char *next) {
     return (gap == 1 || gap == 2) && end[0] == '\0' && end[gap - 1] == '\0';
 }
 
+/* Whether the last field's line ends right after its value: between the value's end and the head's end (`head_end`)
+   lie only NULs, as many as that line's end and the empty line's take (2 to 4). More, or any other byte, was hidden
+   from strlen behind a NUL in the value. */
+static inline int bindery_head_ends_after(const char *end, const char *head_end) {
+    ptrdiff_t gap = head_end - end;
+    if (gap < 2 || gap > 4) {
+        return 0;
+    }
+    for (ptrdiff_t i = 0; i < gap; i++) {
+        if (end[i] != '\0') {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static inline enum MHD_Result bindery_framing_field(void *cls, enum MHD_ValueKind kind, const char *key,
                                                    size_t key_size, const char *value, size_t value_size) {
     (void)kind;
@@ -160,12 +176,21 @@ static inline enum MHD_Result bindery_framing_field(void *cls, enum MHD_ValueKin
     return MHD_YES;
 }
 
-static inline int bindery_mhd_framing_problem(struct MHD_Connection *connection) {
+/* `method`: the request's method as the access handler got it, where the head starts in the read buffer (the request
+   header size counts from there), or NULL. */
+static inline int bindery_mhd_framing_problem(struct MHD_Connection *connection, const char *method) {
     struct bindery_framing_scan scan = {NULL, BINDERY_FRAMING_OK, 0, NULL};
     MHD_get_connection_values_n(connection, MHD_HEADER_KIND, bindery_framing_field, &scan);
-    if (scan.problem == BINDERY_FRAMING_OK && scan.previous_end != NULL &&
-        !bindery_line_ends_after(scan.previous_end, NULL)) {
-        scan.problem = BINDERY_FRAMING_BAD_FIELD_VALUE;
+    if (scan.problem == BINDERY_FRAMING_OK && scan.previous_end != NULL) {
+        const union MHD_ConnectionInfo *info =
+            MHD_get_connection_info(connection, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+        size_t head_size = info != NULL ? info->header_size : 0;
+        int ends = method != NULL && head_size > 0 && method + head_size > scan.previous_end
+                       ? bindery_head_ends_after(scan.previous_end, method + head_size)
+                       : bindery_line_ends_after(scan.previous_end, NULL);
+        if (!ends) {
+            scan.problem = BINDERY_FRAMING_BAD_FIELD_VALUE;
+        }
     }
     if (scan.problem == BINDERY_FRAMING_OK && scan.has_coding && scan.length != NULL) {
         scan.problem = BINDERY_FRAMING_LENGTH_AND_CHUNKED;

@@ -236,7 +236,8 @@ public final class HTTPServer: Sendable {
     /// Why a request is answered as soon as its header is in, before its body is read (nil: it is not). Such an
     /// answer closes the connection: libmicrohttpd does not read the body of a request it answered first.
     fileprivate func refusalUpFront(
-        _ connection: OpaquePointer, url: UnsafePointer<CChar>?, version: UnsafePointer<CChar>?
+        _ connection: OpaquePointer, method: UnsafePointer<CChar>?, url: UnsafePointer<CChar>?,
+        version: UnsafePointer<CChar>?
     ) -> RequestContext.Refusal? {
         // libmicrohttpd reads the request line by its bytes but hands the target on as a C string: a raw NUL in it
         // would cut the path short (`DELETE /objects/E/1\0/rest` would delete E/1). In the buffer, the target is
@@ -261,7 +262,7 @@ public final class HTTPServer: Sendable {
                 reason: "The request line and its \(fields) header fields and query arguments take \(headSize) bytes "
                     + "of the connection's memory; at most \(configuration.maximumRequestHeadSize) are taken.")
         }
-        switch Int(bindery_mhd_framing_problem(connection)) {
+        switch Int(bindery_mhd_framing_problem(connection, method)) {
         case Int(BINDERY_FRAMING_OK): break
         case Int(BINDERY_FRAMING_CONFLICTING_LENGTHS):
             return .malformed(status: 400, reason: "The request has Content-Length fields that differ.")
@@ -487,7 +488,9 @@ private let accessHandler: MHD_AccessHandlerCallback = {
         guard contextSlot.pointee != nil else {
             // First call: only the header is in.
             contextSlot.pointee = HTTPServer.headerSeen
-            guard let refusal = server.refusalUpFront(connection, url: url, version: version) else { return .YES }
+            guard let refusal = server.refusalUpFront(connection, method: method, url: url, version: version) else {
+                return .YES
+            }
             HTTPServer.context(in: contextSlot).refusal = refusal
             let name = method.map(methodName) ?? "GET"
             let response = server.handle(

@@ -158,6 +158,10 @@ struct HTTPServerTests {
                 // libmicrohttpd cuts a value at a NUL: `Content-Length: 0` would leave the body as a request.
                 ("Content-Length: 0\u{0}\(6 + smuggled.utf8.count)", "400"),
                 ("Content-Length: 6\r\nX-Middle: a\u{0}b", "400"),
+                // At the end of the last line, a NUL is found by where the head ends.
+                ("Content-Length: 0\u{0}", "400"),
+                ("Content-Length: 6\r\nX-Last: 1\u{0}", "400"),
+                ("Content-Length: 6\r\nX-Last: 1\u{0}\u{0}\u{0}", "400"),
             ]
             for (head, status) in cases {
                 let request = "PUT /echo HTTP/1.1\r\nHost: x\r\n\(head)\r\n\r\nhello!" + smuggled
