@@ -23,7 +23,8 @@ public struct StaticFiles: Sendable {
     public func response(for segments: [String], ifNoneMatch: String?) -> HTTPResponse? {
         guard let resolved = resolvedPath(of: segments) else { return nil }
         var info = stat()
-        let descriptor = open(resolved, O_RDONLY | O_CLOEXEC)
+        // Non-blocking: opening a FIFO for reading would wait for a writer (it is then refused as not regular).
+        let descriptor = open(resolved, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else { return nil }
         guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
             close(descriptor)

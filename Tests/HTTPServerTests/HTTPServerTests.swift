@@ -541,4 +541,17 @@ struct StaticFilesTests {
             #expect(!response.text.contains("secret"))
         }
     }
+
+    /// Only regular files are served: a FIFO in the folder is not opened for reading (which would wait for a writer,
+    /// holding a worker thread).
+    @Test func aFIFOIsNotServedAndHoldsNoThread() throws {
+        let tree = try makeTree()
+        defer { try? FileManager.default.removeItem(atPath: tree.root) }
+        #expect(mkfifo(tree.publicDirectory + "/pipe", 0o644) == 0)
+        try withServer(staticRoot: tree.publicDirectory) { _, _, client throws in
+            let quick = TestHTTPClient(port: client.port, timeout: 3)
+            for _ in 0..<4 { #expect(try quick.request("GET", "/static/pipe").status == 404) }
+            #expect(try quick.request("GET", "/static/site.css").status == 200)
+        }
+    }
 }
