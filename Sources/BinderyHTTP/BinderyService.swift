@@ -120,10 +120,24 @@ public final class BinderyService: HTTPResponder {
                         message: "The method \(request.method) is not implemented (methods are case-sensitive).")))
         }
         guard let segments = request.pathSegments else {
-            return .response(.error(.badRequest("bad-path", "The path is not valid percent-encoded UTF-8.")))
+            return .response(
+                .error(.badRequest("bad-path", "The path is not valid percent-encoded UTF-8, or holds a NUL byte.")))
         }
         guard request.queryDecodes else {
             return .response(.error(.badQuery("The query is not valid percent-encoded UTF-8.")))
+        }
+        // Bodies are read as sent: a compressed one would be read as JSON and fail confusingly (or, by chance, not).
+        if let coding = request.header("Content-Encoding"),
+            coding.split(separator: ",").contains(where: {
+                $0.trimmingCharacters(in: .whitespaces).lowercased() != "identity"
+            })
+        {
+            return .response(
+                .error(
+                    APIError(
+                        status: 415, code: "unsupported-media-type",
+                        message: "Content-Encoding \(coding) is not taken: send the body as it is.",
+                        headers: [("Accept-Encoding", "identity")])))
         }
         if request.method == "OPTIONS" {
             return .response(preflight(request, segments: segments))

@@ -133,6 +133,24 @@ struct ServiceTests {
         }
     }
 
+    /// A body in a content coding is refused (RFC 9110 §8.4: 415 with `Accept-Encoding`), not read as JSON;
+    /// `identity` is the body as it is.
+    @Test func encodedBodiesAre415() throws {
+        try withService { client in
+            for coding in ["gzip", "br", "identity, gzip", "x-custom"] {
+                let response = try client.request(
+                    "PUT", "/objects/Employee/4/salary", headers: ["Content-Encoding": coding], json: "150011")
+                #expect(response.status == 415, "\(coding)")
+                #expect(response.json?["error"]?["code"] == "unsupported-media-type")
+                #expect(response.header("Accept-Encoding") == "identity")
+            }
+            #expect(try client.request("GET", "/objects/Employee/4/salary").json != 150011)
+            let identity = try client.request(
+                "PUT", "/objects/Employee/4/salary", headers: ["Content-Encoding": "Identity"], json: "150011")
+            #expect(identity.status == 200)
+        }
+    }
+
     /// A query that does not decode is refused as such, not read as a key or predicate spelled U+FFFD; a U+FFFD sent
     /// on purpose is an ordinary character.
     @Test func undecodableQueryIs400BadQuery() throws {
