@@ -153,7 +153,9 @@ extension BinderyService {
             let state = try controllers.perform(action, controller: request.parameter("name"), body: body)
             return .response(.json(state))
         }
-        router.add("GET", "/controllers/:name/*keyPath") { request in
+        // Not an action's name: those paths are the actions' (POST), and Allow says so.
+        router.add("GET", "/controllers/:name/*keyPath(!\(ControllerRegistry.actions.joined(separator: "|")))") {
+            request in
             try read(request.keyPath("keyPath"), of: request.parameter("name"), controllers, told: told)
         }
     }

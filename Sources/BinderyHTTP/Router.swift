@@ -4,7 +4,7 @@ import HTTPServer
 ///
 /// Patterns are written `/objects/:entity/:id/*keyPath`: literal segments, `:name` for one segment (`:name(a|b)`: one
 /// of these words), `#name` for one segment of decimal digits (an index), and `*name` for one or more segments: all
-/// but those the segments after it need (`/*keyPath/#index`). Literal routes win over parameters because routes are
+/// but those the segments after it need (`/*keyPath/#index`; `*name(!a|b)`: whose first is none of these words). Literal routes win over parameters because routes are
 /// tried in the order they were added. `HEAD` is served by the `GET` route. `Allow` lists only the routes that match
 /// the whole path, words and digits included.
 public struct Router: Sendable {
@@ -15,7 +15,8 @@ public struct Router: Sendable {
         /// With the words it may be, or nil for any segment.
         case parameter(String, Set<String>?)
         case index(String)
-        case rest(String)
+        /// With the words its first segment may not be.
+        case rest(String, excluding: Set<String>)
     }
 
     private struct Route: Sendable {
@@ -59,7 +60,15 @@ public struct Router: Sendable {
                 return .parameter(String(part[part.index(after: part.startIndex)..<open]), Set(words.map(String.init)))
             }
             if part.hasPrefix("#") { return .index(String(part.dropFirst())) }
-            if part.hasPrefix("*") { return .rest(String(part.dropFirst())) }
+            if part.hasPrefix("*") {
+                guard let open = part.firstRange(of: "(!"), part.hasSuffix(")") else {
+                    return .rest(String(part.dropFirst()), excluding: [])
+                }
+                let words = part[open.upperBound..<part.index(before: part.endIndex)].split(separator: "|")
+                return .rest(
+                    String(part[part.index(after: part.startIndex)..<open.lowerBound]),
+                    excluding: Set(words.map(String.init)))
+            }
             return .literal(String(part))
         }
         routes.append(Route(method: method, text: pattern, pattern: segments, handler: handler))
@@ -112,10 +121,10 @@ public struct Router: Sendable {
                     return false
                 }
                 index += 1
-            case .rest:
+            case .rest(_, let excluded):
                 let start = index
                 index = segments.count - (pattern.count - position - 1)
-                guard index > start else { return false }  // at least one segment
+                guard index > start, !excluded.contains(segments[start]) else { return false }  // at least one
             }
         }
         return index == segments.count
@@ -135,7 +144,7 @@ public struct Router: Sendable {
             case .parameter(let name, _), .index(let name):
                 bindings.append(RouteRequest.Binding(name: name, segments: index..<index + 1))
                 index += 1
-            case .rest(let name):
+            case .rest(let name, _):
                 let end = segments.count - (pattern.count - position - 1)
                 bindings.append(RouteRequest.Binding(name: name, segments: index..<end))
                 index = end

@@ -278,6 +278,22 @@ struct RouterTests {
         #expect(allowed(router, "POST", "/controllers/people/arrangedObjects") == ["GET", "HEAD"])
     }
 
+    /// `*name(!a|b)`: the rest may not start with these words, so an action's path allows only the action's method.
+    @Test func aRestWithExcludedWordsLeavesThemToOtherRoutes() throws {
+        var router = Router()
+        router.add("POST", "/controllers/:name/:action(add|remove)") { _ in .response(HTTPResponse(status: 1)) }
+        router.add("GET", "/controllers/:name/*keyPath(!add|remove)") { _ in .response(HTTPResponse(status: 2)) }
+        #expect(allowed(router, "GET", "/controllers/people/add") == ["POST"])
+        #expect(allowed(router, "DELETE", "/controllers/people/remove") == ["POST"])
+        let routed = try #require(route(router, "GET", "/controllers/people/selection/add"))
+        #expect(routed.rest("keyPath") == ["selection", "add"])
+        let under = HTTPRequest(method: "GET", rawPath: "/controllers/people/add/x")
+        guard case .notFound = router.match(under, segments: under.pathSegments!) else {
+            Issue.record("expected no route")
+            return
+        }
+    }
+
     @Test func restThenIndex_takesTheLastSegmentOnlyWhenItIsDigits() throws {
         var router = Router()
         router.add("GET", "/objects/:entity/:id/*keyPath") { _ in .response(HTTPResponse(status: 1)) }
