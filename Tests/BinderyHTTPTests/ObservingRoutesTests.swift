@@ -624,6 +624,28 @@ struct ObservingRoutesTests {
     }
 }
 
+extension ObservingRoutesTests {
+    /// `object=` names a reference by its id too, and any object by its JSON, however spaced.
+    @Test func theObjectFilterMatchesReferencesByIdAndObjectsByTheirJSON() throws {
+        try withService { client in
+            let posts = [
+                #"{"name": "Ref", "object": {"$ref": "Employee/1"}}"#, #"{"name": "Text", "object": "Employee/1"}"#,
+                #"{"name": "Dict", "object": {"a": 1, "b": [true]}}"#, #"{"name": "None"}"#,
+            ]
+            for post in posts { #expect(try client.request("POST", "/notifications", json: post).status == 201) }
+            let queries: [(String, [PropertyListValue?])] = [
+                ("Employee/1", ["Ref", "Text"]), ("%7B%22%24ref%22%3A%20%22Employee%2F1%22%7D", ["Ref"]),
+                ("%7B%22b%22%3A%5Btrue%5D%2C%22a%22%3A1%7D", ["Dict"]), ("%22Employee%2F1%22", ["Text"]),
+                ("null", ["None"]), ("Employee/2", []),
+            ]
+            for (object, expected) in queries {
+                let polled = try client.request("GET", "/notifications?since=0&timeout=0&object=\(object)")
+                #expect(polled.json?["notifications"]?.arrayValue?.map { $0["name"] } == expected, "\(object)")
+            }
+        }
+    }
+}
+
 /// How many times `needle` occurs in `haystack` (not overlapping).
 private func occurrences(of needle: [UInt8], in haystack: [UInt8]) -> Int {
     guard let first = needle.first, haystack.count >= needle.count else { return 0 }

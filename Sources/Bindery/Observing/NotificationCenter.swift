@@ -54,10 +54,15 @@ public struct PostedNotification: Sendable, Sequenced {
         ["seq": .integer(seq), "name": .string(name), "object": object, "userInfo": userInfo]
     }
 
-    /// Whether the object is `object`: a string compares with a string object, else the JSON text compares.
-    func objectMatches(_ object: String) -> Bool {
-        if case .string(let own) = self.object { return own == object }
-        return self.object.jsonString() == object
+    /// Whether the object is the one a query's `object=` names: a string object by its text, a reference
+    /// (`{"$ref": "Employee/1"}`) by its id (`Employee/1`) too, and any object by its JSON (`json`: the text parsed,
+    /// so spacing and key order do not count).
+    func objectMatches(_ text: String, json: PropertyListValue?) -> Bool {
+        switch object {
+        case .string(let own) where own == text: return true
+        case .dictionary(let fields) where fields.count == 1 && fields["$ref"] == .string(text): return true
+        default: return json.map { $0.isIdentical(to: object) } ?? false
+        }
     }
 }
 
@@ -140,8 +145,10 @@ final class NotificationCenter {
     }
 
     func notifications(after since: Int64, name: String?, object: String?) -> [PostedNotification] {
-        history.changes(after: since) { notification in
-            (name == nil || notification.name == name) && (object == nil || notification.objectMatches(object!))
+        let json = object.flatMap { try? PropertyListValue(jsonBytes: Array($0.utf8)) }
+        return history.changes(after: since) { notification in
+            (name == nil || notification.name == name)
+                && (object.map { notification.objectMatches($0, json: json) } ?? true)
         }
     }
 }
