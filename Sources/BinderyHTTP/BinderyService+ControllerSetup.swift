@@ -57,7 +57,9 @@ extension BinderyService {
             return (
                 try UserDefaultsController(
                     configuration: configuration, path: savedPath,
-                    checkBeforeWriting: { () throws(ObjectGraphError) in try document.checkDataDirectoryInPlace() }),
+                    checkBeforeWriting: { [weak document] () throws(ObjectGraphError) in
+                        try document?.checkDataDirectoryInPlace()
+                    }),
                 failure
             )
         } catch {

@@ -13,27 +13,30 @@ extension BinderyService {
 
     static func addObservingRoutes(to router: inout Router, center: ObservationCenter, model: ObjectModel) {
         router.add("POST", "/observers") { request in
+            // Well-formed JSON that is not a registration is 422 (API.md §2), naming the key at fault, as for
+            // `POST /notifications`; an empty key path is 400 `bad-key-path`.
             guard case .dictionary(let body) = try request.jsonBody() else {
                 throw APIError(status: 422, code: "type-mismatch", message: "The body must be a JSON object.")
             }
+            try checkKeys(of: body, allowed: observerKeys, in: "An observer")
             guard case .string(let target)? = body["target"] else {
-                throw APIError.badRequest(
-                    "bad-request", "\"target\" is required: \"Entity/id\", \"controllers/NAME\" or \"defaults\".")
+                throw typeMismatch(
+                    "target", "\"target\" is required: \"Entity/id\", \"controllers/NAME\" or \"defaults\".")
             }
-            guard case .string(let keyPath)? = body["keyPath"], !keyPath.isEmpty else {
-                throw APIError.badRequest("bad-key-path", "\"keyPath\" is required.")
+            guard case .string(let keyPath)? = body["keyPath"] else {
+                throw typeMismatch("keyPath", "\"keyPath\" is required: a key path (a string).")
             }
+            guard !keyPath.isEmpty else { throw APIError.badRequest("bad-key-path", "\"keyPath\" is empty.") }
             var options: [String] = []
+            let badOptions = typeMismatch("options", "\"options\" must be an array of strings.")
             switch body["options"] {
             case nil, .null?: break
             case .array(let values)?:
                 for value in values {
-                    guard case .string(let option) = value else {
-                        throw APIError.badRequest("bad-request", "\"options\" must be an array of strings.")
-                    }
+                    guard case .string(let option) = value else { throw badOptions }
                     options.append(option)
                 }
-            default: throw APIError.badRequest("bad-request", "\"options\" must be an array of strings.")
+            default: throw badOptions
             }
             let (id, since) = try center.addObserver(target: target, keyPath: keyPath, options: options)
             // No seq of its own: `since` may not be durable yet, and the common header tells only what is.
@@ -63,19 +66,11 @@ extension BinderyService {
         }
         router.add("POST", "/notifications") { request in
             // Well-formed JSON that is not a notification is 422 (API.md §2), naming the key at fault.
-            func invalid(_ key: String, _ message: String) -> APIError {
-                APIError(status: 422, code: "type-mismatch", message: message, fields: ["keyPath": .string(key)])
-            }
+            let invalid = typeMismatch
             guard case .dictionary(let body) = try request.jsonBody() else {
                 throw APIError(status: 422, code: "type-mismatch", message: "The body must be a JSON object.")
             }
-            if let unknown = body.keys.sorted().first(where: { !Self.notificationKeys.contains($0) }) {
-                throw APIError(
-                    status: 422, code: "undefined-key",
-                    message: "A notification has no key \"\(unknown)\"; it has "
-                        + "\(Self.notificationKeys.sorted().joined(separator: ", ")).",
-                    fields: ["keyPath": .string(unknown)])
-            }
+            try checkKeys(of: body, allowed: notificationKeys, in: "A notification")
             let name: String
             switch body["name"] {
             case .string(let text)? where !text.isEmpty: name = text
@@ -216,6 +211,24 @@ extension BinderyService {
 
     /// The keys of a `POST /notifications` body.
     private static let notificationKeys: Set = ["name", "object", "userInfo", "postingStyle", "coalesce"]
+    /// The keys of a `POST /observers` body.
+    private static let observerKeys: Set = ["target", "keyPath", "options"]
+
+    /// 422 `type-mismatch` naming the body's key at fault.
+    private static func typeMismatch(_ key: String, _ message: String) -> APIError {
+        APIError(status: 422, code: "type-mismatch", message: message, fields: ["keyPath": .string(key)])
+    }
+
+    /// 422 `undefined-key` for a body key other than `allowed` (the first, in order), naming those it has.
+    private static func checkKeys(
+        of body: [String: PropertyListValue], allowed: Set<String>, in what: String
+    ) throws(APIError) {
+        guard let unknown = body.keys.sorted().first(where: { !allowed.contains($0) }) else { return }
+        throw APIError(
+            status: 422, code: "undefined-key",
+            message: "\(what) has no key \"\(unknown)\"; it has \(allowed.sorted().joined(separator: ", ")).",
+            fields: ["keyPath": .string(unknown)])
+    }
 
     private static func render(_ answer: PollAnswer) -> HTTPResponse {
         switch answer {

@@ -625,6 +625,27 @@ struct ObservingRoutesTests {
 }
 
 extension ObservingRoutesTests {
+    /// A registration body that is JSON but not a registration is 422 naming the key (as for notifications); an
+    /// empty key path is 400 `bad-key-path`.
+    @Test(
+        arguments: [
+            (#"{"target": "Employee/1", "keyPath": "salary", "bogus": 1}"#, 422, "undefined-key", "bogus"),
+            (#"{"target": 5, "keyPath": "salary"}"#, 422, "type-mismatch", "target"),
+            (#"{"keyPath": "salary"}"#, 422, "type-mismatch", "target"),
+            (#"{"target": "Employee/1", "keyPath": 5}"#, 422, "type-mismatch", "keyPath"),
+            (#"{"target": "Employee/1", "keyPath": "salary", "options": "new"}"#, 422, "type-mismatch", "options"),
+            (#"{"target": "Employee/1", "keyPath": "salary", "options": [1]}"#, 422, "type-mismatch", "options"),
+            (#"{"target": "Employee/1", "keyPath": ""}"#, 400, "bad-key-path", nil),
+        ] as [(String, Int, String, String?)])
+    func invalidRegistrationsNameTheKey(body: String, status: Int, code: String, key: String?) throws {
+        try withService { client in
+            let response = try client.request("POST", "/observers", json: body)
+            #expect(response.status == status)
+            #expect(response.json?["error"]?["code"] == .string(code))
+            #expect(response.json?["error"]?["keyPath"] == key.map { PropertyListValue.string($0) })
+        }
+    }
+
     /// `object=` names a reference by its id too, and any object by its JSON, however spaced.
     @Test func theObjectFilterMatchesReferencesByIdAndObjectsByTheirJSON() throws {
         try withService { client in
