@@ -49,4 +49,17 @@ struct ChangeHistoryTests {
         history.append(Item(seq: 10, tag: 11, approximateByteCount: 5000))
         #expect(history.changes(after: 0).map(\.tag) == [10, 11])
     }
+
+    /// Shrinking drops whole seqs from the front down to the bytes asked for, never the newest seq.
+    @Test func shrinksToABudgetKeepingTheNewestSeq() {
+        var history = SequenceHistory<Item>(capacity: 1000, startingAt: 0)
+        for n in 1...10 { history.append(Item(seq: Int64(n), tag: n)) }
+        history.append(Item(seq: 10, tag: 11))
+        history.shrink(toBytes: 450)
+        #expect(history.changes(after: 0).map(\.tag) == [8, 9, 10, 11])
+        #expect(history.compactedThrough == 7)
+        history.shrink(toBytes: 0)
+        #expect(history.changes(after: 0).map(\.tag) == [10, 11])
+        #expect(history.compactedThrough == 9)
+    }
 }

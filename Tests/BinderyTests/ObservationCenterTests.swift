@@ -42,6 +42,45 @@ struct ObservationCenterTests {
         return result.withLock { $0 }
     }
 
+    /// An observer answers every `since` the store's history covers (API.md §7: `--history` changes), `prior`
+    /// notifications included (they are items of their own, not changes that take room from others).
+    @Test func anObserverKeepsAsManySeqsAsTheHistoryAlsoWithPrior() throws {
+        try withCenter(.init(historyCapacity: 40)) { document, center in
+            let (id, since) = try center.addObserver(
+                target: "Employee/4", keyPath: "salary", options: ["new", "prior"])
+            for salary in 1...40 { try document.set(.integer(Int64(salary)), "salary", of: "Employee/4") }
+            let changes = try poll(center, id, since: since)
+            #expect(changes.count == 80)
+            #expect(changes.last?["new"] == 40)
+        }
+    }
+
+    /// Observers' histories together stay within about four times `historyBytes` (each holds at most a sixteenth):
+    /// past it, the largest give up their oldest changes (answering 410 from before them) and keep the newest.
+    @Test func observerHistoriesTogetherStayWithinTheirBudget() throws {
+        try withCenter(.init(historyBytes: 16_000)) { document, center in
+            // 80 full histories of about 1,000 bytes hold more than the 64,000 all may.
+            var registered: [(id: String, since: Int64)] = []
+            for _ in 0..<80 {
+                registered.append(try center.addObserver(target: "Employee/4", keyPath: "salary", options: ["new"]))
+            }
+            for salary in 1...30 { try document.set(.integer(Int64(salary)), "salary", of: "Employee/4") }
+            usleep(300_000)  // a tick of the center's timer
+            var oldest: [Int64] = []
+            for (id, since) in registered {
+                let request = PollRequest(source: .observer(id), since: since, timeout: 0)
+                guard case .compacted(let first, _)? = answer(center, request) else {
+                    Issue.record("expected 410: each history is bounded on its own too")
+                    return
+                }
+                oldest.append(first)
+                #expect(try poll(center, id, since: first).last?["new"] == 30)
+            }
+            // Some gave up more than the others (without the budget, all would keep the same).
+            #expect(Set(oldest).count > 1)
+        }
+    }
+
     @Test func dependentKeyTwoLevelsDeepFiresOnAnyStepOfItsPath() throws {
         try withCenter { document, center in
             // Employee/7's department.payroll: payroll is employees.@sum.salary of the department.

@@ -20,7 +20,7 @@ typealias ChangeHistory = SequenceHistory<FeedChange>
 /// Holds at most `capacity` items and about `maxBytes` bytes of their values (older seqs beyond either are dropped;
 /// the newest seq is always kept); older ones are dropped whole seq by whole seq, and `compactedThrough` says up to
 /// which seq items may be missing, so a `since` below it is answered 410 rather than with a silent gap. The ring
-/// grows by doubling up to `capacity` (an observer's history of 10,000 items costs nothing until it fills). Not
+/// grows by doubling up to `capacity` (an observer's history costs nothing until changes come). Not
 /// thread-safe: confined to the observation queue.
 struct SequenceHistory<Item: Sequenced> {
     let capacity: Int
@@ -55,6 +55,15 @@ struct SequenceHistory<Item: Sequenced> {
         if count == ring.count { dropOldestSeq() }
         ring[(start + count) % ring.count] = change
         count += 1
+    }
+
+    /// Drops the oldest seqs until the items hold at most `limit` bytes (the newest seq is kept).
+    mutating func shrink(toBytes limit: Int) {
+        while bytes > limit, count > 1, let oldest = ring[start], let newest = ring[(start + count - 1) % ring.count],
+            oldest.seq < newest.seq
+        {
+            dropOldestSeq()
+        }
     }
 
     /// Drops the oldest item and the rest of its seq, so a seq is either wholly present or wholly compacted.

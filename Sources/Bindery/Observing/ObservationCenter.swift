@@ -504,6 +504,26 @@ public final class ObservationCenter: @unchecked Sendable {
         where observer.activeWaiters == 0 && now - observer.lastActivity > configuration.observerTTL {
             forget(observer: id)
         }
+        keepObserverHistoriesInBudget()
+    }
+
+    /// An observer keeps as many seqs of changes as the store's history (`--history`; a `prior` notification is an
+    /// item of its own, so twice as many items), and at most `historyBytes / 16` of them.
+    private var observerHistoryCapacity: Int { 2 * configuration.historyCapacity }
+
+    /// Observers' histories together hold about `4 × historyBytes` at most: beyond, the largest give up their oldest
+    /// seqs (a poll from before them is answered 410, never with a gap) until they fit. Checked at every tick, so
+    /// a burst may pass the budget for a tick.
+    private func keepObserverHistoriesInBudget() {
+        let budget = 4 * configuration.historyBytes
+        var total = 0
+        for observer in observers.values { total += observer.history.bytes }
+        guard total > budget else { return }
+        for observer in observers.values.sorted(by: { $0.history.bytes > $1.history.bytes }) where total > budget {
+            let before = observer.history.bytes
+            observer.history.shrink(toBytes: max(before / 2, before - (total - budget)))
+            total -= before - observer.history.bytes
+        }
     }
 
     static func now() -> Double {
@@ -724,7 +744,7 @@ public final class ObservationCenter: @unchecked Sendable {
                 KeyValueObserver(
                     id: id, target: .object(object), keyPath: keyPath, options: parsedOptions, since: since,
                     initialSeq: initialSeq, storedKey: storedKey, value: value,
-                    capacity: min(configuration.historyCapacity, 10_000), maxBytes: configuration.historyBytes / 16,
+                    capacity: observerHistoryCapacity, maxBytes: configuration.historyBytes / 16,
                     now: Self.now()))
             return (id, since)
         }
@@ -836,7 +856,7 @@ public final class ObservationCenter: @unchecked Sendable {
             let observer = KeyValueObserver(
                 id: id, target: parsedTarget, keyPath: keyPath, options: options, since: since,
                 initialSeq: initialSeq, storedKey: false, value: value,
-                capacity: min(configuration.historyCapacity, 10_000), maxBytes: configuration.historyBytes / 16,
+                capacity: observerHistoryCapacity, maxBytes: configuration.historyBytes / 16,
                 now: Self.now())
             observer.externalGeneration = state.generation
             install(observer)
