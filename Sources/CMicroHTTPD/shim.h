@@ -2,8 +2,10 @@
 #define BINDERY_CMICROHTTPD_SHIM_H
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/types.h>
@@ -20,6 +22,20 @@ static inline size_t bindery_mhd_unescape_none(void *cls, struct MHD_Connection 
     return strlen(s);
 }
 
+/* libmicrohttpd's error log (MHD_USE_ERROR_LOG), less the lines about a client that closed its connection while its
+   answer was being sent ("The socket is no longer available for sending", "The connection was forcibly closed by
+   remote peer"): that is how event streams end (a tab closed, an EventSource reconnecting), one line per stream,
+   which would drown the errors that matter. */
+static inline void bindery_mhd_log(void *cls, const char *format, va_list arguments) {
+    (void)cls;
+    char line[1024];
+    vsnprintf(line, sizeof line, format, arguments);
+    if (strstr(line, "no longer available") != NULL || strstr(line, "forcibly closed by remote peer") != NULL) {
+        return;
+    }
+    fputs(line, stderr);
+}
+
 /* MHD_OPTION_URI_LOG_CALLBACK's function: sees the request target whole, before libmicrohttpd splits off the query. */
 typedef void *(*bindery_mhd_uri_log_callback)(void *cls, const char *uri, struct MHD_Connection *connection);
 
@@ -34,6 +50,8 @@ static inline struct MHD_Daemon *bindery_mhd_start(unsigned int flags, MHD_Acces
                                                    size_t connection_memory_limit) {
     struct MHD_OptionItem options[16];
     int n = 0;
+    /* First: libmicrohttpd logs with its own logger until this option is read. */
+    options[n++] = (struct MHD_OptionItem){MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)bindery_mhd_log, NULL};
     options[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, completed_cls};
     options[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)connection, connection_cls};
     options[n++] = (struct MHD_OptionItem){MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)bindery_mhd_unescape_none, NULL};

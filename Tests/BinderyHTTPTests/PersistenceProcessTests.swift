@@ -127,6 +127,30 @@ struct PersistenceProcessTests {
         }
     }
 
+    /// An event stream the client closes is how streams end, not an error: libmicrohttpd's line about the socket
+    /// being gone is kept out of the log (its other lines are not).
+    @Test func aClosedEventStreamLeavesNoErrorInTheLog() throws {
+        try withTemporaryDataDirectory { data in
+            let server = try #require(try ServerProcess.start(data: data).0)
+            let client = server.client
+            for salary in 1...3 {
+                let socket = try client.connect()
+                let head = "GET /changes?since=1 HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n"
+                try client.send(Array(head.utf8), on: socket)
+                usleep(200_000)
+                _ = try client.request("PUT", "/objects/Employee/4/salary", json: "\(salary)")
+                usleep(200_000)
+                close(socket)
+                usleep(200_000)
+                _ = try client.request("PUT", "/objects/Employee/4/salary", json: "\(salary + 10)")
+                usleep(300_000)
+            }
+            #expect(server.terminate() == 0)
+            let stderr = String(decoding: server.errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            #expect(!stderr.contains("Failed to send"), "\(stderr)")
+        }
+    }
+
     /// A last snapshot that cannot be written shows in the exit status; the journal still holds every change.
     @Test func aFailedSnapshotAtShutdownExitsNonZeroAndLosesNothing() throws {
         try withTemporaryDataDirectory { data in
