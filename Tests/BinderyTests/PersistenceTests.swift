@@ -270,6 +270,28 @@ struct PersistenceTests {
         }
     }
 
+    /// After a crash, a data directory without any journal segment lost it (a run always has one after its newest
+    /// snapshot): the start says so rather than start silently at the snapshot.
+    @Test func aCrashWithoutAnyJournalSegmentIsReported() throws {
+        try withTemporaryDirectory { path in
+            let document = try openDocument(path, fsync: .always)
+            try document.set(1, "salary", of: "Employee/5")
+            let copy = try crashCopy(of: path)
+            defer { try? FileManager.default.removeItem(atPath: copy) }
+            for segment in try segments(in: copy) { try FileManager.default.removeItem(atPath: copy + "/" + segment) }
+            let reports = Reports()
+            let recovered = try openDocument(copy, reports: reports)
+            #expect(try recovered.value("salary", of: "Employee/5") != 1)
+            #expect(reports.all.contains { $0.contains("no journal segment") })
+            // A crash copy with its segment says nothing of the kind.
+            let intact = try crashCopy(of: path)
+            defer { try? FileManager.default.removeItem(atPath: intact) }
+            let quiet = Reports()
+            _ = try openDocument(intact, reports: quiet)
+            #expect(!quiet.all.contains { $0.contains("no journal segment") })
+        }
+    }
+
     @Test func crashWithoutCloseReplaysTheJournal() throws {
         try withTemporaryDirectory { path in
             let document = try openDocument(path, fsync: .always)

@@ -118,6 +118,14 @@ final class DocumentStorage: Sendable {
         } else {
             seededSeq = nil
             snapshotSeq = try Self.loadNewestSnapshot(snapshots, in: directory, into: store, report: report)
+            if recoveredFromCrash && segments.isEmpty {
+                // A run always has a segment after its newest snapshot (it is opened before the old ones go): none
+                // after a crash means it was removed, and what it held (if anything) is lost. Said, not refused: a
+                // crash between seeding's snapshot and its first segment leaves the same, with nothing lost.
+                report(
+                    "no journal segment in \(path) after a crash: changes after the snapshot of seq \(snapshotSeq), if "
+                        + "there were any, are lost")
+            }
             (savedSeq, uneditedContentSeq) = Self.savedState(in: directory)
             replayed = try Self.replay(segments, in: directory, into: store, report: report)
             let seq = store.seq
