@@ -23,7 +23,16 @@ enum ModelEdit: Sendable {
     /// request's own and is thrown as it is.
     func apply(in transaction: Transaction) throws -> ObjectID? {
         switch self {
-        case .create(let entity, let values, let owner, let index):
+        case .create(let entity, var values, let owner, let index):
+            if let owner {
+                // The relationship's inverse is the insert's to set: a value for it (the owner named again, say)
+                // would put the object in the relationship first, and the insert would find it there.
+                let (ownerID, key) = try transaction.toManyOwner(owner.keyPath, of: owner.object)
+                if let inverse = transaction.view.model.entity(named: ownerID.entity)?.relationship(named: key)?.inverse
+                {
+                    values.removeValue(forKey: inverse)
+                }
+            }
             let object = try transaction.insert(entity, values: values)
             if let owner {
                 try transaction.insert(object, at: index, intoKeyPath: owner.keyPath, of: owner.object)

@@ -271,6 +271,25 @@ struct ControllerRoutesTests {
         }
     }
 
+    /// Values naming the content relationship's inverse (the department of a department's employees) are the
+    /// insert's to set: the department named again, or another, gives an object in the content's relationship.
+    @Test func addWithTheContentsInverseNamed_insertsIntoTheContent() throws {
+        try withService { client in
+            for named in ["Department/1", "Department/2"] {
+                let add = try client.request(
+                    "POST", "/controllers/employees/add",
+                    json: #"{"object": {"firstName": "Ada", "lastName": "Byron", "department": {"$ref": "\#(named)"}}}"#
+                )
+                #expect(add.status == 200, "\(named): \(add.text)")
+                #expect(
+                    try client.request("GET", "/controllers/employees/selection/department").json == [
+                        "$ref": "Department/1"
+                    ])
+            }
+            #expect(try lastNames(client).filter { $0 == "Byron" }.count == 2)
+        }
+    }
+
     @Test func aDeeplyNestedPredicateIsRefusedAndTheServerLivesOn() throws {
         try withService { client in
             let deep = String(repeating: "(", count: 50_000) + "salary > 1" + String(repeating: ")", count: 50_000)
