@@ -29,6 +29,9 @@ final class TreeController: Controller {
     var watchedKeys: Set<String> = []
     /// Keys whose change on any object may change the tree (later steps of the key paths).
     var indirectKeys: Set<String> = []
+    /// With `automaticallyRearrangesObjects`, the sort and filter keys (every step): their change re-arranges the
+    /// tree, insertions' placements included, as an array controller re-sorts its inserted objects.
+    var rearrangingKeys: Set<String> = []
     /// The last rebuild stopped expanding at `maxNodes`.
     var isTruncated = false
     /// Where insertions put their nodes, in order: kept there, unsorted, through the rebuilds that later commits
@@ -58,8 +61,14 @@ final class TreeController: Controller {
 
     override var selectedObjects: [ObjectID] { selectionIndexPaths.compactMap { node(at: $0)?.object } }
 
-    /// `addChild:` and `insertChild:` need exactly one selected node whose children are a to-many relationship.
-    var canAddChild: Bool { options.editable && selectionIndexPaths.count == 1 && !selectedObjects.isEmpty }
+    /// `addChild:` and `insertChild:` need exactly one selected node whose children are a to-many relationship, and
+    /// that is no leaf (NSTreeController disables adding children to a node its `leafKeyPath` says is a leaf).
+    var canAddChild: Bool {
+        guard options.editable, selectionIndexPaths.count == 1, let node = node(at: selectionIndexPaths[0]) else {
+            return false
+        }
+        return !node.isLeaf
+    }
 
     // MARK: Building
 
@@ -73,15 +82,21 @@ final class TreeController: Controller {
         case .record(let record):
             if !needsRebuild {
                 var touchesTree = false
-                needsRebuild = record.changes.contains { change in
-                    guard let target = change.target, let key = change.key else { return change.kind == .reset }
-                    guard nodeSet.contains(target) || contentSet.contains(target) else {
-                        return indirectKeys.contains(key)
+                var rearranges = false
+                for change in record.changes {
+                    guard let target = change.target, let key = change.key else {
+                        if change.kind == .reset { needsRebuild = true }
+                        continue
                     }
-                    touchesTree = true
-                    return watchedKeys.contains(key)
+                    let inTree = nodeSet.contains(target) || contentSet.contains(target)
+                    touchesTree = touchesTree || inTree
+                    if inTree ? watchedKeys.contains(key) : indirectKeys.contains(key) {
+                        needsRebuild = true
+                        rearranges = rearranges || rearrangingKeys.contains(key)
+                    }
                 }
                 if touchesTree && !needsRebuild { context.emit(self, .arrangedObjects) }
+                if rearranges { placements = [] }
             }
             if !needsRebuild && !selectionIndexPaths.isEmpty { context.emit(self, .selection) }
         }
@@ -91,13 +106,21 @@ final class TreeController: Controller {
     func computeWatchedKeys(model: ObjectModel) {
         var direct: Set<String> = []
         var indirect: Set<String> = []
-        var paths = [childrenKeyPath] + [description.leafKeyPath].compactMap { $0 }
-        if options.automaticallyRearrangesObjects {
-            paths += description.sortDescriptors.map(\.key) + (description.filterPredicate?.keyPaths ?? [])
-        }
+        let paths = [childrenKeyPath] + [description.leafKeyPath].compactMap { $0 }
         for path in paths { model.collectKeys(of: path, direct: &direct, indirect: &indirect) }
+        var rearranging: Set<String> = []
+        if options.automaticallyRearrangesObjects {
+            let sortAndFilter = description.sortDescriptors.map(\.key) + (description.filterPredicate?.keyPaths ?? [])
+            var sortDirect: Set<String> = []
+            var sortIndirect: Set<String> = []
+            for path in sortAndFilter { model.collectKeys(of: path, direct: &sortDirect, indirect: &sortIndirect) }
+            direct.formUnion(sortDirect)
+            indirect.formUnion(sortIndirect)
+            rearranging = sortDirect.union(sortIndirect)
+        }
         watchedKeys = direct.union(indirect)
         indirectKeys = indirect
+        rearrangingKeys = rearranging
     }
 
     /// Re-arranges: every level sorted again, insertions' placements forgotten.
@@ -152,7 +175,11 @@ final class TreeController: Controller {
         if options.preservesSelection {
             selection = oldSelected.compactMap { indexPath(of: $0) }
         } else {
-            selection = oldSelection.filter { node(at: $0) != nil }
+            // The same paths, but not those whose objects left the tree (removed), as an array controller drops the
+            // indexes of removed objects.
+            selection = oldSelection.filter { path in
+                node(at: path) != nil && (Self.node(at: path, in: oldRoots).map { seen.contains($0.object) } ?? true)
+            }
         }
         if selection.isEmpty, options.avoidsEmptySelection, !roots.isEmpty {
             if let first = oldSelection.first {
@@ -378,6 +405,9 @@ final class TreeController: Controller {
             guard let path = selectionIndexPaths.first, let parentNode = node(at: path),
                 let entity = model.destinationEntity(from: parentNode.object.entity, keyPath: childrenKeyPath)
             else { throw ObjectGraphError.actionDisabled(action, of: name, "select one node to add a child to.") }
+            guard !parentNode.isLeaf else {
+                throw ObjectGraphError.actionDisabled(action, of: name, "\(parentNode.object) is a leaf.")
+            }
             let parent = parentNode.object
             let children = RelationshipOwner(object: parent, keyPath: childrenKeyPath)
             let count = (try? view.value(forKeyPath: childrenKeyPath, of: parent))?.objectIDs.count ?? 0
@@ -393,19 +423,26 @@ final class TreeController: Controller {
                 action: action, edit: .create(entity: entity, values: values, owner: children, index: at),
                 placement: Placement(parent: parent, position: position))
         default:
-            guard let entity = contentEntity else {
-                throw ObjectGraphError.actionDisabled(action, of: name, "the content's entity is not known.")
-            }
             // NSTreeController's add: puts the new object after the selection at the same depth; insert: at the
             // selection's index path. Without a selection, both append to the roots. `didInsert` places the node there.
             guard let path = selectionIndexPaths.first, let last = path.last, let selected = node(at: path)?.object
             else {
+                guard let entity = contentEntity else {
+                    throw ObjectGraphError.actionDisabled(action, of: name, "the content's entity is not known.")
+                }
                 return InsertionPlan(
                     action: action, edit: .create(entity: entity, values: values, owner: owner, index: nil),
                     placement: Placement(parent: nil, position: .last))
             }
             let offset = action == "add" ? 1 : 0
             let parentNode = path.count > 1 ? node(at: Array(path.dropLast())) : nil
+            // A sibling of a child is of the children's entity (a tree of departments and their employees).
+            guard
+                let entity = parentNode.map({
+                    model.destinationEntity(from: $0.object.entity, keyPath: childrenKeyPath)
+                })
+                    ?? contentEntity
+            else { throw ObjectGraphError.actionDisabled(action, of: name, "the new node's entity is not known.") }
             let siblings = parentNode.map { RelationshipOwner(object: $0.object, keyPath: childrenKeyPath) } ?? owner
             let at = siblings.flatMap { position(of: selected, in: $0) }.map { $0 + offset }
             // add: after the selected node; insert: where it is, so after the sibling before it.

@@ -271,6 +271,89 @@ struct TreeControllerTests {
         #expect(try objectAt(h, [0, 1]) == ref("Employee/bob"))
     }
 
+    /// With `automaticallyRearrangesObjects`, a sort key's change re-arranges the whole tree, the nodes its own
+    /// insertions placed included (as an array controller re-sorts its inserted objects).
+    @Test func tree_automaticallyRearranging_sortKeyChange_resortsInsertedNodesToo() throws {
+        let h = try Harness()
+        try h.make([
+            "name": "org", "kind": "tree", "content": "Employee", "filterPredicate": "manager == nil",
+            "childrenKeyPath": "directReports", "sortDescriptors": [["key": "lastName"]],
+            "automaticallyRearrangesObjects": true,
+        ])
+        try h.registry.setSelectionIndexPaths([[0]], controller: "org")
+        try h.registry.perform(
+            "insertChild", controller: "org",
+            body: ["index": 0, "object": ["firstName": "Zed", "lastName": "Zorn", "department": ref("Department/1")]])
+        #expect(try h.value("selection.lastName", of: "org") == "Zorn")
+        #expect(try h.value("selectionIndexPaths", of: "org") == [[0, 0]])  // Zorn, Baker, Cole
+        try h.set("lastName", of: "Employee/cy", to: "Aab")
+        #expect(try objectAt(h, [0, 0]) == ref("Employee/cy"))  // Aab, Baker, Zorn
+        #expect(try objectAt(h, [0, 1]) == ref("Employee/bob"))
+        #expect(try h.value("selectionIndexPaths", of: "org") == [[0, 2]])
+    }
+
+    /// A node its `leafKeyPath` calls a leaf takes no children (NSTreeController disables adding them).
+    @Test func tree_leafNode_cannotAddChildren() throws {
+        let h = try Harness()
+        try h.make([
+            "name": "org", "kind": "tree", "content": "Employee", "filterPredicate": "manager == nil",
+            "childrenKeyPath": "directReports", "leafKeyPath": "active", "sortDescriptors": [["key": "lastName"]],
+        ])
+        try h.set("active", of: "Employee/ann", to: false)  // `active` is true by default: a leaf
+        try h.registry.setSelectionIndexPaths([[0]], controller: "org")
+        #expect(try h.value("canAddChild", of: "org") == true)
+        try h.set("active", of: "Employee/ann", to: true)
+        #expect(try h.value("canAddChild", of: "org") == false)
+        #expect(try h.value("canInsertChild", of: "org") == false)
+        let count = h.store.read { $0.objectCount }
+        for action in ["addChild", "insertChild"] {
+            expectError("action-disabled", status: 409) {
+                try h.registry.perform(
+                    action, controller: "org",
+                    body: ["object": ["firstName": "K", "lastName": "L", "department": ref("Department/1")]])
+            }
+        }
+        #expect(h.store.read { $0.objectCount } == count)
+    }
+
+    /// In a tree of departments and their employees, a node added next to an employee is an employee.
+    @Test func tree_addNextToAChildOfAnotherEntity_createsTheChildrensEntity() throws {
+        let h = try Harness()
+        try h.make([
+            "name": "depts", "kind": "tree", "content": "Department", "childrenKeyPath": "employees",
+            "sortDescriptors": [["key": "name"]],
+        ])
+        try h.registry.setSelectionIndexPaths([[2, 0]], controller: "depts")  // Sales: Ann
+        #expect(try h.value("selection.firstName", of: "depts") == "Ann")
+        try h.registry.perform(
+            "add", controller: "depts", body: ["object": ["firstName": "Kim", "lastName": "Kahn"]])
+        #expect(try h.value("selection.lastName", of: "depts") == "Kahn")
+        #expect(try h.value("selection.department", of: "depts") == ref("Department/1"))
+        #expect(try h.value("selectionIndexPaths", of: "depts") == [[2, 1]])
+    }
+
+    /// Without `preservesSelection` the selection keeps its index paths, but not those of removed nodes: with
+    /// `avoidsEmptySelection` off, removing the selection leaves nothing selected (as an array controller).
+    @Test func tree_remove_withoutPreservingOrAvoidingEmptySelection_selectsNothing() throws {
+        let h = try Harness()
+        try h.make([
+            "name": "org", "kind": "tree", "content": "Employee", "filterPredicate": "manager == nil",
+            "childrenKeyPath": "directReports", "sortDescriptors": [["key": "lastName"]],
+            "preservesSelection": false, "avoidsEmptySelection": false,
+        ])
+        try h.registry.setSelectionIndexPaths([[0, 0]], controller: "org")  // Ann: Baker, Cole
+        try h.registry.perform("remove", controller: "org")
+        #expect(h.store.read { $0.contains(id("Employee/bob")) } == false)
+        #expect(try objectAt(h, [0, 0]) == ref("Employee/cy"))  // not selected in Baker's place
+        #expect(try h.value("selectionIndexPaths", of: "org") == [])
+        // Paths of nodes that stay are kept as they are: the node now at the path is selected.
+        try h.registry.setSelectionIndexPaths([[0]], controller: "org")
+        try h.set("lastName", of: "Employee/ann", to: "Zeta")
+        try h.registry.perform("rearrangeObjects", controller: "org")
+        #expect(try h.value("selectionIndexPaths", of: "org") == [[0]])
+        #expect(try h.value("selection.lastName", of: "org") == "Dunn")
+    }
+
     @Test func tree_structureChange_rebuildsEvenWithoutAutomaticRearranging() throws {
         let h = try harness()
         try h.set("lastName", of: "Employee/bob", to: "Zeta")
