@@ -180,6 +180,14 @@ struct SortDescriptorTests {
         #expect(
             try sortedValues(["Ａbc", "abd", "ℌilbert", "Hilbert", "Ǆemal", "Dzemal", "Abc"], .localizedStandardCompare)
                 == ["Abc", "Ａbc", "abd", "Dzemal", "Ǆemal", "Hilbert", "ℌilbert"])
+        // Numbers in compatibility forms join no run of digits (ICU's root collation, numeric).
+        #expect(
+            try sortedValues(["11", "1½", "10", "2", "1"], .localizedStandardCompare) == ["1", "1½", "2", "10", "11"])
+        #expect(
+            try sortedValues(["Track 24", "Track 2³", "Track 10"], .localizedStandardCompare) == [
+                "Track 2³", "Track 10", "Track 24",
+            ])
+        #expect(try sortedValues(["x⑩", "x10", "x①", "x9"], .localizedStandardCompare) == ["x9", "x10", "x①", "x⑩"])
     }
 
     /// Foundation's order (checked with swift-corelibs-foundation's CFString): `compare:` and

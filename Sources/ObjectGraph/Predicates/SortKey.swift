@@ -55,14 +55,23 @@ enum SortKey: Sendable {
     /// then letters and everything else), then its code point within the group. A run of decimal digits (of any
     /// script) becomes the digits' weight, its length without leading zeros, then its digit values: a shorter number
     /// is smaller, and equal lengths compare digit by digit. Without `diacriticInsensitive`, accents count (the first
-    /// tie-break); with it, compatibility forms count as what they stand for (full-width `Ａ`, `ℌ`, `ﬁ`, `²`:
-    /// `NSWidthInsensitiveSearch` and the root collation's primary weights), and the letters that have no
+    /// tie-break); with it, compatibility forms count as what they stand for (full-width `Ａ`, `ℌ`, `ﬁ`:
+    /// `NSWidthInsensitiveSearch` and the root collation's primary weights) except numbers, which no run of digits
+    /// takes in (`²`, `③`, `½` stay symbols of their own, as ICU sorts them), and the letters that have no
     /// decomposition but sort with a base letter in the root collation (`ø`, `æ`, `ł`...) are spelled with it.
     private static func standardScalars(_ string: String, diacriticInsensitive: Bool) -> [UInt32] {
         var folded: String
         if diacriticInsensitive, !StringFolding.isASCII(string) {
-            folded = StringFolding.fold(
-                string.decomposedStringWithCompatibilityMapping, caseInsensitive: true, diacriticInsensitive: true)
+            var compatible = String.UnicodeScalarView()
+            for scalar in string.unicodeScalars {
+                if scalar.isASCII || scalar.properties.numericType != nil {
+                    compatible.append(scalar)
+                } else {
+                    compatible.append(
+                        contentsOf: String(scalar).decomposedStringWithCompatibilityMapping.unicodeScalars)
+                }
+            }
+            folded = StringFolding.fold(String(compatible), caseInsensitive: true, diacriticInsensitive: true)
             folded = String(folded.unicodeScalars.lazy.flatMap { Self.baseLetters[$0] ?? String($0) })
         } else {
             folded = StringFolding.fold(string, caseInsensitive: true, diacriticInsensitive: diacriticInsensitive)
