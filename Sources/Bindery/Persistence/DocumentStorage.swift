@@ -193,8 +193,13 @@ final class DocumentStorage: Sendable {
 
     /// Puts the store back in the state the data directory holds (its newest snapshot and the journal), dropping
     /// what was committed in memory after the last record written, and what of it was not delivered yet.
+    ///
+    /// Not from a directory that is no longer the one locked (removed or replaced, `DataDirectory.checkInPlace`):
+    /// what is at its path now is another store, or nothing. The store then stays as it is (changes are refused until
+    /// restart, and `/healthz` says so).
     private static func reload(_ store: ObjectStore, from directory: DataDirectory, report: (String) -> Void) {
         do throws(ObjectGraphError) {
+            try directory.checkInPlace()
             let durable = ObjectStore(model: store.model)
             let (snapshots, segments) = try directory.contents()
             _ = try loadNewestSnapshot(snapshots, in: directory, into: durable, report: report)

@@ -245,13 +245,23 @@ final class Journal: Sendable {
                 + "it, and changes are refused until it is.")
     }
 
-    /// Looks whether the current segment was removed (no link left) since the last write, and if so starts its
+    /// Looks whether the data directory is still in place (else the journal fails) and whether the current segment
+    /// was removed (no link left) since the last write, and if so starts its
     /// recovery (scheduled): without it, a segment removed while no change comes would be found only at the next
     /// change, and a crash before that would lose what it held.
     func checkSegment() {
         let file: OwnedFileDescriptor? = state.withLock { state in
             guard case .open(let file, _) = state.lifecycle, !state.segmentLost else { return nil }
             return file
+        }
+        // A data directory moved away keeps the segment's link: the journal would go on in the moved directory, while
+        // everything else written by name fails. It fails now, and `/healthz` says so.
+        if file != nil {
+            do throws(ObjectGraphError) {
+                try directory.checkInPlace()
+            } catch {
+                return fail(error)
+            }
         }
         guard countsLinks, let file, Self.linkCount(of: file) == 0 else { return }
         state.withLock { $0.segmentLost = true }
