@@ -127,7 +127,8 @@ public final class BinderyService: HTTPResponder {
             return .response(.error(.badQuery("The query is not valid percent-encoded UTF-8.")))
         }
         // Bodies are read as sent: a compressed one would be read as JSON and fail confusingly (or, by chance, not).
-        if let coding = request.header("Content-Encoding"),
+        // A request without a body has nothing encoded.
+        if !request.body.isEmpty, let coding = request.header("Content-Encoding"),
             coding.split(separator: ",").contains(where: {
                 $0.trimmingCharacters(in: .whitespaces).lowercased() != "identity"
             })

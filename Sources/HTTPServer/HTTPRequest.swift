@@ -117,18 +117,21 @@ public struct HTTPRequest: Sendable {
         }
         // Nothing to decode: the bytes are already valid UTF-8 (a String's bytes cut at ASCII boundaries).
         guard escaped else { return String(decoding: raw, as: UTF8.self) }
-        guard let decoded = percentDecode(raw, plusIsSpace: false), !decoded.utf8.contains(0) else { return nil }
+        guard let decoded = percentDecode(raw, asForm: false), !decoded.utf8.contains(0) else { return nil }
         return decoded
     }
 
     /// Percent-decodes bytes into a string; nil on a bad escape or invalid UTF-8.
-    static func percentDecode(_ bytes: some Collection<UInt8>, plusIsSpace: Bool) -> String? {
-        if !bytes.contains(where: { $0 == UInt8(ascii: "%") || (plusIsSpace && $0 == UInt8(ascii: "+")) }) {
+    ///
+    /// `asForm` decodes as a form (the query, WHATWG's application/x-www-form-urlencoded): `+` is a space, and a `%`
+    /// without two hex digits after it is itself (`?q=100%` is "100%"), so only bytes that are not UTF-8 fail.
+    static func percentDecode(_ bytes: some Collection<UInt8>, asForm: Bool) -> String? {
+        if !bytes.contains(where: { $0 == UInt8(ascii: "%") || (asForm && $0 == UInt8(ascii: "+")) }) {
             return String(validating: bytes, as: UTF8.self)  // nothing to decode
         }
+        let bytes = Array(bytes)
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count)
-        var iterator = bytes.makeIterator()
         func hexValue(_ byte: UInt8) -> UInt8? {
             switch byte {
             case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
@@ -137,14 +140,21 @@ public struct HTTPRequest: Sendable {
             default: nil
             }
         }
-        while let byte = iterator.next() {
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            index += 1
             switch byte {
             case UInt8(ascii: "%"):
-                guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
-                    return nil
+                guard index + 1 < bytes.count, let high = hexValue(bytes[index]), let low = hexValue(bytes[index + 1])
+                else {
+                    guard asForm else { return nil }
+                    out.append(byte)
+                    continue
                 }
                 out.append(high << 4 | low)
-            case UInt8(ascii: "+") where plusIsSpace:
+                index += 2
+            case UInt8(ascii: "+") where asForm:
                 out.append(UInt8(ascii: " "))
             default:
                 out.append(byte)

@@ -356,8 +356,8 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    /// The query parameters, percent-decoded with `+` as a space, and whether they all decoded: an undecodable name or
-    /// value is kept as a replacement character so that the application can refuse the request.
+    /// The query parameters, decoded as a form (`HTTPRequest.percentDecode`), and whether they all decoded: a name or
+    /// value that is not UTF-8 is kept as a replacement character so that the application can refuse the request.
     private static func query(of connection: OpaquePointer) -> (
         parameters: [(name: String, value: String)], decodes: Bool
     ) {
@@ -366,7 +366,7 @@ public final class HTTPServer: Sendable {
             func decoded(_ text: UnsafePointer<CChar>) -> String {
                 let bytes = UnsafeBufferPointer(
                     start: UnsafeRawPointer(text).assumingMemoryBound(to: UInt8.self), count: strlen(text))
-                guard let decoded = HTTPRequest.percentDecode(bytes, plusIsSpace: true) else {
+                guard let decoded = HTTPRequest.percentDecode(bytes, asForm: true) else {
                     decodes = false
                     return "\u{FFFD}"
                 }

@@ -145,6 +145,8 @@ struct ServiceTests {
                 #expect(response.header("Accept-Encoding") == "identity")
             }
             #expect(try client.request("GET", "/objects/Employee/4/salary").json != 150011)
+            // Nothing is encoded in a request without a body.
+            #expect(try client.request("GET", "/healthz", headers: ["Content-Encoding": "gzip"]).status == 200)
             let identity = try client.request(
                 "PUT", "/objects/Employee/4/salary", headers: ["Content-Encoding": "Identity"], json: "150011")
             #expect(identity.status == 200)
@@ -166,6 +168,16 @@ struct ServiceTests {
             let replacement = try client.request("GET", "/objects/Employee?filter=lastName%20%3D%3D%20%27%EF%BF%BD%27")
             #expect(replacement.status == 200)
             #expect(replacement.json?["count"] == 0)
+            // Decoded as a form (WHATWG): a `%` without two hex digits is itself.
+            for target in ["/objects/Employee?filter=lastName%20%3D%3D%20%27100%%27", "/healthz?x=%zz&y=%", "/?q=%2"] {
+                #expect(try client.request("GET", target).status == 200, "\(target)")
+            }
+            #expect(
+                try client.request("GET", "/objects/Employee?filter=lastName%20BEGINSWITH%20%27Hop%%27").json?["count"]
+                    == 0)
+            #expect(
+                try client.request("GET", "/objects/Employee?filter=lastName%20BEGINSWITH%20%27Hop%27").json?["count"]
+                    == 1)
         }
     }
 
