@@ -37,6 +37,10 @@ extension BinderyService {
             metric(
                 "bindery_event_streams", "gauge", "Open server-sent event streams.", [("", String(statistics.streams))])
             metric("bindery_observers", "gauge", "Registered KVO observers.", [("", String(statistics.observers))])
+            metric(
+                "bindery_observer_history_bytes", "gauge",
+                "About what the observers' change histories hold in memory (at most about 4 x --history-bytes).",
+                [("", String(statistics.observerHistoryBytes))])
             metric("bindery_controllers", "gauge", "Mediating controllers.", [("", String(controllers.names.count))])
             metric(
                 "bindery_http_connections", "gauge",

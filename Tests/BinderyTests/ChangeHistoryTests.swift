@@ -50,12 +50,20 @@ struct ChangeHistoryTests {
         #expect(history.changes(after: 0).map(\.tag) == [10, 11])
     }
 
-    /// Shrinking drops whole seqs from the front down to the bytes asked for, never the newest seq.
+    /// Shrinking drops whole seqs from the front down to the bytes asked for (values and slots), never the newest
+    /// seq, and gives back the ring's room.
     @Test func shrinksToABudgetKeepingTheNewestSeq() {
         var history = SequenceHistory<Item>(capacity: 1000, startingAt: 0)
+        for n in 1...40 { history.append(Item(seq: Int64(n), tag: n)) }
+        let grown = history.memoryBytes
+        history.shrink(toBytes: 0)
+        #expect(history.changes(after: 0).map(\.tag) == [40])
+        #expect(history.memoryBytes < grown / 2)
+        history = SequenceHistory<Item>(capacity: 1000, startingAt: 0)
         for n in 1...10 { history.append(Item(seq: Int64(n), tag: n)) }
         history.append(Item(seq: 10, tag: 11))
-        history.shrink(toBytes: 450)
+        // Four items' values and the ring's least room (16 slots).
+        history.shrink(toBytes: 4 * 100 + 16 * MemoryLayout<Item?>.stride)
         #expect(history.changes(after: 0).map(\.tag) == [8, 9, 10, 11])
         #expect(history.compactedThrough == 7)
         history.shrink(toBytes: 0)

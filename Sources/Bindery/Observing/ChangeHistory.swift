@@ -57,13 +57,26 @@ struct SequenceHistory<Item: Sequenced> {
         count += 1
     }
 
-    /// Drops the oldest seqs until the items hold at most `limit` bytes (the newest seq is kept).
+    /// About what the history costs in memory: its items' values and its ring's slots (a slot is taken whether an item
+    /// is in it or not; the ring doubles as it grows).
+    var memoryBytes: Int { bytes + ring.count * MemoryLayout<Item?>.stride }
+
+    /// Drops the oldest seqs until the items with their slots cost at most `limit` bytes (the newest seq is kept),
+    /// then gives back the ring's room beyond twice what is left.
     mutating func shrink(toBytes limit: Int) {
-        while bytes > limit, count > 1, let oldest = ring[start], let newest = ring[(start + count - 1) % ring.count],
-            oldest.seq < newest.seq
+        let slot = MemoryLayout<Item?>.stride
+        // With the room the ring keeps (twice what is left), so that it then costs at most `limit`.
+        while bytes + max(16, count * 2) * slot > limit, count > 1, let oldest = ring[start],
+            let newest = ring[(start + count - 1) % ring.count], oldest.seq < newest.seq
         {
             dropOldestSeq()
         }
+        let room = max(16, count * 2)
+        guard ring.count > room else { return }
+        var items = (0..<count).map { ring[(start + $0) % ring.count] }
+        items.append(contentsOf: repeatElement(nil, count: room - count))
+        ring = items
+        start = 0
     }
 
     /// Drops the oldest item and the rest of its seq, so a seq is either wholly present or wholly compacted.

@@ -349,9 +349,14 @@ public final class ObservationCenter: @unchecked Sendable {
         return try queue.sync(execute: body)
     }
 
-    /// Counts for `/metrics`: waiting long-polls, event streams, observers, and the seq last processed.
-    public var statistics: (waiters: Int, streams: Int, observers: Int, processedSeq: Int64) {
-        onQueue { (waiters.count, subscribers.count, observers.count, processedSeq) }
+    /// Counts for `/metrics`: waiting long-polls, event streams, observers, what their histories cost together
+    /// (`keepObserverHistoriesInBudget`), and the seq last processed.
+    public var statistics: (waiters: Int, streams: Int, observers: Int, observerHistoryBytes: Int, processedSeq: Int64)
+    {
+        onQueue {
+            let historyBytes = observers.values.reduce(0) { $0 + $1.history.memoryBytes }
+            return (waiters.count, subscribers.count, observers.count, historyBytes, processedSeq)
+        }
     }
 
     private func currentSeq(of source: PollRequest.Source) -> Int64 {
@@ -507,22 +512,30 @@ public final class ObservationCenter: @unchecked Sendable {
         keepObserverHistoriesInBudget()
     }
 
-    /// An observer keeps as many seqs of changes as the store's history (`--history`; a `prior` notification is an
-    /// item of its own, so twice as many items), and at most `historyBytes / 16` of them.
-    private var observerHistoryCapacity: Int { 2 * configuration.historyCapacity }
+    /// An observer keeps as many seqs of changes as the store's history (`--history`; with `prior`, whose
+    /// notifications are items of their own, twice as many items), and at most `historyBytes / 16` of them.
+    private func observerHistoryCapacity(_ options: KeyValueObserver.Options) -> Int {
+        options.contains(.prior) ? 2 * configuration.historyCapacity : configuration.historyCapacity
+    }
 
-    /// Observers' histories together hold about `4 × historyBytes` at most: beyond, the largest give up their oldest
-    /// seqs (a poll from before them is answered 410, never with a gap) until they fit. Checked at every tick, so
-    /// a burst may pass the budget for a tick.
+    /// When the observers' histories were last held to their budget (`keepObserverHistoriesInBudget`).
+    private var lastBudgetCheck = 0.0
+
+    /// Observers' histories together cost about `4 × historyBytes` at most (`SequenceHistory.memoryBytes`: values and
+    /// ring slots): beyond, the largest give up their oldest seqs (a poll from before them is answered 410, never
+    /// with a gap) until they fit. Checked at every tick and, while commits keep the queue busy, after their
+    /// batches every 50 ms.
     private func keepObserverHistoriesInBudget() {
+        lastBudgetCheck = Self.now()
         let budget = 4 * configuration.historyBytes
         var total = 0
-        for observer in observers.values { total += observer.history.bytes }
+        for observer in observers.values { total += observer.history.memoryBytes }
         guard total > budget else { return }
-        for observer in observers.values.sorted(by: { $0.history.bytes > $1.history.bytes }) where total > budget {
-            let before = observer.history.bytes
+        for observer in observers.values.sorted(by: { $0.history.memoryBytes > $1.history.memoryBytes })
+        where total > budget {
+            let before = observer.history.memoryBytes
             observer.history.shrink(toBytes: max(before / 2, before - (total - budget)))
-            total -= before - observer.history.bytes
+            total -= before - observer.history.memoryBytes
         }
     }
 
@@ -574,6 +587,7 @@ public final class ObservationCenter: @unchecked Sendable {
                 info: .objectsDidChange(inserted: inserted, updated: updated, deleted: deleted))
         }
         wakeWaiters()
+        if Self.now() - lastBudgetCheck >= 0.05 { keepObserverHistoriesInBudget() }
     }
 
     /// `first`, then the ids of `second` not in it.
@@ -744,7 +758,7 @@ public final class ObservationCenter: @unchecked Sendable {
                 KeyValueObserver(
                     id: id, target: .object(object), keyPath: keyPath, options: parsedOptions, since: since,
                     initialSeq: initialSeq, storedKey: storedKey, value: value,
-                    capacity: observerHistoryCapacity, maxBytes: configuration.historyBytes / 16,
+                    capacity: observerHistoryCapacity(parsedOptions), maxBytes: configuration.historyBytes / 16,
                     now: Self.now()))
             return (id, since)
         }
@@ -856,7 +870,7 @@ public final class ObservationCenter: @unchecked Sendable {
             let observer = KeyValueObserver(
                 id: id, target: parsedTarget, keyPath: keyPath, options: options, since: since,
                 initialSeq: initialSeq, storedKey: false, value: value,
-                capacity: observerHistoryCapacity, maxBytes: configuration.historyBytes / 16,
+                capacity: observerHistoryCapacity(options), maxBytes: configuration.historyBytes / 16,
                 now: Self.now())
             observer.externalGeneration = state.generation
             install(observer)
