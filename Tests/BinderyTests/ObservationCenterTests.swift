@@ -80,6 +80,31 @@ struct ObservationCenterTests {
         }
     }
 
+    /// A poll is not answered before the queue has processed the seq a client may have been told (`notBefore`, set
+    /// to the acknowledged seq when the poll comes): its `last` never goes below it, even with `timeout=0`.
+    @Test func aPollWaitsForTheSeqItsClientMayHaveBeenTold() throws {
+        try withCenter { document, center in
+            let current = document.store.seq
+            var request = PollRequest(source: .store(entity: nil), since: current, timeout: 0)
+            request.notBefore = current + 1
+            let result = Mutex<PollAnswer?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            center.poll(request) { answer in
+                result.withLock { $0 = answer }
+                done.signal()
+            }
+            #expect(done.wait(timeout: .now() + 0.2) == .timedOut)
+            try document.set(7, "salary", of: "Employee/4")
+            #expect(done.wait(timeout: .now() + 5) == .success)
+            guard case .items(let json, _)? = result.withLock({ $0 }) else {
+                Issue.record("expected changes")
+                return
+            }
+            #expect(json["last"] == .integer(current + 1))
+            #expect(json["changes"]?.arrayValue?.first?["new"] == 7)
+        }
+    }
+
     @Test func dependentKeyTwoLevelsDeepFiresOnAnyStepOfItsPath() throws {
         try withCenter { document, center in
             // Employee/7's department.payroll: payroll is employees.@sum.salary of the department.

@@ -75,6 +75,9 @@ public final class ObservationCenter: @unchecked Sendable {
     public let queue: DispatchQueue
     public let configuration: Configuration
     private let store: ObjectStore
+    /// The seq a response may tell a client now (`Document.acknowledgedSeq` of the store's): a poll is answered no
+    /// earlier than the queue has processed it (see `poll`).
+    private let toldSeq: @Sendable () -> Int64
     private var history: ChangeHistory
     /// The seq of the last record processed here: the `last` of every answer.
     private var processedSeq: Int64
@@ -162,6 +165,7 @@ public final class ObservationCenter: @unchecked Sendable {
         self.queue = queue
         self.configuration = configuration
         self.store = document.store
+        self.toldSeq = { [weak document] in document.map { $0.acknowledgedSeq($0.store.seq) } ?? 0 }
         self.report = document.options.report
         let seq = document.store.seq
         // Seeding is the store's initial state, not a change (nobody observes it): on a store this run seeded and
@@ -201,18 +205,27 @@ public final class ObservationCenter: @unchecked Sendable {
         _ request: PollRequest, isAbandoned: (@Sendable () -> Bool)? = nil,
         deliver: @escaping @Sendable (PollAnswer) -> Void
     ) {
-        queue.async { [self] in
+        // A seq some answer may already have told the client (a write's, a no-op's): its records are durable and on
+        // their way to the queue. A poll answered before they are processed would tell a lower `last`.
+        var told = request
+        if case .notifications = request.source {} else { told.notBefore = max(request.notBefore, toldSeq()) }
+        queue.async { [self, request = told] in
             let since = request.since ?? currentSeq(of: request.source)
             // An observer's `initial` change whose record is not processed yet (with `batch`, not yet flushed) is
-            // waited for, up to a second, even by a poll that would answer at once: it is due from `since`.
+            // waited for, up to a second, even by a poll that would answer at once: it is due from `since`; so are
+            // the records of a seq the client may have been told (`notBefore`).
             var timeout = request.timeout
             if case .observer(let id) = request.source, let initialSeq = observers[id]?.initialSeq,
                 initialSeq > processedSeq, since < initialSeq
             {
                 timeout = max(timeout, 1)
             }
+            let early = request.notBefore > processedSeq
+            if early { timeout = max(timeout, 1) }
             let force = timeout <= 0
-            if let answer = force ? answer(request.source, since: since, force: true) : sharedAnswer(request, since) {
+            if !early,
+                let answer = force ? answer(request.source, since: since, force: true) : sharedAnswer(request, since)
+            {
                 deliver(answer)
                 return
             }
@@ -471,7 +484,7 @@ public final class ObservationCenter: @unchecked Sendable {
     /// encoded once) shared by every waiter of the same source and `since`.
     private func wakeWaiters() {
         answerCache.removeAll(keepingCapacity: true)
-        for (id, waiter) in waiters {
+        for (id, waiter) in waiters where waiter.request.notBefore <= processedSeq {
             if let answer = sharedAnswer(waiter.request, waiter.since) { deliver(answer, to: id, waiter) }
         }
         for id in subscribers.keys.sorted() { push(to: id) }

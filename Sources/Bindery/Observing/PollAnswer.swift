@@ -28,6 +28,9 @@ public struct PollRequest: Sendable {
     public var since: Int64?
     /// Seconds to wait when there is nothing yet; 0 answers at once.
     public var timeout: Double
+    /// The answer waits (up to a second) until the changes through this seq are processed; `ObservationCenter.poll`
+    /// sets it to what a response may have told the client.
+    public var notBefore: Int64 = 0
 
     public init(source: Source, since: Int64?, timeout: Double) {
         self.source = source
