@@ -105,7 +105,8 @@ public final class UserDefaultsController: Sendable {
     private let checkBeforeWriting: @Sendable () throws(ObjectGraphError) -> Void
     private let state: Mutex<State>
     private let hooks = Mutex(Hooks())
-    /// Serializes changes (held around writing the file; nothing calls out under it).
+    /// Serializes changes: held around writing the file and telling the observers (who must not block; see
+    /// `addObserver`), so that they hear of the changes in order.
     private let writing = Mutex(())
 
     /// Defaults kept in memory only.
