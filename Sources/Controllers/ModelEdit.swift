@@ -25,10 +25,13 @@ enum ModelEdit: Sendable {
         switch self {
         case .create(let entity, var values, let owner, let index):
             if let owner {
-                // The relationship's inverse is the insert's to set: a value for it (the owner named again, say)
-                // would put the object in the relationship first, and the insert would find it there.
+                // A to-one inverse of the relationship is the insert's to set: a value for it (the owner named again,
+                // say) would put the object in the relationship first, and the insert would find it there. (A to-many
+                // inverse keeps the other members named.)
                 let (ownerID, key) = try transaction.toManyOwner(owner.keyPath, of: owner.object)
-                if let inverse = transaction.view.model.entity(named: ownerID.entity)?.relationship(named: key)?.inverse
+                let model = transaction.view.model
+                if let inverse = model.entity(named: ownerID.entity)?.relationship(named: key)?.inverse,
+                    model.entity(named: entity)?.relationship(named: inverse)?.isToMany == false
                 {
                     values.removeValue(forKey: inverse)
                 }

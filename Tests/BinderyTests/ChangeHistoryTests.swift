@@ -62,8 +62,8 @@ struct ChangeHistoryTests {
         history = SequenceHistory<Item>(capacity: 1000, startingAt: 0)
         for n in 1...10 { history.append(Item(seq: Int64(n), tag: n)) }
         history.append(Item(seq: 10, tag: 11))
-        // Four items' values and the ring's least room (16 slots).
-        history.shrink(toBytes: 4 * 100 + 16 * MemoryLayout<Item?>.stride)
+        // Four items' values and their slots, with the room the ring keeps (twice as many).
+        history.shrink(toBytes: 4 * 100 + 8 * MemoryLayout<Item?>.stride)
         #expect(history.changes(after: 0).map(\.tag) == [8, 9, 10, 11])
         #expect(history.compactedThrough == 7)
         history.shrink(toBytes: 0)

@@ -2,6 +2,7 @@ import Controllers
 import GraphTestSupport
 import ObjectGraph
 import PropertyList
+import Synchronization
 import Testing
 
 struct ControllerDefaultsTests {
@@ -301,5 +302,35 @@ struct SelectionIndexesTests {
         try h.registry.perform("selectPrevious", controller: "e")
         #expect(try h.selection() == [1])
         expectError("not-found", status: 404) { try h.registry.perform("fly", controller: "e") }
+    }
+}
+
+/// `add` into a relationship's content when the new object's values name the relationship's inverse.
+struct AddIntoRelationshipTests {
+    /// A to-many inverse (people and clubs, many to many) keeps the other members the values name; only a to-one
+    /// inverse is left to the insert to set.
+    @Test func add_toManyInverseNamed_keepsItsOtherMembers() throws {
+        let model = try ObjectModel(
+            jsonBytes: Array(
+                """
+                {"entities": {"Person": {"attributes": {"name": {"type": "string"}}, "relationships": {
+                  "clubs": {"destination": "Club", "toMany": true, "inverse": "members"}}},
+                 "Club": {"relationships": {"members": {"destination": "Person", "toMany": true, "inverse": "clubs"}}}}}
+                """.utf8))
+        let follower = Mutex<ControllerRegistry?>(nil)
+        let store = ObjectStore(
+            model: model,
+            hooks: ObjectStoreHooks(capture: { record, _ in follower.withLock { $0 }?.storeDidCommit(record) }))
+        try store.transaction { try $0.insertObjects([["$id": "Club/chess"], ["$id": "Club/go"]]) }
+        let registry = ControllerRegistry(store: store) { body in try store.transaction(body).record }
+        follower.withLock { $0 = registry }
+        try registry.create(json: ["name": "chess", "kind": "array", "content": "Club/chess.members"])
+        try registry.perform(
+            "add", controller: "chess", body: ["object": ["name": "Ann", "clubs": [ref("Club/go")]]])
+        let created = try #require(
+            try registry.value(forKeyPath: "selectedObjects", controller: "chess").arrayValue?.first)
+        let person = try #require(created["$ref"]?.stringValue.flatMap(ObjectID.init(reference:)))
+        let clubs = try store.read { try $0.value(forKeyPath: "clubs", of: person).json }
+        #expect(clubs == [ref("Club/go"), ref("Club/chess")])
     }
 }

@@ -188,6 +188,11 @@ struct SortDescriptorTests {
                 "Track 2³", "Track 10", "Track 24",
             ])
         #expect(try sortedValues(["x⑩", "x10", "x①", "x9"], .localizedStandardCompare) == ["x9", "x10", "x①", "x⑩"])
+        // Roman numerals are letters (their decompositions hold no digits).
+        #expect(
+            try sortedValues(["Iz", "Ⅸ", "Ia", "Vz", "Ⅵ", "Va"], .localizedStandardCompare) == [
+                "Ia", "Ⅸ", "Iz", "Va", "Ⅵ", "Vz",
+            ])
     }
 
     /// Foundation's order (checked with swift-corelibs-foundation's CFString): `compare:` and

@@ -46,7 +46,7 @@ struct SequenceHistory<Item: Sequenced> {
         }
         if count == ring.count, ring.count < capacity {
             // Grow: the items in order from index 0, then room.
-            let grown = min(capacity, max(16, ring.count * 2))
+            let grown = min(capacity, max(Self.leastRoom, ring.count * 2))
             var items = (0..<count).map { ring[(start + $0) % ring.count] }
             items.append(contentsOf: repeatElement(nil, count: grown - count))
             ring = items
@@ -57,6 +57,10 @@ struct SequenceHistory<Item: Sequenced> {
         count += 1
     }
 
+    /// The fewest slots a ring that holds anything has: small, since every observer has a ring (thousands of them,
+    /// most holding a change or two).
+    static var leastRoom: Int { 4 }
+
     /// About what the history costs in memory: its items' values and its ring's slots (a slot is taken whether an item
     /// is in it or not; the ring doubles as it grows).
     var memoryBytes: Int { bytes + ring.count * MemoryLayout<Item?>.stride }
@@ -66,12 +70,12 @@ struct SequenceHistory<Item: Sequenced> {
     mutating func shrink(toBytes limit: Int) {
         let slot = MemoryLayout<Item?>.stride
         // With the room the ring keeps (twice what is left), so that it then costs at most `limit`.
-        while bytes + max(16, count * 2) * slot > limit, count > 1, let oldest = ring[start],
+        while bytes + max(Self.leastRoom, count * 2) * slot > limit, count > 1, let oldest = ring[start],
             let newest = ring[(start + count - 1) % ring.count], oldest.seq < newest.seq
         {
             dropOldestSeq()
         }
-        let room = max(16, count * 2)
+        let room = max(Self.leastRoom, count * 2)
         guard ring.count > room else { return }
         var items = (0..<count).map { ring[(start + $0) % ring.count] }
         items.append(contentsOf: repeatElement(nil, count: room - count))

@@ -64,11 +64,17 @@ enum SortKey: Sendable {
         if diacriticInsensitive, !StringFolding.isASCII(string) {
             var compatible = String.UnicodeScalarView()
             for scalar in string.unicodeScalars {
-                if scalar.isASCII || scalar.properties.numericType != nil {
+                let numeric = scalar.properties.numericType
+                if scalar.isASCII || numeric == .decimal {
+                    compatible.append(scalar)
+                    continue
+                }
+                let decomposed = String(scalar).decomposedStringWithCompatibilityMapping.unicodeScalars
+                // A number whose decomposition holds digits (², ③, ½) stays itself; Ⅸ is the letters IX.
+                if numeric != nil, decomposed.contains(where: { $0.properties.numericType == .decimal }) {
                     compatible.append(scalar)
                 } else {
-                    compatible.append(
-                        contentsOf: String(scalar).decomposedStringWithCompatibilityMapping.unicodeScalars)
+                    compatible.append(contentsOf: decomposed)
                 }
             }
             folded = StringFolding.fold(String(compatible), caseInsensitive: true, diacriticInsensitive: true)
