@@ -67,8 +67,12 @@ final class TreeController: Controller {
         guard options.editable, selectionIndexPaths.count == 1, let node = node(at: selectionIndexPaths[0]) else {
             return false
         }
-        return !node.isLeaf
+        return !node.isLeaf && entitiesWithChildren.contains(node.object.entity)
     }
+
+    /// The entities whose objects have children: `childrenKeyPath` leads to a to-many relationship of theirs (in a
+    /// tree of departments and their employees, not the employees).
+    var entitiesWithChildren: Set<String> = []
 
     // MARK: Building
 
@@ -104,6 +108,10 @@ final class TreeController: Controller {
     }
 
     func computeWatchedKeys(model: ObjectModel) {
+        entitiesWithChildren = Set(
+            model.entities.map(\.name).filter {
+                model.relationship(from: $0, keyPath: childrenKeyPath)?.isToMany == true
+            })
         var direct: Set<String> = []
         var indirect: Set<String> = []
         let paths = [childrenKeyPath] + [description.leafKeyPath].compactMap { $0 }

@@ -325,6 +325,8 @@ struct TreeControllerTests {
         ])
         try h.registry.setSelectionIndexPaths([[2, 0]], controller: "depts")  // Sales: Ann
         #expect(try h.value("selection.firstName", of: "depts") == "Ann")
+        // An employee has no `employees`: no children to add to it.
+        #expect(try h.value("canAddChild", of: "depts") == false)
         try h.registry.perform(
             "add", controller: "depts", body: ["object": ["firstName": "Kim", "lastName": "Kahn"]])
         #expect(try h.value("selection.lastName", of: "depts") == "Kahn")
