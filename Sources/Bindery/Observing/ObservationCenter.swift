@@ -724,9 +724,9 @@ public final class ObservationCenter: @unchecked Sendable {
             case "initial": parsedOptions.insert(.initial)
             case "prior": parsedOptions.insert(.prior)
             default:
-                throw ObjectGraphError(
-                    status: 400, code: "bad-request",
-                    message: "Unknown option \"\(option)\"; options are new, old, initial and prior.")
+                // Well-formed, but no option (422, naming the key, as an unknown posting style is).
+                throw ObjectGraphError.typeMismatch(
+                    "options", of: nil, "Unknown option \"\(option)\"; options are new, old, initial and prior.")
             }
         }
         if target.hasPrefix("controllers/") || target == "defaults" {
