@@ -4,9 +4,9 @@ import HTTPServer
 ///
 /// Patterns are written `/objects/:entity/:id/*keyPath`: literal segments, `:name` for one segment (`:name(a|b)`: one
 /// of these words), `#name` for one segment of decimal digits (an index), and `*name` for one or more segments: all
-/// but those the segments after it need (`/*keyPath/#index`; `*name(!a|b)`: whose first is none of these words). Literal routes win over parameters because routes are
-/// tried in the order they were added. `HEAD` is served by the `GET` route. `Allow` lists only the routes that match
-/// the whole path, words and digits included.
+/// but those the segments after it need (`/*keyPath/#index`; `*name(!a|b)`: whose first is none of these words).
+/// Literal routes win over parameters because routes are tried in the order they were added. `HEAD` is served by the
+/// `GET` route. `Allow` lists only the routes that match the whole path, words and digits included.
 public struct Router: Sendable {
     public typealias Handler = @Sendable (RouteRequest) throws -> HTTPHandlerResult
 
