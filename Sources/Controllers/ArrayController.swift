@@ -97,18 +97,10 @@ final class ArrayController: Controller {
 
     /// Fills `directKeys` and `indirectKeys` from the sort descriptors and the filter predicate.
     func computeWatchedKeys(model: ObjectModel) {
-        var direct: Set<String> = []
-        var indirect: Set<String> = []
-        let paths = description.sortDescriptors.map(\.key) + (description.filterPredicate?.keyPaths ?? [])
-        for path in paths { model.collectKeys(of: path, direct: &direct, indirect: &indirect) }
-        directKeys = direct
-        indirectKeys = indirect
-        var sortDirect: Set<String> = []
-        var sortIndirect: Set<String> = []
-        for descriptor in description.sortDescriptors {
-            model.collectKeys(of: descriptor.key, direct: &sortDirect, indirect: &sortIndirect)
-        }
-        sortKeys = sortDirect.union(sortIndirect)
+        let sort = description.sortDescriptors.map(\.key)
+        (directKeys, indirectKeys) = model.keys(of: sort + (description.filterPredicate?.keyPaths ?? []))
+        let sortOnly = model.keys(of: sort)
+        sortKeys = sortOnly.direct.union(sortOnly.indirect)
     }
 
     // MARK: Arranging
@@ -337,6 +329,14 @@ private struct NullResolver: KeyPathResolving {
 }
 
 extension ObjectModel {
+    /// The keys of `keyPaths`, sorted as `collectKeys` sorts them.
+    func keys(of keyPaths: [String]) -> (direct: Set<String>, indirect: Set<String>) {
+        var direct: Set<String> = []
+        var indirect: Set<String> = []
+        for path in keyPaths { collectKeys(of: path, direct: &direct, indirect: &indirect) }
+        return (direct, indirect)
+    }
+
     /// Sorts the keys of `keyPath` into the first step (`direct`) and the rest (`indirect`), following derived keys.
     func collectKeys(of keyPath: String, direct: inout Set<String>, indirect: inout Set<String>, depth: Int = 0) {
         let keys = keyPath.split(separator: ".").map(String.init).filter { !$0.hasPrefix("@") && $0 != "SELF" }

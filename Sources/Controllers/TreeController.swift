@@ -112,19 +112,14 @@ final class TreeController: Controller {
             model.entities.map(\.name).filter {
                 model.relationship(from: $0, keyPath: childrenKeyPath)?.isToMany == true
             })
-        var direct: Set<String> = []
-        var indirect: Set<String> = []
-        let paths = [childrenKeyPath] + [description.leafKeyPath].compactMap { $0 }
-        for path in paths { model.collectKeys(of: path, direct: &direct, indirect: &indirect) }
+        var (direct, indirect) = model.keys(of: [childrenKeyPath] + [description.leafKeyPath].compactMap { $0 })
         var rearranging: Set<String> = []
         if options.automaticallyRearrangesObjects {
-            let sortAndFilter = description.sortDescriptors.map(\.key) + (description.filterPredicate?.keyPaths ?? [])
-            var sortDirect: Set<String> = []
-            var sortIndirect: Set<String> = []
-            for path in sortAndFilter { model.collectKeys(of: path, direct: &sortDirect, indirect: &sortIndirect) }
-            direct.formUnion(sortDirect)
-            indirect.formUnion(sortIndirect)
-            rearranging = sortDirect.union(sortIndirect)
+            let sortAndFilter = model.keys(
+                of: description.sortDescriptors.map(\.key) + (description.filterPredicate?.keyPaths ?? []))
+            direct.formUnion(sortAndFilter.direct)
+            indirect.formUnion(sortAndFilter.indirect)
+            rearranging = sortAndFilter.direct.union(sortAndFilter.indirect)
         }
         watchedKeys = direct.union(indirect)
         indirectKeys = indirect
