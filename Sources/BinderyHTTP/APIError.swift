@@ -58,6 +58,16 @@ public struct APIError: Error, Sendable {
         APIError(status: 400, code: code, message: message)
     }
 
+    /// Throws 422 `undefined-key` (with `keyPath`) for the first key of a request body, in order, that is not one of
+    /// `allowed`; `message` says it for that key.
+    static func checkBodyKeys(
+        _ body: [String: PropertyListValue], allowed: Set<String>, message: (String) -> String
+    ) throws(APIError) {
+        guard let unknown = body.keys.sorted().first(where: { !allowed.contains($0) }) else { return }
+        throw APIError(
+            status: 422, code: "undefined-key", message: message(unknown), fields: ["keyPath": .string(unknown)])
+    }
+
     /// 400 for a parameter given in the query and in the body with different values.
     static func queryDisagreesWithBody(_ name: String, query: String, body: PropertyListValue) -> APIError {
         .badQuery("\(name) is \(query) in the query but \(body.jsonString()) in the body.")

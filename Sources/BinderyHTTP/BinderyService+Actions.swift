@@ -39,11 +39,8 @@ extension BinderyService {
                 throw APIError(
                     status: 422, code: "type-mismatch", message: "The body must be {\"target\": ..., \"sender\": ...}.")
             }
-            if let unknown = body.keys.sorted().first(where: { $0 != "target" && $0 != "sender" }) {
-                throw APIError(
-                    status: 422, code: "undefined-key",
-                    message: "An action's body has \"target\" and \"sender\", not \"\(unknown)\".",
-                    fields: ["keyPath": .string(unknown)])
+            try APIError.checkBodyKeys(body, allowed: ["target", "sender"]) {
+                "An action's body has \"target\" and \"sender\", not \"\($0)\"."
             }
             if let given = body["target"], let query = target, given != .string(query) {
                 throw APIError.queryDisagreesWithBody("target", query: query, body: given)

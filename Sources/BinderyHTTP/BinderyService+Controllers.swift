@@ -129,11 +129,8 @@ extension BinderyService {
                         status: 422, code: "type-mismatch",
                         message: "The body of \(action) is a JSON object with \(allowed), not \(json.typeName).")
                 }
-                if let unknown = fields.keys.sorted().first(where: { !keys.contains($0) }) {
-                    throw APIError(
-                        status: 422, code: "undefined-key",
-                        message: "The body of \(action) has \(allowed), not \"\(unknown)\".",
-                        fields: ["keyPath": .string(unknown)])
+                try APIError.checkBodyKeys(fields, allowed: keys) {
+                    "The body of \(action) has \(allowed), not \"\($0)\"."
                 }
                 body = json
             }

@@ -219,15 +219,13 @@ extension BinderyService {
         APIError(status: 422, code: "type-mismatch", message: message, fields: ["keyPath": .string(key)])
     }
 
-    /// 422 `undefined-key` for a body key other than `allowed` (the first, in order), naming those it has.
+    /// 422 `undefined-key` for a body key other than `allowed`, naming those it has.
     private static func checkKeys(
         of body: [String: PropertyListValue], allowed: Set<String>, in what: String
     ) throws(APIError) {
-        guard let unknown = body.keys.sorted().first(where: { !allowed.contains($0) }) else { return }
-        throw APIError(
-            status: 422, code: "undefined-key",
-            message: "\(what) has no key \"\(unknown)\"; it has \(allowed.sorted().joined(separator: ", ")).",
-            fields: ["keyPath": .string(unknown)])
+        try APIError.checkBodyKeys(body, allowed: allowed) {
+            "\(what) has no key \"\($0)\"; it has \(allowed.sorted().joined(separator: ", "))."
+        }
     }
 
     private static func render(_ answer: PollAnswer) -> HTTPResponse {
