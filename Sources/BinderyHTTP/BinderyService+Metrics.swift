@@ -18,7 +18,8 @@ extension BinderyService {
                 for sample in samples { lines.append("\(name)\(sample.labels) \(sample.value)") }
             }
             metric(
-                "bindery_http_responses_total", "counter", "HTTP responses sent, by status class.",
+                "bindery_http_responses_total", "counter",
+                "HTTP responses Bindery sent, by status class (not libmicrohttpd's own answers to requests it refuses).",
                 counters.counts.map { ("{class=\"\($0.0)\"}", String($0.1)) })
             let (seq, objects) = document.store.read { view in
                 (view.seq, view.model.entities.map { ($0.name, (try? view.count(of: $0.name)) ?? 0) })

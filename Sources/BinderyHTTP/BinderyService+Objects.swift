@@ -63,10 +63,9 @@ extension BinderyService {
             if createOnly, let given = values["$id"] {
                 let id = try requestedID(given, entity: entity)
                 if transaction.view.contains(id) {
-                    throw APIError(
-                        status: 412, code: "precondition-failed",
-                        message: "\(id) exists and If-None-Match: * asks to create only.",
-                        fields: ["current": try transaction.view.json(of: id)])
+                    throw preconditionFailed(
+                        id, version: try transaction.view.version(of: id), "If-None-Match: * (create only)",
+                        current: try transaction.view.json(of: id))
                 }
             }
             let id = try transaction.insert(entity, values: values)
@@ -169,10 +168,9 @@ extension BinderyService {
     private static func removeElement(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {
         let id = try objectID(request)
         let keyPath = request.keyPath("keyPath")
-        guard let index = Int(request.parameter("index")) else {  // digits only: too large for any to-many
+        guard let index = Int(request.parameter("index")) else {  // digits only: beyond 64 bits, as `?index=`
             throw APIError(
-                status: 422, code: "validation-failed",
-                message: "index \(request.parameter("index")) is out of range.", fields: ["keyPath": .string(keyPath)])
+                status: 400, code: "bad-path", message: "index \(request.parameter("index")) is beyond 64 bits.")
         }
         let result = try document.transactionBeforeDurable { transaction throws -> ChangeAnswer in
             let version = try checkIfMatch(request, id: id, in: transaction.view) {
@@ -290,6 +288,7 @@ extension BinderyService {
     }
 
     /// A query parameter that must be a non-negative integer (`offset`, `limit`, `index`); 400 `bad-query` else.
+    /// Digits beyond 64 bits are refused, as such integers are in JSON (API.md §1).
     static func nonNegativeInteger(_ text: String?, name: String) throws(APIError) -> Int? {
         guard let text else { return nil }
         guard let value = Int(text), value >= 0 else {

@@ -31,13 +31,20 @@ public enum PropertyListValue: Sendable, Hashable {
     }
 
     /// Whether the two are the same value as JSON carries it: `==`, but reals compare by their bits, so that `-0.0`
-    /// and `0.0` differ (a store that took one for the other would answer a value it was not sent).
+    /// and `0.0` differ, and text by its code points, as `isEqual:` does, so that é written as one character or as e
+    /// and an accent differ (a store that took one for the other would answer a value it was not sent).
     public func isIdentical(to other: PropertyListValue) -> Bool {
         switch (self, other) {
         case (.real(let a), .real(let b)): a.bitPattern == b.bitPattern
+        case (.string(let a), .string(let b)): a.unicodeScalars.elementsEqual(b.unicodeScalars)
         case (.array(let a), .array(let b)): a.count == b.count && zip(a, b).allSatisfy { $0.isIdentical(to: $1) }
         case (.dictionary(let a), .dictionary(let b)):
-            a.count == b.count && a.allSatisfy { key, value in b[key].map { value.isIdentical(to: $0) } ?? false }
+            a.count == b.count
+                && a.allSatisfy { key, value in
+                    guard let index = b.index(forKey: key) else { return false }
+                    return b[index].key.unicodeScalars.elementsEqual(key.unicodeScalars)
+                        && value.isIdentical(to: b[index].value)
+                }
         default: self == other
         }
     }

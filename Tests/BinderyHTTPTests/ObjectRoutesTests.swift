@@ -485,6 +485,9 @@ struct ObjectRoutesTests {
             let createOnly = try client.request(
                 "POST", "/objects/Employee", headers: ["If-None-Match": "*"], json: body)
             #expect(createOnly.status == 412)
+            #expect(createOnly.header("ETag") == created.header("ETag"))
+            #expect(createOnly.json?["error"]?["etag"] == .string(created.header("ETag") ?? ""))
+            #expect(createOnly.json?["error"]?["current"]?["firstName"] == "New")
             let assigned = try client.request(
                 "POST", "/objects/Employee",
                 json: #"{"firstName": "A", "lastName": "B", "department": {"$ref": "Department/5"}}"#)

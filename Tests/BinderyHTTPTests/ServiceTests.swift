@@ -224,7 +224,14 @@ struct ServiceTests {
             let indexed = try client.request("OPTIONS", "/objects/Department/1/employees/0")
             #expect(indexed.header("Allow")?.contains("DELETE") == true)
             let tooFar = try client.request("DELETE", "/objects/Department/1/employees/99999999999999999999")
-            #expect(tooFar.status == 422)
+            #expect(tooFar.status == 400)  // as `?index=` beyond 64 bits: an integer JSON would refuse (API.md §1)
+            #expect(tooFar.errorCode == "bad-path")
+            let insertTooFar = try client.request(
+                "POST", "/objects/Department/1/employees?index=99999999999999999999", json: #"{"$ref": "Employee/1"}"#)
+            #expect(insertTooFar.status == 400)
+            let outOfRange = try client.request("DELETE", "/objects/Department/1/employees/9223372036854775807")
+            #expect(outOfRange.status == 422)
+            #expect(outOfRange.json?["error"]?["object"] == "Department/1")
             #expect(try client.request("GET", "/objects/Employee/1/firstName").status == 200)
         }
     }

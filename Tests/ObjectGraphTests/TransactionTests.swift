@@ -42,6 +42,25 @@ struct TransactionTests {
         }
     }
 
+    /// Text compares by code points, as `isEqual:` does: é as one character and as e and an accent are two values.
+    @Test func canonicallyEquivalentTextsAreDifferentValues() throws {
+        let store = ObjectStore(
+            model: try model(
+                #"{"entities": {"Thing": {"attributes": {"s": {"type": "string"}, "a": {"type": "any"}}}}}"#)
+        )
+        try store.transaction { tx in try tx.insertObjects([["$id": "Thing/t"]]) }
+        let changes: [(String, PropertyListValue)] = [
+            ("s", "Cafe\u{301}"), ("s", "Caf\u{e9}"), ("a", ["k": ["e\u{301}"]]), ("a", ["k": ["\u{e9}"]]),
+            ("a", ["e\u{301}": 1]), ("a", ["\u{e9}": 1]),
+        ]
+        for (key, value) in changes {
+            let result = try store.transaction { tx in try tx.setValue(value, forKeyPath: key, of: id("Thing/t")) }
+            #expect(result.record != nil, "\(key) \(value)")
+            let stored = try store.read { try $0.value(forKeyPath: key, of: id("Thing/t")) }.json
+            #expect(stored.isIdentical(to: value), "\(key) \(value)")
+        }
+    }
+
     @Test func versionsAreTheSeqOfTheLastChange() throws {
         let store = try employeesStore()
         try store.transaction { tx in

@@ -74,6 +74,18 @@ struct ValidationTests {
         #expect(try store.json("title", of: "Item/1") == "élan")
     }
 
+    /// Lengths count UTF-16 code units, as `NSString.length`: combining marks cannot hide a string's size.
+    @Test func lengthsCountUTF16CodeUnits() throws {
+        let store = try store()
+        expectError("validation-failed") {
+            try set(store, "title", .string("E" + String(repeating: "\u{301}", count: 5)))
+        }
+        expectError("validation-failed") { try set(store, "title", "😀😀😀") }
+        try set(store, "title", "😀😀")
+        try set(store, "title", "e\u{301}")
+        expectError("validation-failed") { try set(store, "title", "\u{1F468}\u{200D}\u{1F469}\u{200D}\u{1F467}") }
+    }
+
     @Test func requiredAttributesOnInsert() throws {
         let store = try store()
         let error = expectError("validation-failed") {

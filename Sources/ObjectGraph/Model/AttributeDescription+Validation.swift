@@ -83,10 +83,12 @@ extension AttributeDescription {
         }
     }
 
-    /// Characters of a string, bytes of data.
+    /// UTF-16 code units of a string, as `NSString.length` (and so Core Data) counts them; bytes of data. Not
+    /// characters: a letter followed by any number of combining marks is one character, so `maxLength` would not
+    /// bound what is stored.
     static func length(of value: PropertyListValue) -> Int? {
         switch value {
-        case .string(let text): text.count
+        case .string(let text): text.utf16.count
         case .data(let data): data.count
         default: nil
         }
