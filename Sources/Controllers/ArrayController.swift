@@ -62,7 +62,7 @@ final class ArrayController: Controller {
         if refreshContent(cause, in: context) {
             // The controller's own `insert` adds to the content, and places the object itself: what is arranged
             // (earlier insertions among it, unsorted) keeps its order.
-            if ownInsertions > 0, contentSet.isSuperset(of: oldContent), case .record = cause {
+            if ownInsertions > 0, contentSet.isSuperset(of: oldContent), case .record = cause, !cause.replacesGraph {
                 appendUnsorted(content.filter { !oldContent.contains($0) }, in: context)
             } else {
                 rearrange(in: context, contentChanged: true)

@@ -9,6 +9,12 @@ enum UpdateCause {
     case masters
     /// Everything is re-read (creation, `fetch`).
     case full
+
+    /// Whether the cause replaced the whole graph (`PUT /store`, `revertToSaved`): every object is new, whatever its id.
+    var replacesGraph: Bool {
+        guard case .record(let record) = self else { return false }
+        return record.changes.contains { $0.kind == .reset }
+    }
 }
 
 /// The base of the mediating controllers (NSController): content binding, editing, and the selection proxy.
@@ -83,13 +89,14 @@ class Controller {
 
     // MARK: Content
 
-    /// Re-reads the content binding; answers whether the content changed (and then stores it).
+    /// Re-reads the content binding; answers whether the content changed (and then stores it). A replaced graph
+    /// always changes it: its objects may keep their ids, not their values.
     func refreshContent(_ cause: UpdateCause, in context: ControllerContext) -> Bool {
         guard contentMayHaveChanged(cause) else { return false }
         let resolved = resolveContent(in: context)
         contentEntity = resolved.entity
         owner = resolved.owner
-        guard resolved.objects != content else { return false }
+        guard resolved.objects != content || cause.replacesGraph else { return false }
         let oldSet = contentSet
         content = resolved.objects
         contentSet = Set(content)
@@ -114,7 +121,7 @@ class Controller {
         case .record(let record):
             guard case .entity(let entity) = description.content else { return true }
             return record.inserted.contains { $0.entity == entity } || record.deleted.contains { $0.entity == entity }
-                || record.changes.contains { $0.kind == .reset }
+                || cause.replacesGraph
         }
     }
 

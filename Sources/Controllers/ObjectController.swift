@@ -32,7 +32,7 @@ final class ObjectController: Controller {
 
     override func contentMayHaveChanged(_ cause: UpdateCause) -> Bool {
         if isEntityMode, case .record(let record) = cause {
-            return addedObject.map { record.deleted.contains($0) } ?? false
+            return (addedObject.map { record.deleted.contains($0) } ?? false) || cause.replacesGraph
         }
         return super.contentMayHaveChanged(cause)
     }

@@ -88,10 +88,7 @@ final class TreeController: Controller {
                 var touchesTree = false
                 var rearranges = false
                 for change in record.changes {
-                    guard let target = change.target, let key = change.key else {
-                        if change.kind == .reset { needsRebuild = true }
-                        continue
-                    }
+                    guard let target = change.target, let key = change.key else { continue }
                     let inTree = nodeSet.contains(target) || contentSet.contains(target)
                     touchesTree = touchesTree || inTree
                     if inTree ? watchedKeys.contains(key) : indirectKeys.contains(key) {

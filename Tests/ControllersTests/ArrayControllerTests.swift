@@ -18,6 +18,28 @@ struct ControllerDefaultsTests {
         #expect(try h.value("arrangedObjects.firstName") == incremental)
     }
 
+    /// Replacing the graph (`PUT /store`, `revertToSaved`) with the same objects holding other values is a content
+    /// change made elsewhere: the controllers re-arrange, whatever `automaticallyRearrangesObjects` says.
+    @Test(arguments: [true, false])
+    func replaceGraph_sameObjectsOtherValues_rearranges(automatically: Bool) throws {
+        let h = try Harness()
+        try h.employees(options: ["automaticallyRearrangesObjects": automatically])
+        try h.employees("f", filter: "salary > 250", options: ["automaticallyRearrangesObjects": automatically])
+        try h.make(["name": "o", "kind": "object", "content": "Employee/eve"])
+        h.clearReports()
+        let objects = try #require(standardObjects.arrayValue).map { object -> PropertyListValue in
+            guard var fields = object.dictionaryValue else { return object }
+            if fields["$id"] == "Employee/eve" { fields["lastName"] = "Aaron" }
+            if fields["$id"] == "Employee/dee" { fields["salary"] = 999 }
+            return .dictionary(fields)
+        }
+        try h.store.transaction { try $0.replaceGraph(with: ["objects": .array(objects)]) }
+        #expect(try h.names() == ["Aaron", "Archer", "Baker", "Cole", "Dunn"])
+        #expect(try h.names("f") == ["Archer", "Dunn"])
+        #expect(try h.value("selection.lastName", of: "o") == "Aaron")
+        #expect(h.reported(.arrangedObjects) && h.reported(.arrangedObjects, of: "f"))
+    }
+
     /// A sort key no object can be read by (an operator without its right key path) is refused at creation; the
     /// arrangement made before that check must not trap on keys it could not read (it did: SIGILL).
     @Test(arguments: [["employees.@avg"], ["name", "employees.@min"], ["employees.@unionOfObjects"]])
