@@ -49,6 +49,36 @@ struct DocumentRoutesTests {
         }
     }
 
+    /// With `--fsync batch`, a read's ETag may be the seq of a change not yet durable (above its `X-Store-Seq`): a
+    /// client that follows the feed from it must not be answered a `last` below its `since` (API.md §7).
+    @Test func batchPollFromAnETagNeverAnswersALastBelowIt() throws {
+        try withTemporaryDataDirectory { data in
+            let document = try Document(
+                fixtureDirectory: packageRoot + "/Fixtures/employees", dataDirectory: data,
+                options: .init(fsync: .batch))
+            defer { document.close() }
+            try withService(document: document) { client in
+                let behind = Mutex<[String]>([])
+                DispatchQueue.concurrentPerform(iterations: 16) { worker in
+                    for n in 0..<(worker == 0 ? 400 : 100) {
+                        if worker > 0 {
+                            _ = try? client.request("PUT", "/objects/Employee/\(worker)/salary", json: "\(n)")
+                            _ = try? client.request("PUT", "/objects/Employee/20/salary", json: "\(n * 100 + worker)")
+                            continue
+                        }
+                        guard let read = try? client.request("GET", "/objects/Employee/20"),
+                            let tag = read.header("ETag")?.trimmingCharacters(in: CharacterSet(charactersIn: "\"")),
+                            let poll = try? client.request("GET", "/changes?since=\(tag)&timeout=0"),
+                            let last = poll.json?["last"]?.integerValue, let since = Int64(tag)
+                        else { continue }
+                        if poll.status != 200 || last < since { behind.withLock { $0.append("\(since) -> \(last)") } }
+                    }
+                }
+                #expect(behind.withLock { $0 } == [])
+            }
+        }
+    }
+
     @Test func actionsListTheDocumentsActionsValidated() throws {
         try withService { client in
             let listed = actions(try client.request("GET", "/actions"))

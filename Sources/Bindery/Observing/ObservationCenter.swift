@@ -206,9 +206,13 @@ public final class ObservationCenter: @unchecked Sendable {
         deliver: @escaping @Sendable (PollAnswer) -> Void
     ) {
         // A seq some answer may already have told the client (a write's, a no-op's): its records are durable and on
-        // their way to the queue. A poll answered before they are processed would tell a lower `last`.
+        // their way to the queue. A poll answered before they are processed would tell a lower `last`. So may
+        // `since` itself, when committed: an ETag is the seq of a change that may not be durable yet (`batch`).
         var told = request
-        if case .notifications = request.source {} else { told.notBefore = max(request.notBefore, toldSeq()) }
+        if case .notifications = request.source {
+        } else {
+            told.notBefore = max(request.notBefore, toldSeq(), min(request.since ?? 0, store.seq))
+        }
         queue.async { [self, request = told] in
             let since = request.since ?? currentSeq(of: request.source)
             // An observer's `initial` change whose record is not processed yet (with `batch`, not yet flushed) is
