@@ -324,13 +324,7 @@ public final class UserDefaultsController: Sendable {
         guard let path else { return }
         try checkBeforeWriting()
         let directory = (path as NSString).deletingLastPathComponent
-        if !directory.isEmpty {
-            do {
-                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            } catch {
-                throw FileIO.error("mkdir", directory)
-            }
-        }
+        if !directory.isEmpty { try FileIO.makeDirectories(directory) }
         let bytes = PropertyListValue.dictionary(["values": .dictionary(saved)]).jsonBytes()
         do {
             try FileIO.writeDurably([bytes], to: path, directory: directory.isEmpty ? "." : directory)

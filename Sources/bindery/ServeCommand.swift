@@ -23,7 +23,8 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "The address to listen on.")
     var host = "127.0.0.1"
 
-    @Option(help: "The port to listen on (0 picks a free one and prints it).")
+    // Numbers are parsed unconditionally, so that `--port -1` is an invalid value, not a missing one.
+    @Option(parsing: .unconditional, help: "The port to listen on (0 picks a free one and prints it).")
     var port: UInt16 = 8080
 
     @Option(name: .customLong("public"), help: "The folder of static files.")
@@ -32,32 +33,35 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "Journal durability: always (fsync per commit), batch (group commit) or never.")
     var fsync: FsyncPolicy = .batch
 
-    @Option(help: "Undo groups kept (0 turns undo off); the undo history lasts until restart.")
+    @Option(parsing: .unconditional, help: "Undo groups kept (0 turns undo off); the undo history lasts until restart.")
     var undoDepth = 100
 
-    @Option(help: "Changes retained for long-poll clients (older `since` gets 410).")
+    @Option(parsing: .unconditional, help: "Changes retained for long-poll clients (older `since` gets 410).")
     var history = 100_000
 
-    @Option(help: "About how many bytes of changes are retained for long-poll clients (older `since` gets 410).")
+    @Option(
+        parsing: .unconditional,
+        help: "About how many bytes of changes are retained for long-poll clients (older `since` gets 410).")
     var historyBytes = 256 << 20
 
-    @Option(help: "The request body limit in bytes (413 beyond).")
+    @Option(parsing: .unconditional, help: "The request body limit in bytes (413 beyond).")
     var maxBody = 1_048_576
 
     @Option(
+        parsing: .unconditional,
         help: "Bytes of large answers held for clients that have not read them; beyond, a GET gets 503 server-busy.")
     var maxUnsent = 1 << 30
 
-    @Option(help: "Seconds after which an unpolled observer expires.")
+    @Option(parsing: .unconditional, help: "Seconds after which an unpolled observer expires.")
     var observerTtl = 300
 
-    @Option(help: "Long-polls waiting at once; beyond, 503 too-many-waiters.")
+    @Option(parsing: .unconditional, help: "Long-polls waiting at once; beyond, 503 too-many-waiters.")
     var maxWaiters = 16_000
 
-    @Option(help: "Observers at once; beyond, 503 too-many-observers.")
+    @Option(parsing: .unconditional, help: "Observers at once; beyond, 503 too-many-observers.")
     var maxObservers = 10_000
 
-    @Option(help: "HTTP worker threads (default: one per core).")
+    @Option(parsing: .unconditional, help: "HTTP worker threads (default: one per core).")
     var threads: Int?
 
     @Option(help: "The Access-Control-Allow-Origin header.")

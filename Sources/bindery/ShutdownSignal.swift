@@ -1,6 +1,6 @@
 import Foundation
 
-/// SIGINT and SIGTERM turned into one call on a thread of its own, by the self-pipe trick.
+/// SIGINT, SIGTERM and SIGHUP (a closed terminal) turned into one call on a thread of its own, by the self-pipe trick.
 ///
 /// The handler is installed with `sigaction` before `install` returns, so a signal sent at any moment after that (a
 /// supervisor or a test may send one right after the listening line) is never lost. A dispatch signal source was not
@@ -10,7 +10,7 @@ enum ShutdownSignal {
     /// The pipe's write end, set before the handler is installed; the handler only reads it.
     nonisolated(unsafe) private static var writeEnd: Int32 = -1
 
-    /// Calls `shutdown` once, on a thread of its own, when the first SIGINT or SIGTERM arrives.
+    /// Calls `shutdown` once, on a thread of its own, when the first SIGINT, SIGTERM or SIGHUP arrives.
     static func install(_ shutdown: @escaping @Sendable () -> Void) throws {
         var ends: [Int32] = [-1, -1]
         guard pipe(&ends) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
@@ -31,6 +31,7 @@ enum ShutdownSignal {
         action.sa_flags = SA_RESTART
         sigaction(SIGINT, &action, nil)
         sigaction(SIGTERM, &action, nil)
+        sigaction(SIGHUP, &action, nil)
 
         let waiter = Thread {
             var byte: UInt8 = 0

@@ -80,6 +80,17 @@ struct ObservationCenterTests {
         }
     }
 
+    /// Sizes as large as `Int` allows (`--history`, `--history-bytes`) are no limit, not an overflow (it trapped).
+    @Test func theLargestHistorySizesAreNoLimit() throws {
+        try withCenter(.init(historyCapacity: .max, historyBytes: .max)) { document, center in
+            let (id, since) = try center.addObserver(
+                target: "Employee/4", keyPath: "salary", options: ["new", "prior"])
+            for salary in 1...3 { try document.set(.integer(Int64(salary)), "salary", of: "Employee/4") }
+            usleep(300_000)  // a tick of the center's timer: the budget check
+            #expect(try poll(center, id, since: since).count == 6)
+        }
+    }
+
     /// A poll is not answered before the queue has processed the seq a client may have been told (`notBefore`, set
     /// to the acknowledged seq when the poll comes): its `last` never goes below it, even with `timeout=0`.
     @Test func aPollWaitsForTheSeqItsClientMayHaveBeenTold() throws {

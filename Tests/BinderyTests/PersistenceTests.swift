@@ -185,6 +185,24 @@ struct PersistenceTests {
         }
     }
 
+    /// A data directory that cannot be made says why, in the system's words (it said "NSCocoaErrorDomain error 512").
+    @Test func aDataDirectoryThatCannotBeMadeSaysWhy() throws {
+        try withTemporaryDirectory { path in
+            let file = path + "/afile"
+            #expect(FileManager.default.createFile(atPath: file, contents: Data("x".utf8)))
+            try FileManager.default.createSymbolicLink(atPath: path + "/dangling", withDestinationPath: path + "/none")
+            for (data, reason) in [
+                (file + "/sub", "Not a directory"), (path + "/dangling", "No such file or directory"),
+            ] {
+                let refused = #expect(throws: ObjectGraphError.self) { try openDocument(data) }
+                #expect(refused?.code == "storage-error")
+                #expect(refused?.message.contains(reason) == true, "\(refused?.message ?? "")")
+            }
+            _ = try openDocument(path + "/new/deeper")
+            #expect(FileManager.default.fileExists(atPath: path + "/new/deeper/lock"))
+        }
+    }
+
     /// A journal segment removed while the server runs (an operator's `rm`) is noticed at the next write: a
     /// snapshot of the store replaces it, so a crash after that keeps every acknowledged change. With `batch` the
     /// change that found it waits for the snapshot; with `always` and `never` it is refused (nothing applied) and

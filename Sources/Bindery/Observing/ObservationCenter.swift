@@ -532,7 +532,14 @@ public final class ObservationCenter: @unchecked Sendable {
     /// An observer keeps as many seqs of changes as the store's history (`--history`; with `prior`, whose
     /// notifications are items of their own, twice as many items), and at most `historyBytes / 16` of them.
     private func observerHistoryCapacity(_ options: KeyValueObserver.Options) -> Int {
-        options.contains(.prior) ? 2 * configuration.historyCapacity : configuration.historyCapacity
+        options.contains(.prior)
+            ? Self.saturating(configuration.historyCapacity, times: 2) : configuration.historyCapacity
+    }
+
+    /// `value × factor`, or `Int.max` where that overflows (the configured sizes may be as large as `Int` allows).
+    private static func saturating(_ value: Int, times factor: Int) -> Int {
+        let product = value.multipliedReportingOverflow(by: factor)
+        return product.overflow ? .max : product.partialValue
     }
 
     /// When the observers' histories were last held to their budget (`keepObserverHistoriesInBudget`).
@@ -544,7 +551,7 @@ public final class ObservationCenter: @unchecked Sendable {
     /// batches every 50 ms.
     private func keepObserverHistoriesInBudget() {
         lastBudgetCheck = Self.now()
-        let budget = 4 * configuration.historyBytes
+        let budget = Self.saturating(configuration.historyBytes, times: 4)
         var total = 0
         for observer in observers.values { total += observer.history.memoryBytes }
         guard total > budget else { return }

@@ -66,13 +66,7 @@ final class DocumentStorage: Sendable {
     ) throws {
         // The seed's record is delivered now, to nobody: observers come later and must not see it as a change.
         defer { store.deliverCommitted() }
-        do {
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        } catch {
-            throw ObjectGraphError(
-                status: 500, code: "storage-error",
-                message: "Creating the data directory \(path) failed: \(error.localizedDescription)")
-        }
+        try FileIO.makeDirectories(path)
         var locking = DataDirectory(path: path)
         locks = try locking.lock()
         let directory = locking

@@ -32,6 +32,20 @@ package enum FileIO {
             message: "\(operation) \(path) failed: \(String(cString: strerror(code))).")
     }
 
+    /// `mkdir -p`: creates `path` and its missing parents. The error names the system's reason (a parent that is a
+    /// file: "Not a directory"; a dangling symbolic link: "No such file or directory").
+    package static func makeDirectories(_ path: String) throws(ObjectGraphError) {
+        var prefix = path.hasPrefix("/") ? "/" : ""
+        for component in path.split(separator: "/") {
+            prefix += component
+            if mkdir(prefix, 0o777) != 0 && errno != EEXIST { throw error("mkdir", prefix) }
+            prefix += "/"
+        }
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw error("stat", path) }
+        guard info.st_mode & S_IFMT == S_IFDIR else { throw error("mkdir", path, errno: ENOTDIR) }
+    }
+
     package static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o644) throws(ObjectGraphError)
         -> OwnedFileDescriptor
     {
