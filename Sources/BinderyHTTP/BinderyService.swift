@@ -158,7 +158,9 @@ public final class BinderyService: HTTPResponder {
             return .response(.error(.methodNotAllowed(request.method, allowed: allowed)))
         case .notFound:
             if request.method == "GET" || request.method == "HEAD" {
-                if let file = staticFiles?.response(for: segments, ifNoneMatch: request.header("If-None-Match")) {
+                if let file = staticFiles?.response(
+                    for: segments, path: request.rawPath, ifNoneMatch: request.header("If-None-Match"))
+                {
                     return .response(file)
                 }
             } else if staticFiles?.hasFile(at: segments) == true {

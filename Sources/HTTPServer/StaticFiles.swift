@@ -20,8 +20,15 @@ public struct StaticFiles: Sendable {
     }
 
     /// The response for a GET of these decoded path segments, or nil when there is no such file here.
-    public func response(for segments: [String], ifNoneMatch: String?) -> HTTPResponse? {
-        guard let resolved = resolvedPath(of: segments) else { return nil }
+    ///
+    /// `path` is the request's path as sent: a folder's `index.html` is served at the folder's path with a slash at
+    /// its end (`/docs/`, so that the page's relative links resolve inside the folder), and a request without it is
+    /// redirected there (301); a file's path with a slash at its end names nothing.
+    public func response(for segments: [String], path: String, ifNoneMatch: String?) -> HTTPResponse? {
+        guard let (resolved, isFolder) = resolvedPath(of: segments) else { return nil }
+        guard isFolder == path.hasSuffix("/") else {
+            return isFolder ? HTTPResponse(status: 301, headers: [("Location", path + "/")]) : nil
+        }
         var info = stat()
         // Non-blocking: opening a FIFO for reading would wait for a writer (it is then refused as not regular).
         let descriptor = open(resolved, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
@@ -50,25 +57,27 @@ public struct StaticFiles: Sendable {
     /// Whether these decoded path segments name a file served here (a write to it is then 405, not 404).
     public func hasFile(at segments: [String]) -> Bool {
         var info = stat()
-        guard let resolved = resolvedPath(of: segments) else { return false }
+        guard let (resolved, _) = resolvedPath(of: segments) else { return false }
         return stat(resolved, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
     }
 
-    /// The real path of the file the segments name (a folder's `index.html`), when it is inside the folder.
-    private func resolvedPath(of segments: [String]) -> String? {
+    /// The real path of the file the segments name (a folder's `index.html`), when it is inside the folder, and
+    /// whether they name a folder.
+    private func resolvedPath(of segments: [String]) -> (path: String, isFolder: Bool)? {
         for segment in segments {
             if segment.hasPrefix(".") || segment.contains("/") || segment.utf8.contains(0) { return nil }
         }
         var path = segments.isEmpty ? root : root + "/" + segments.joined(separator: "/")
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
-        if (info.st_mode & S_IFMT) == S_IFDIR {
+        let isFolder = (info.st_mode & S_IFMT) == S_IFDIR
+        if isFolder {
             path += "/index.html"
         }
         guard let resolvedPointer = realpath(path, nil) else { return nil }
         let resolved = String(cString: resolvedPointer)
         free(resolvedPointer)
-        return resolved.hasPrefix(root + "/") ? resolved : nil
+        return resolved.hasPrefix(root + "/") ? (resolved, isFolder) : nil
     }
 
     private func matches(_ candidate: Substring, _ etag: String) -> Bool {

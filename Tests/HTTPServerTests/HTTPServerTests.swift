@@ -38,7 +38,7 @@ private final class TestResponder: HTTPResponder {
                     }))
         case "static":
             if let file = staticFiles?.response(
-                for: Array(segments.dropFirst()), ifNoneMatch: request.header("If-None-Match"))
+                for: Array(segments.dropFirst()), path: request.rawPath, ifNoneMatch: request.header("If-None-Match"))
             {
                 return .response(file)
             }
@@ -521,9 +521,25 @@ struct StaticFilesTests {
             let again = try client.request("GET", "/static/site.css", headers: ["If-None-Match": etag])
             #expect(again.status == 304)
             #expect(again.body.isEmpty)
-            let index = try client.request("GET", "/static/docs")
+            let index = try client.request("GET", "/static/docs/")
             #expect(index.text == "<h1>docs</h1>")
             #expect(index.header("Content-Type") == "text/html; charset=utf-8")
+        }
+    }
+
+    /// A folder's page is served at the folder's path with its slash, where its relative links resolve inside it;
+    /// without the slash it is a redirect there, and a file's path with a slash names nothing (the page served there
+    /// loaded its scripts and styles from the wrong folder).
+    @Test func aFolderIsServedWithItsSlashAndAFileWithout() throws {
+        let tree = try makeTree()
+        defer { try? FileManager.default.removeItem(atPath: tree.root) }
+        try withServer(staticRoot: tree.publicDirectory) { _, _, client in
+            let redirect = try client.request("GET", "/static/docs")
+            #expect(redirect.status == 301)
+            #expect(redirect.header("Location") == "/static/docs/")
+            for path in ["/static/site.css/", "/static/docs/index.html/", "/static/site.css//"] {
+                #expect(try client.request("GET", path).status == 404, "\(path)")
+            }
         }
     }
 
