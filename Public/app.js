@@ -1093,7 +1093,12 @@
     const before = emp && emp.sortDescriptors;
     if (emp) emp.sortDescriptors = descriptors;
     renderEmployees();
-    mutate(() => guarded(() => api('PUT', ctl(EMP, '/sortDescriptors'), descriptors))).then((done) => {
+    const sorted = async () => {
+      const answer = await api('PUT', ctl(EMP, '/sortDescriptors'), descriptors);
+      showError(null); // taken: an earlier refusal (a filter's, say) no longer stands
+      return answer;
+    };
+    mutate(() => guarded(sorted)).then((done) => {
       if (done === undefined && emp && state.emp === emp && emp.sortDescriptors === descriptors) {
         emp.sortDescriptors = before; // not taken: the indicator shows the controller's sort again
         renderEmployees();
@@ -1118,7 +1123,12 @@
       lastPredicate = predicate;
       el.predicate.textContent = predicate || '';
       el.predicate.hidden = !predicate;
-      await mutate(() => guarded(() => api('PUT', ctl(EMP, '/filterPredicate'), predicate)));
+      await mutate(() =>
+        guarded(async () => {
+          await api('PUT', ctl(EMP, '/filterPredicate'), predicate);
+          showError(null);
+        }),
+      );
       filterTimer = null;
     }, 200);
   });

@@ -362,6 +362,19 @@ def test_filter_sets_the_filter_predicate(page, server):
     assert server.get(f"/controllers/{page.controllers()['employees']}")["filterPredicate"] is None
 
 
+def test_a_refused_filter_error_goes_once_a_filter_is_taken(page, server):
+    engineering = [full(e) for e in server.employees_of("Engineering")]
+    page.select_department("Engineering", engineering)
+    # Text the server refuses (a NUL, as a paste may bring), then text it takes.
+    type_filter = "const f = document.getElementById('filter'); f.value = arguments[0]; f.dispatchEvent(new Event('input'));"
+    page.b.execute_script(type_filter, "li\u0000")
+    page.wait(page.el("error").is_displayed, message="the refused filter is shown")
+    page.b.execute_script(type_filter, "LI")
+    page.wait(lambda: sorted(page.employee_names()) == sorted(n for n in engineering if "li" in n.lower()))
+    page.wait(lambda: not page.el("error").is_displayed(), message="the error went with the filter taken")
+    assert page.console_errors(allowed=("status of 400",)) == []
+
+
 def test_sorting_by_column_headers(page, server):
     page.select_department("Finance")
     emp = page.controllers()["employees"]
