@@ -39,6 +39,9 @@
   const DEP = `departments-${tab}`;
   const EMP = `employees-${tab}`;
   const REMOVER = `remover-${tab}`;
+  // Seconds after which the server removes the page's controllers when nothing names them: a page closed
+  // without deleting them (or crashed) leaves nothing for good. A page hidden that long re-creates them.
+  const IDLE_TIMEOUT = 900;
 
   const $ = (id) => document.getElementById(id);
   const el = {
@@ -1167,6 +1170,7 @@
       content: 'Employee',
       avoidsEmptySelection: false, // an employee deleted elsewhere leaves the selection, no neighbour joins it
       selectsInsertedObjects: false,
+      idleTimeout: IDLE_TIMEOUT,
     }).catch((e) => {
       if (!(e instanceof APIError && e.status === 409)) throw e;
     });
@@ -1477,6 +1481,7 @@
       sortDescriptors: [{ key: 'name', ascending: true, selector: 'localizedStandardCompare:' }],
       // The lists always match their sort and filter, whoever changes a value (Cocoa's default is off).
       automaticallyRearrangesObjects: true,
+      idleTimeout: IDLE_TIMEOUT,
     });
     await create({
       name: EMP,
@@ -1485,6 +1490,7 @@
       sortDescriptors: emp.sortDescriptors || SORTS.name.map((d) => ({ key: d.key, ascending: true, selector: d.selector })),
       filterPredicate: emp.filterPredicate || undefined,
       automaticallyRearrangesObjects: true,
+      idleTimeout: IDLE_TIMEOUT,
     });
   }
 

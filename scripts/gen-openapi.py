@@ -179,7 +179,9 @@ schemas = {
             "sortDescriptors": {"type": "array", "items": ref("SortDescriptor")}, "filterPredicate": {"type": ["string", "null"]},
             **{k: {"type": "boolean"} for k in ["avoidsEmptySelection", "preservesSelection", "selectsInsertedObjects", "clearsFilterPredicateOnInsertion",
                                                   "alwaysUsesMultipleValuesMarker", "automaticallyRearrangesObjects", "editable"]},
-            "childrenKeyPath": {"type": "string"}, "leafKeyPath": {"type": "string"}, "countKeyPath": {"type": "string"}}},
+            "childrenKeyPath": {"type": "string"}, "leafKeyPath": {"type": "string"}, "countKeyPath": {"type": "string"},
+            "idleTimeout": {"type": "number", "exclusiveMinimum": 0, "maximum": 31536000,
+                            "description": "Bindery's own: seconds after which a controller created at run time that no request names is removed"}}},
 }
 headers = {
   "X-Store-Seq": {"description": "The store's sequence number the answer reflects (API.md §4)", "schema": {"type": "integer"}},

@@ -84,8 +84,13 @@ public final class BinderyService: HTTPResponder {
             let name = String(target.dropFirst("controllers/".count))
             return .init(generation: nil) { try controllers.value(forKeyPath: $0, controller: name) }
         }
-        _ = controllers.addObserver { change in
+        let responders = document.responders
+        _ = controllers.addObserver { [weak controllers] change in
             observations.externalTargetDidChange("controllers/\(change.controller)")
+            // A controller removed for its `idleTimeout` (not by DELETE) leaves the responder chain too.
+            if change.key == .controller, controllers?.contains(change.controller) == false {
+                responders.unregister(name: change.controller)
+            }
         }
         defaults.addObserver { change in
             observations.externalTargetDidChange("defaults", state: state(of: change.snapshot))

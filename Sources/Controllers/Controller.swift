@@ -48,6 +48,8 @@ class Controller {
     var contentEntity: String?
     /// Where `add` and `remove` go in relationship mode (a key path from one object to a to-many).
     var owner: RelationshipOwner?
+    /// When a request last named the controller (the registry's clock): for `idleTimeout`.
+    var lastUsed = 0.0
 
     init(description: ControllerDescription, isDeclared: Bool) {
         self.name = description.name

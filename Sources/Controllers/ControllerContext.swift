@@ -10,6 +10,8 @@ final class ControllerContext {
     let controllers: [String: Controller]
     /// The seq of the record being processed; nil for a change the controller made itself.
     var seq: Int64?
+    /// The registry's clock when the session began: a controller named by a request is used then.
+    var now = 0.0
     private(set) var changes: [ControllerChange] = []
     private(set) var notifications: [ControllerNotification] = []
     /// `changes` as a set: a session that applies a batch of records emits a few for each record.
@@ -26,6 +28,7 @@ final class ControllerContext {
     /// The controller called `name`, or 404 `no-such-controller`.
     func controller(_ name: String) throws(ObjectGraphError) -> Controller {
         guard let controller = controllers[name] else { throw .noSuchController(name) }
+        controller.lastUsed = now
         return controller
     }
 

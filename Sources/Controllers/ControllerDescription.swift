@@ -20,6 +20,8 @@ public struct ControllerDescription: Sendable, Hashable {
     public var leafKeyPath: String?
     /// Tree controllers: a key path giving a node's number of children.
     public var countKeyPath: String?
+    /// Seconds after which a controller created at run time that no request has named is removed (nil: never).
+    public var idleTimeout: Double?
 
     public init(name: String, kind: Kind, content: ContentBinding) {
         self.name = name
@@ -37,7 +39,7 @@ public struct ControllerDescription: Sendable, Hashable {
         }
         let known =
             ["name", "kind", "content", "sortDescriptors", "filterPredicate", "childrenKeyPath", "leafKeyPath"]
-            + ["countKeyPath"] + ControllerOptions.names
+            + ["countKeyPath", "idleTimeout"] + ControllerOptions.names
         for key in fields.keys where !known.contains(key) {
             throw Self.bad("Unknown controller field \"\(key)\".", field: key)
         }
@@ -73,6 +75,14 @@ public struct ControllerDescription: Sendable, Hashable {
             default: throw Self.bad("\"\(key)\" is a key path string.", field: key)
             }
         }
+        if let value = fields["idleTimeout"], !value.isNull {
+            guard let seconds = value.doubleValue, seconds > 0, seconds <= Self.longestIdleTimeout else {
+                throw Self.bad(
+                    "\"idleTimeout\" is a number of seconds above 0 and at most \(Int(Self.longestIdleTimeout)), or null.",
+                    field: "idleTimeout")
+            }
+            idleTimeout = seconds
+        }
         if kind == .tree, childrenKeyPath == nil {
             throw Self.bad("A tree controller needs a \"childrenKeyPath\".", field: "childrenKeyPath")
         }
@@ -95,8 +105,12 @@ public struct ControllerDescription: Sendable, Hashable {
             fields["leafKeyPath"] = leafKeyPath.map { .string($0) } ?? .null
             fields["countKeyPath"] = countKeyPath.map { .string($0) } ?? .null
         }
+        if let idleTimeout { fields["idleTimeout"] = .real(idleTimeout) }
         return .dictionary(fields)
     }
+
+    /// The longest `idleTimeout`: a year.
+    static let longestIdleTimeout = 365.0 * 86_400
 
     /// Whether `name` can name a controller (it appears in URLs and in `@name` bindings).
     public static func isValidName(_ name: String) -> Bool {

@@ -37,6 +37,11 @@ public final class ControllerRegistry: Sendable {
     /// Applies queued records and delivers reports, in order, off the request threads.
     private let queue = DispatchQueue(label: "bindery.controllers")
     private let hooks = Mutex(Hooks())
+    /// Seconds on a clock that only goes forward: when controllers were last named (`idleTimeout`).
+    private let clock: @Sendable () -> Double
+    /// Removes idle controllers every second (`removeIdleControllers`). Set once in `init`; a dispatch source is
+    /// safe to use from any thread.
+    nonisolated(unsafe) private let idleTimer: any DispatchSourceTimer
 
     struct RegistryState {
         var controllers: [String: Controller] = [:]
@@ -63,15 +68,31 @@ public final class ControllerRegistry: Sendable {
     ///
     /// With `appliesRecordsInBackground` false, queued records are applied only by the next session or
     /// `synchronize()` (benchmarks use it to time the controllers' work alone).
+    ///
+    /// `clock` tells the seconds `idleTimeout` counts (tests pass their own).
     public init(
         store: ObjectStore, appliesRecordsInBackground: Bool = true, runtimeControllerLimit: Int = 1_000,
-        transact: @escaping TransactionRunner
+        clock: @escaping @Sendable () -> Double = ControllerRegistry.uptime, transact: @escaping TransactionRunner
     ) {
         self.store = store
         self.appliesRecordsInBackground = appliesRecordsInBackground
         self.runtimeControllerLimit = runtimeControllerLimit
         self.transactionRunner = transact
+        self.clock = clock
+        idleTimer = DispatchSource.makeTimerSource(queue: queue)
         state.withLock { $0.lastProcessedSeq = store.seq }
+        idleTimer.schedule(deadline: .now() + 1, repeating: 1, leeway: .milliseconds(200))
+        idleTimer.setEventHandler { [weak self] in self?.removeIdleControllers() }
+        idleTimer.resume()
+    }
+
+    deinit {
+        idleTimer.cancel()
+    }
+
+    /// Seconds since boot (`CLOCK_MONOTONIC`, through Dispatch): never goes back.
+    @Sendable public static func uptime() -> Double {
+        Double(DispatchTime.now().uptimeNanoseconds) / 1e9
     }
 
     // MARK: Observing
@@ -156,6 +177,7 @@ public final class ControllerRegistry: Sendable {
             }
             return try store.read { view throws -> T in
                 let context = ControllerContext(view: view, controllers: registry.controllers, seq: seq)
+                context.now = clock()
                 defer { enqueue(context) }
                 for record in takeInbox() {
                     context.seq = record.seq
@@ -220,7 +242,11 @@ public final class ControllerRegistry: Sendable {
     /// `too-many-controllers` (with `limit`) when `runtimeControllerLimit` run-time controllers exist already.
     @discardableResult
     public func create(_ description: ControllerDescription, declared: Bool = false) throws -> PropertyListValue {
-        try session { registry, context in
+        if declared, description.idleTimeout != nil {
+            throw ControllerDescription.bad(
+                "\"idleTimeout\" is for controllers created at run time (POST /controllers).", field: "idleTimeout")
+        }
+        return try session { registry, context in
             guard registry.controllers[description.name] == nil else {
                 throw ObjectGraphError(
                     status: 409, code: "conflict", message: "A controller \"\(description.name)\" exists already.",
@@ -260,6 +286,7 @@ public final class ControllerRegistry: Sendable {
                 try tree.checkDeclaration(model: context.model)
                 try tree.checkArrangement(ordering: tree.ordering, view: context.view)
             }
+            controller.lastUsed = context.now
             registry.controllers[description.name] = controller
             registry.order.append(description.name)
             context.emit(controller, .controller)
@@ -368,16 +395,45 @@ public final class ControllerRegistry: Sendable {
                     message: "\"\(name)\" is declared in controllers.json and cannot be removed.",
                     fields: ["controller": .string(name)])
             }
-            if let detail = registry.order.first(where: { registry.controllers[$0]?.description.content.master == name }
-            ) {
+            if let detail = Self.follower(of: name, in: registry) {
                 throw ObjectGraphError(
                     status: 409, code: "conflict", message: "\"\(detail)\" follows \"\(name)\"; remove it first.",
                     fields: ["controller": .string(name)])
             }
-            registry.controllers[name] = nil
-            registry.order.removeAll { $0 == name }
-            context.emit(controller, .controller)
+            Self.drop(controller, from: &registry, context: context)
         }
+    }
+
+    /// Removes the controllers created with an `idleTimeout` that no request has named for that long, details before
+    /// their masters (a master that a controller still here follows stays); answers their names. Runs every second.
+    @discardableResult
+    public func removeIdleControllers() -> [String] {
+        guard state.withLock({ $0.controllers.values.contains { $0.description.idleTimeout != nil } }) else {
+            return []
+        }
+        return
+            (try? session { registry, context in
+                var removed: [String] = []
+                for name in registry.order.reversed() {
+                    guard let controller = registry.controllers[name], let timeout = controller.description.idleTimeout,
+                        context.now - controller.lastUsed >= timeout, Self.follower(of: name, in: registry) == nil
+                    else { continue }
+                    Self.drop(controller, from: &registry, context: context)
+                    removed.append(name)
+                }
+                return removed
+            }) ?? []
+    }
+
+    /// The first controller that follows `name` (its content binds to `@name`), if any.
+    private static func follower(of name: String, in registry: RegistryState) -> String? {
+        registry.order.first { registry.controllers[$0]?.description.content.master == name }
+    }
+
+    private static func drop(_ controller: Controller, from registry: inout RegistryState, context: ControllerContext) {
+        registry.controllers[controller.name] = nil
+        registry.order.removeAll { $0 == controller.name }
+        context.emit(controller, .controller)
     }
 
     // MARK: Reading

@@ -181,6 +181,32 @@ struct ControllerRoutesTests {
         }
     }
 
+    /// A controller a client left behind (a closed page) goes after its `idleTimeout`, and leaves the responder chain:
+    /// listing the controllers does not count as naming one.
+    @Test func runtimeController_idleTimeout_removedWhenNobodyNamesIt() throws {
+        try withService { client in
+            let created = try client.request(
+                "POST", "/controllers",
+                json: #"{"name": "brief", "kind": "array", "content": "Employee", "idleTimeout": 0.3}"#)
+            #expect(created.status == 201)
+            #expect(created.json?["idleTimeout"] == 0.3)
+            #expect(try client.request("GET", "/actions", headers: ["X-First-Responder": "brief"]).status == 200)
+            let deadline = Date().addingTimeInterval(5)
+            var listed = true
+            while listed && Date() < deadline {
+                usleep(100_000)
+                let names = try client.request("GET", "/controllers").json?["controllers"]?.arrayValue ?? []
+                listed = names.contains { $0["name"] == "brief" }
+            }
+            #expect(!listed)
+            #expect(try client.request("GET", "/controllers/brief").errorCode == "no-such-controller")
+            let action = try client.request("POST", "/actions/add", headers: ["X-First-Responder": "brief"], json: "{}")
+            #expect(action.errorCode == "no-such-controller")
+            let listing = try client.request("GET", "/actions", headers: ["X-First-Responder": "brief"])
+            #expect(listing.errorCode == "no-such-controller")
+        }
+    }
+
     @Test func sortAndFilter_putAndRead() throws {
         try withService { client in
             let sort = try client.request(

@@ -18,6 +18,43 @@ struct ControllerDefaultsTests {
         #expect(try h.value("arrangedObjects.firstName") == incremental)
     }
 
+    /// A controller created with an `idleTimeout` goes once no request has named it for that long: details before
+    /// their masters, never a master that a controller still here follows, nor one without the option.
+    @Test func idleControllers_removedAfterTheirTimeout_detailsBeforeMasters() throws {
+        let time = Mutex(1_000.0)
+        let h = try Harness(clock: { time.withLock { $0 } })
+        try h.make(["name": "m", "content": "Department", "idleTimeout": 10])
+        try h.make(["name": "d", "content": "@m.selection.employees", "idleTimeout": 20.5])
+        try h.make(["name": "keep", "content": "Employee"])
+        #expect(try h.registry.state(of: "d").value["idleTimeout"] == 20.5)
+        #expect(try h.registry.state(of: "keep").value["idleTimeout"] == nil)
+        time.withLock { $0 += 15 }  // m idle for 15 s, but d follows it
+        h.registry.removeIdleControllers()
+        #expect(h.registry.names == ["m", "d", "keep"])
+        _ = try h.value("selectionIndexes", of: "d")  // named: idle from now on
+        time.withLock { $0 += 15 }
+        h.registry.removeIdleControllers()
+        #expect(h.registry.names == ["m", "d", "keep"])
+        time.withLock { $0 += 10 }
+        h.registry.removeIdleControllers()
+        #expect(h.registry.names == ["keep"])
+        #expect(h.reported(.controller, of: "d") && h.reported(.controller, of: "m"))
+    }
+
+    @Test(arguments: [0, -1, "10", true, .integer(365 * 86_400 + 1)] as [PropertyListValue])
+    func idleTimeout_notAPositiveNumberOfSeconds_refused(value: PropertyListValue) throws {
+        let h = try Harness()
+        let error = expectError("bad-controller", status: 400) {
+            try h.make(["name": "e", "content": "Employee", "idleTimeout": value])
+        }
+        #expect(error?.fields["field"] == "idleTimeout")
+        expectError("bad-controller") {
+            try h.registry.create(
+                json: ["name": "f", "kind": "array", "content": "Employee", "idleTimeout": 5], declared: true)
+        }
+        #expect(h.registry.names.isEmpty)
+    }
+
     /// Replacing the graph (`PUT /store`, `revertToSaved`) with the same objects holding other values is a content
     /// change made elsewhere: the controllers re-arrange, whatever `automaticallyRearrangesObjects` says.
     @Test(arguments: [true, false])

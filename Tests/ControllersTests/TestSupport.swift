@@ -40,7 +40,10 @@ final class Harness: Sendable {
     let changeLog = Log<ControllerChange>()
     let notificationLog = Log<String>()
 
-    init(objects: PropertyListValue = standardObjects) throws {
+    init(
+        objects: PropertyListValue = standardObjects,
+        clock: @escaping @Sendable () -> Double = ControllerRegistry.uptime
+    ) throws {
         let follower = Mutex<ControllerRegistry?>(nil)
         let model = try ObjectModel.check(
             file: packageRoot.appendingPathComponent("Fixtures/employees/model.json").path)
@@ -49,7 +52,7 @@ final class Harness: Sendable {
             hooks: ObjectStoreHooks(capture: { record, _ in follower.withLock { $0 }?.storeDidCommit(record) }))
         try store.transaction { try $0.insertObjects(objects) }
         self.store = store
-        registry = ControllerRegistry(store: store) { body in try store.transaction(body).record }
+        registry = ControllerRegistry(store: store, clock: clock) { body in try store.transaction(body).record }
         follower.withLock { $0 = registry }
         let changeLog = changeLog
         registry.addObserver { change in changeLog.append(change) }

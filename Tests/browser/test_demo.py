@@ -164,6 +164,9 @@ def test_creates_its_own_controllers_and_lists_departments(page, server):
     described = server.get(f"/controllers/{names['employees']}")
     assert described["content"] == f"@{names['departments']}.selection.employees"
     assert re.fullmatch(r"employees-[a-z0-9]+", names["employees"])
+    # A page closed without deleting them (or crashed) leaves them for 15 minutes at most.
+    assert described["idleTimeout"] == 900
+    assert server.get(f"/controllers/{names['departments']}")["idleTimeout"] == 900
     expected = [d for d in server.get(f"/controllers/{names['departments']}/arrangedObjects/name")]
     assert page.department_names() == expected
     assert sorted(expected) == ["Engineering", "Finance", "Marketing", "Research", "Sales"]
