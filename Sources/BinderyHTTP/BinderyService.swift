@@ -160,6 +160,10 @@ public final class BinderyService: HTTPResponder {
                 return .response(.error(.internalError("\(error)")))
             }
         case .methodNotAllowed(let allowed):
+            // Under a controller that does not exist there is nothing, whatever the method (as its routes answer).
+            if segments.count > 2, segments[0] == "controllers", !controllers.contains(segments[1]) {
+                return .response(.error(APIError(ObjectGraphError.noSuchController(segments[1]))))
+            }
             return .response(.error(.methodNotAllowed(request.method, allowed: allowed)))
         case .notFound:
             if request.method == "GET" || request.method == "HEAD" {

@@ -236,6 +236,22 @@ struct ServiceTests {
         }
     }
 
+    /// A method a path does not take is 405, but under a controller that does not exist there is nothing: 404, as the
+    /// path's own method answers.
+    @Test func aWrongMethodUnderAMissingControllerIs404() throws {
+        try withService { client in
+            for (method, path) in [("GET", "/controllers/nope/add"), ("DELETE", "/controllers/nope/selection")] {
+                let missing = try client.request(method, path)
+                #expect(missing.status == 404, "\(method) \(path)")
+                #expect(missing.errorCode == "no-such-controller")
+            }
+            #expect(try client.request("POST", "/controllers/nope/add").errorCode == "no-such-controller")
+            let wrong = try client.request("GET", "/controllers/employees/add")
+            #expect(wrong.status == 405)
+            #expect(wrong.header("Allow") == "POST, OPTIONS")
+        }
+    }
+
     @Test func aWriteToAStaticFileIs405() throws {
         try withService { client in
             for (method, path) in [("POST", "/app.js"), ("PUT", "/index.html"), ("POST", "/"), ("DELETE", "/app.js")] {
