@@ -51,7 +51,7 @@ public struct JSONWriter: Sendable {
             bytes.append(UInt8(ascii: "]"))
         case .dictionary(let dictionary):
             bytes.append(UInt8(ascii: "{"))
-            for (index, key) in dictionary.keys.sorted().enumerated() {
+            for (index, key) in dictionary.keys.sorted(by: { $0.precedesByCodePoints($1) }).enumerated() {
                 if index > 0 { bytes.append(UInt8(ascii: ",")) }
                 writeString(key)
                 bytes.append(UInt8(ascii: ":"))

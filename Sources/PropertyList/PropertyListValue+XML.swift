@@ -60,7 +60,7 @@ extension PropertyListValue {
             out += "\(pad)</array>\n"
         case .dictionary(let dictionary):
             out += "\(pad)<dict>\n"
-            for (key, element) in dictionary.sorted(by: { $0.key < $1.key }) {
+            for (key, element) in dictionary.sorted(by: { $0.key.precedesByCodePoints($1.key) }) {
                 out += "\(pad)\t<key>\(try escape(key))</key>\n"
                 try writeXML(element, indent: indent + 1, into: &out)
             }

@@ -36,14 +36,13 @@ public enum PropertyListValue: Sendable, Hashable {
     public func isIdentical(to other: PropertyListValue) -> Bool {
         switch (self, other) {
         case (.real(let a), .real(let b)): a.bitPattern == b.bitPattern
-        case (.string(let a), .string(let b)): a.unicodeScalars.elementsEqual(b.unicodeScalars)
+        case (.string(let a), .string(let b)): a.isIdentical(to: b)
         case (.array(let a), .array(let b)): a.count == b.count && zip(a, b).allSatisfy { $0.isIdentical(to: $1) }
         case (.dictionary(let a), .dictionary(let b)):
             a.count == b.count
                 && a.allSatisfy { key, value in
                     guard let index = b.index(forKey: key) else { return false }
-                    return b[index].key.unicodeScalars.elementsEqual(key.unicodeScalars)
-                        && value.isIdentical(to: b[index].value)
+                    return b[index].key.isIdentical(to: key) && value.isIdentical(to: b[index].value)
                 }
         default: self == other
         }
@@ -166,5 +165,19 @@ extension PropertyListValue: ExpressibleByStringLiteral, ExpressibleByIntegerLit
     public init(nilLiteral: ()) { self = .null }
     public init(dictionaryLiteral elements: (String, PropertyListValue)...) {
         self = .dictionary(Dictionary(elements, uniquingKeysWith: { _, last in last }))
+    }
+}
+
+extension String {
+    /// Whether the two are the same text code point for code point, as `isEqual:` compares (Swift's `==` takes é
+    /// written as one character and as e and an accent for one).
+    public func isIdentical(to other: String) -> Bool {
+        unicodeScalars.elementsEqual(other.unicodeScalars)
+    }
+
+    /// Code-point order: a total order (Swift's `<` leaves canonically equivalent texts unordered, so a sort by it
+    /// may put them either way).
+    public func precedesByCodePoints(_ other: String) -> Bool {
+        unicodeScalars.lexicographicallyPrecedes(other.unicodeScalars)
     }
 }

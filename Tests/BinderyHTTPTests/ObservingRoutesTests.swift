@@ -511,6 +511,29 @@ struct ObservingRoutesTests {
         }
     }
 
+    /// Names and string objects compare code point for code point, as `isEqual:` does: é as one character and as e
+    /// and an accent are two names, two senders, and neither coalesces with the other.
+    @Test func notificationNamesAndObjectsCompareByCodePoints() throws {
+        try withService { client in
+            for name in ["Caf\u{e9}", "Cafe\u{301}"] {
+                let body = PropertyListValue.dictionary([
+                    "name": .string(name), "object": .string(name), "postingStyle": "whenIdle",
+                    "coalesce": ["name", "sender"],
+                ])
+                let posted = try client.request("POST", "/notifications", json: body.jsonString())
+                #expect(posted.json?["coalesced"] == false, "\(name)")
+            }
+            usleep(200_000)
+            for query in ["name=Caf%C3%A9", "object=Caf%C3%A9", "object=%7B%22%24ref%22%3A%22Caf%C3%A9%22%7D"] {
+                let answer = try client.request("GET", "/notifications?since=0&timeout=0&\(query)")
+                let names = answer.json?["notifications"]?.arrayValue?.compactMap { $0["name"]?.stringValue } ?? []
+                #expect(
+                    names.map { Array($0.unicodeScalars) }
+                        == (query.hasPrefix("object=%7B") ? [] : [["C", "a", "f", "\u{e9}"]]), "\(query)")
+            }
+        }
+    }
+
     @Test func notificationsPostPollAndCoalesce() throws {
         try withService { client in
             let waiting = background { try client.request("GET", "/notifications?since=0&name=Ping&timeout=10") }

@@ -42,6 +42,21 @@ struct JSONCodecTests {
         #expect(value.jsonString() == #"{"a":["x\u0000y","é"],"b":1}"#)
     }
 
+    /// Keys sort by code point, a total order: Swift's `<` leaves é (one character) and e + accent unordered, so their
+    /// order followed each process's hashing.
+    @Test func sortsKeysByCodePointsWhateverTheirHashOrder() throws {
+        let value = PropertyListValue.dictionary(["e\u{301}": 1, "\u{e9}x": 2, "z": 3])
+        #expect(
+            Array(value.jsonString().unicodeScalars) == Array("{\"e\u{301}\":1,\"z\":3,\"\u{e9}x\":2}".unicodeScalars))
+        let xml = Array(String(decoding: try value.xmlPropertyList(), as: UTF8.self).unicodeScalars)
+        let keys = xml.split(separator: "\n").map { String(String.UnicodeScalarView($0)) }.filter {
+            $0.contains("<key>")
+        }
+        #expect(
+            keys.map { Array($0.unicodeScalars) }
+                == ["e\u{301}", "z", "\u{e9}x"].map { Array("\t<key>\($0)</key>".unicodeScalars) })
+    }
+
     @Test func parsesISO8601Forms() {
         #expect(ISO8601.date(from: "2026-01-02") == Date(timeIntervalSince1970: 1_767_312_000))
         #expect(ISO8601.date(from: "2026-01-02T03:04Z") == Date(timeIntervalSince1970: 1_767_323_040))

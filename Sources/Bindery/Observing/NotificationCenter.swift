@@ -59,8 +59,9 @@ public struct PostedNotification: Sendable, Sequenced {
     /// so spacing and key order do not count).
     func objectMatches(_ text: String, json: PropertyListValue?) -> Bool {
         switch object {
-        case .string(let own) where own == text: return true
-        case .dictionary(let fields) where fields.count == 1 && fields["$ref"] == .string(text): return true
+        case .string(let own) where own.isIdentical(to: text): return true
+        case .dictionary(let fields) where fields.count == 1 && fields["$ref"]?.isIdentical(to: .string(text)) == true:
+            return true
         default: return json.map { $0.isIdentical(to: object) } ?? false
         }
     }
@@ -147,7 +148,7 @@ final class NotificationCenter {
     func notifications(after since: Int64, name: String?, object: String?) -> [PostedNotification] {
         let json = object.flatMap { try? PropertyListValue(jsonBytes: Array($0.utf8)) }
         return history.changes(after: since) { notification in
-            (name == nil || notification.name == name)
+            (name.map(notification.name.isIdentical) ?? true)
                 && (object.map { notification.objectMatches($0, json: json) } ?? true)
         }
     }
@@ -206,8 +207,8 @@ final class NotificationQueue {
     private static func matcher(_ notification: Pending, _ coalescing: Coalescing) -> (Pending) -> Bool {
         { other in
             guard !coalescing.isEmpty else { return false }
-            if coalescing.contains(.name), other.name != notification.name { return false }
-            if coalescing.contains(.sender), other.object != notification.object { return false }
+            if coalescing.contains(.name), !other.name.isIdentical(to: notification.name) { return false }
+            if coalescing.contains(.sender), !other.object.isIdentical(to: notification.object) { return false }
             return true
         }
     }
