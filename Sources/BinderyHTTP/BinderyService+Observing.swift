@@ -182,7 +182,8 @@ extension BinderyService {
                         if let id { text += "id: \(id)\n" }
                         text += "event: \(name)\ndata: \(data.jsonString())\n\n"
                     case .error(let body): text += "event: error\ndata: \(body.jsonString())\n\n"
-                    case .heartbeat: text += ": heartbeat\n\n"
+                    case .heartbeat(let lastEventID):
+                        text += ": heartbeat\n" + (lastEventID.map { "id: \($0)\n" } ?? "") + "\n"
                     }
                 }
                 let unsent = stream.bufferedCount

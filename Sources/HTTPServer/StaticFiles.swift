@@ -27,7 +27,9 @@ public struct StaticFiles: Sendable {
     public func response(for segments: [String], path: String, ifNoneMatch: String?) -> HTTPResponse? {
         guard let (resolved, isFolder) = resolvedPath(of: segments) else { return nil }
         guard isFolder == path.hasSuffix("/") else {
-            return isFolder ? HTTPResponse(status: 301, headers: [("Location", path + "/")]) : nil
+            // One slash first: `//docs/` would be another host's `/docs/` to a browser.
+            let location = "/" + path.drop(while: { $0 == "/" }) + "/"
+            return isFolder ? HTTPResponse(status: 301, headers: [("Location", location)]) : nil
         }
         var info = stat()
         // Non-blocking: opening a FIFO for reading would wait for a writer (it is then refused as not regular).

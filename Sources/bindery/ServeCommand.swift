@@ -71,7 +71,7 @@ struct ServeCommand: ParsableCommand {
         guard maxBody > 0 else { throw ValidationError("--max-body must be positive") }
         guard maxUnsent > 0 else { throw ValidationError("--max-unsent must be positive") }
         guard undoDepth >= 0 else { throw ValidationError("--undo-depth must not be negative") }
-        guard (threads ?? 1) > 0 else { throw ValidationError("--threads must be positive") }
+        guard (1...4096).contains(threads ?? 1) else { throw ValidationError("--threads must be from 1 to 4096") }
         guard history > 0 else { throw ValidationError("--history must be positive") }
         guard historyBytes > 0 else { throw ValidationError("--history-bytes must be positive") }
         guard observerTtl > 0 else { throw ValidationError("--observer-ttl must be positive") }

@@ -29,15 +29,18 @@ struct ServerProcess {
     /// Starts the server and waits for its `listening` line; nil (with the exit status) when it exits first.
     /// With `fileSizeLimit` (in 512-byte blocks), no file it writes can grow past that size (`ulimit -f`, with
     /// SIGXFSZ ignored, so that a write past it fails with EFBIG as on a full disk).
+    /// `arguments` come last (a flag given twice takes its last value).
     static func start(
-        data: String, fsync: String = "always", fileSizeLimit: Int? = nil
+        data: String, fsync: String = "always", fileSizeLimit: Int? = nil, arguments extra: [String] = []
     ) throws -> (ServerProcess?, Int32, String) {
         let process = Process()
         let binary = binderyBinary ?? "/nonexistent"
-        let arguments = [
-            "serve", "--fixture", packageRoot + "/Fixtures/employees", "--data", data, "--port", "0", "--fsync", fsync,
-            "--public", packageRoot + "/Public", "--threads", "4",
-        ]
+        let arguments =
+            [
+                "serve", "--fixture", packageRoot + "/Fixtures/employees", "--data", data, "--port", "0", "--fsync",
+                fsync,
+                "--public", packageRoot + "/Public", "--threads", "4",
+            ] + extra
         if let fileSizeLimit {
             process.executableURL = URL(fileURLWithPath: "/bin/sh")
             process.arguments =
@@ -217,6 +220,21 @@ struct PersistenceProcessTests {
             server = try #require(try ServerProcess.start(data: data, fsync: "batch").0)
             #expect(try revertEnabled(server) == true, "after a change and a restart")
             #expect(server.terminate() == 0)
+        }
+    }
+
+    /// A number a flag cannot take stops the start with the reason (exit 64): never a trap (`--threads` beyond 32 bits
+    /// trapped), nor "Missing value" for a negative one.
+    @Test(arguments: [
+        (["--threads", "4294967296"], "--threads must be from 1 to 4096"), (["--port", "-1"], "'-1' is invalid"),
+        (["--history", "-5"], "--history must be positive"),
+    ])
+    func aFlagOutOfItsRangeIsRefusedWithTheReason(arguments: [String], reason: String) throws {
+        try withTemporaryDataDirectory { data in
+            let (server, status, message) = try ServerProcess.start(data: data, arguments: arguments)
+            server?.kill9()
+            #expect(server == nil && status == 64, "\(arguments)")
+            #expect(message.contains(reason), "\(message)")
         }
     }
 

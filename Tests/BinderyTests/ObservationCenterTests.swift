@@ -288,6 +288,44 @@ struct ObservationCenterTests {
         }
     }
 
+    /// A filtered stream keeps up through changes that are not for it, more than the history holds: it is never told
+    /// `history-compacted`, and a heartbeat moves its client's `Last-Event-ID` past them (to resume from there).
+    @Test func aFilteredStreamKeepsUpThroughChangesNotForIt() throws {
+        try withCenter(.init(historyCapacity: 20, heartbeatInterval: 0.3)) { document, center in
+            let events = Mutex<[ObservationCenter.StreamEvent]>([])
+            let id = center.subscribe(
+                PollRequest(source: .store(entity: "Department"), since: document.store.seq, timeout: 0),
+                send: { sent, _ in
+                    events.withLock { $0 += sent }
+                    return true
+                }, close: {})
+            // In runs shorter than the history (one run longer than it, between two looks, would be a stream that
+            // fell behind).
+            for salary in 1...50 {
+                try document.set(.integer(Int64(salary)), "salary", of: "Employee/5")
+                if salary.isMultiple(of: 5) { usleep(50_000) }
+            }
+            let quiet = document.store.seq
+            usleep(800_000)  // a heartbeat
+            try document.set("Sales & Co", "name", of: "Department/1")
+            usleep(100_000)
+            let seen = events.withLock { $0 }
+            var heartbeatIDs: [Int64] = []
+            var itemIDs: [Int64] = []
+            for event in seen {
+                switch event {
+                case .heartbeat(let lastEventID?): heartbeatIDs.append(lastEventID)
+                case .item(let id?, _, _): itemIDs.append(id)
+                case .error(let body): Issue.record("error event: \(body.jsonString())")
+                default: break
+                }
+            }
+            #expect(heartbeatIDs.last == quiet && heartbeatIDs == heartbeatIDs.sorted())
+            #expect(itemIDs == [quiet + 1])
+            center.unsubscribe(id)
+        }
+    }
+
     /// Notification seqs go on from one run to the next: a `since` kept from an earlier run is answered 410, never
     /// with the next run's notifications.
     @Test func notificationSeqsGoOnFromOneRunToTheNext() throws {

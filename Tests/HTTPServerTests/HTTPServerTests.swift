@@ -537,6 +537,8 @@ struct StaticFilesTests {
             let redirect = try client.request("GET", "/static/docs")
             #expect(redirect.status == 301)
             #expect(redirect.header("Location") == "/static/docs/")
+            // A path that starts with two slashes is not sent to another host (`//static/docs/` would be one).
+            #expect(try client.request("GET", "//static/docs").header("Location") == "/static/docs/")
             for path in ["/static/site.css/", "/static/docs/index.html/", "/static/site.css//"] {
                 #expect(try client.request("GET", path).status == 404, "\(path)")
             }

@@ -57,12 +57,18 @@ public final class ObservationCenter: @unchecked Sendable {
         case item(id: Int64?, name: String, data: PropertyListValue)
         /// The stream cannot go on (history compacted, observer gone): the error body; the stream then ends.
         case error(PropertyListValue)
-        case heartbeat
+        /// A comment when the stream is idle; with `lastEventID` when its cursor has moved past changes that were not
+        /// for it (a filter's): an `id:` without data moves the client's `Last-Event-ID` and fires no event, so that
+        /// it resumes from there, not from before changes that may have left the retained history meanwhile.
+        case heartbeat(lastEventID: Int64?)
     }
 
     private struct Subscriber {
         var source: PollRequest.Source
+        /// Its cursor: everything through it was sent or was not for it.
         var since: Int64
+        /// The last `id:` it was sent (or the `since` it started from).
+        var toldID: Int64
         var lastSent: Double
         /// Returns false when the client has gone. With a `whenSent` (more is retained than one push sends), it is
         /// called once the events written have gone to the client, for the next page.
@@ -276,7 +282,7 @@ public final class ObservationCenter: @unchecked Sendable {
             if case .observer(let observerID) = request.source { observers[observerID]?.activeWaiters += 1 }
             let since = request.since ?? currentSeq(of: request.source)
             subscribers[id] = Subscriber(
-                source: request.source, since: since, lastSent: Self.now(), send: send, close: close,
+                source: request.source, since: since, toldID: since, lastSent: Self.now(), send: send, close: close,
                 isAbandoned: isAbandoned)
             push(to: id)
             return id
@@ -315,6 +321,9 @@ public final class ObservationCenter: @unchecked Sendable {
         var morePending = false
         switch answer(subscriber.source, since: subscriber.since, force: false, limit: Self.streamPage) {
         case nil:
+            // Nothing for it up to now: its cursor moves on all the same, as a long-poll's `last` does, so that a
+            // filtered stream that keeps up never falls behind the retained history.
+            subscribers[id]?.since = max(subscriber.since, currentSeq(of: subscriber.source))
             return
         case .items(let json, _)?:
             let isNotification = if case .notifications = subscriber.source { true } else { false }
@@ -327,6 +336,7 @@ public final class ObservationCenter: @unchecked Sendable {
             }
             let last = json["last"]?.integerValue ?? subscriber.since
             subscriber.since = last
+            if let sent = seqs.last { subscriber.toldID = sent }
             // A page that ends before the current seq: more is retained than this push sent.
             morePending = last < currentSeq(of: subscriber.source)
         case .compacted(let oldest, let current)?:
@@ -520,7 +530,9 @@ public final class ObservationCenter: @unchecked Sendable {
         if now - lastAbandonedSweep >= Self.abandonedSweepInterval { releaseAbandonedWaiters() }
         for (id, subscriber) in subscribers where now - subscriber.lastSent >= configuration.heartbeatInterval {
             subscribers[id]?.lastSent = now
-            if !subscriber.send([.heartbeat], nil) { endSubscription(id) }
+            let moved = subscriber.since > subscriber.toldID
+            subscribers[id]?.toldID = subscriber.since
+            if !subscriber.send([.heartbeat(lastEventID: moved ? subscriber.since : nil)], nil) { endSubscription(id) }
         }
         for (id, observer) in observers
         where observer.activeWaiters == 0 && now - observer.lastActivity > configuration.observerTTL {
