@@ -217,7 +217,7 @@ public final class BinderyService: HTTPResponder {
         }
         add("Access-Control-Allow-Origin", configuration.corsOrigin)
         if requestHeader("Origin") != nil {
-            add("Access-Control-Expose-Headers", "ETag, Location, X-Store-Seq, Retry-After")
+            add("Access-Control-Expose-Headers", "ETag, Location, X-Store-Seq, X-Total-Count, Retry-After")
         }
     }
 

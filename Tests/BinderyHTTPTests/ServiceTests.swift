@@ -59,6 +59,8 @@ struct ServiceTests {
             #expect(response.header("Access-Control-Expose-Headers") == nil)
             let crossOrigin = try client.request("GET", "/healthz", headers: ["Origin": "http://example.test"])
             #expect(crossOrigin.header("Access-Control-Expose-Headers")?.contains("X-Store-Seq") == true)
+            // The arranged objects' total, for paging (`offset`, `limit`), is readable across origins too.
+            #expect(crossOrigin.header("Access-Control-Expose-Headers")?.contains("X-Total-Count") == true)
         }
     }
 
