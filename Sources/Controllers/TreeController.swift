@@ -6,13 +6,15 @@ import PropertyList
 ///
 /// The tree is rebuilt when the content changes or a committed record changes a node's children or leaf key (and,
 /// with `automaticallyRearrangesObjects`, a sort or filter key), so its structure always reflects the model; an
-/// object is never a child of itself or of its descendants (cycles end there), and nodes go no deeper than 64
-/// levels. With `leafKeyPath`, a node whose value is true has no children.
+/// object is never a child of itself or of its descendants (cycles end there), and nodes go no deeper than
+/// `maxDepth` levels. With `leafKeyPath`, a node whose value is true has no children.
 final class TreeController: Controller {
     struct Node: Equatable {
         var object: ObjectID
         var children: [Node]
         var isLeaf: Bool
+        /// It has children the tree does not show (at `maxDepth`, or past `maxNodes`): it takes no more.
+        var isCut = false
     }
 
     var roots: [Node] = []
@@ -51,6 +53,8 @@ final class TreeController: Controller {
     /// The most nodes a tree is built with: an object reached along several paths is a node on each, so a children
     /// key path that meets the same objects again (`department.employees`) would grow the tree exponentially.
     static let maxNodes = 200_000
+    /// The levels below the roots a tree shows at most (its nodes' index paths are at most one longer).
+    static let maxDepth = 64
 
     override init(description: ControllerDescription, isDeclared: Bool) {
         super.init(description: description, isDeclared: isDeclared)
@@ -67,7 +71,7 @@ final class TreeController: Controller {
         guard options.editable, selectionIndexPaths.count == 1, let node = node(at: selectionIndexPaths[0]) else {
             return false
         }
-        return !node.isLeaf && entitiesWithChildren.contains(node.object.entity)
+        return !node.isLeaf && !node.isCut && entitiesWithChildren.contains(node.object.entity)
     }
 
     /// The entities whose objects have children: `childrenKeyPath` leads to a to-many relationship of theirs (in a
@@ -146,16 +150,16 @@ final class TreeController: Controller {
             if let leafKeyPath = description.leafKeyPath {
                 isLeaf = (try? view.value(forKeyPath: leafKeyPath, of: object)) == .value(.boolean(true))
             }
-            guard !isLeaf, depth < 64, let value = try? view.value(forKeyPath: childrenKeyPath, of: object) else {
+            guard !isLeaf, let value = try? view.value(forKeyPath: childrenKeyPath, of: object) else {
                 return Node(object: object, children: [], isLeaf: isLeaf)
             }
             // Neither an ancestor nor the object itself is a child again (cycles end there).
             ancestors.insert(object)
             defer { ancestors.remove(object) }
-            var childObjects = value.objectIDs.filter { !ancestors.contains($0) }
-            if childObjects.count > budget {
-                isTruncated = true
-                childObjects = []
+            let childObjects = value.objectIDs.filter { !ancestors.contains($0) }
+            if childObjects.count > budget { isTruncated = true }
+            if childObjects.count > budget || depth >= Self.maxDepth {
+                return Node(object: object, children: [], isLeaf: false, isCut: !childObjects.isEmpty)
             }
             budget -= childObjects.count
             let children = sorted(childObjects, view: view).map {
@@ -408,6 +412,12 @@ final class TreeController: Controller {
             guard !parentNode.isLeaf else {
                 throw ObjectGraphError.actionDisabled(action, of: name, "\(parentNode.object) is a leaf.")
             }
+            guard !parentNode.isCut else {
+                throw ObjectGraphError.actionDisabled(
+                    action, of: name,
+                    "\(parentNode.object)'s children are not shown (a tree shows \(Self.maxDepth) levels below its roots)."
+                )
+            }
             let parent = parentNode.object
             let children = RelationshipOwner(object: parent, keyPath: childrenKeyPath)
             let count = (try? view.value(forKeyPath: childrenKeyPath, of: parent))?.objectIDs.count ?? 0
@@ -492,8 +502,9 @@ final class TreeController: Controller {
                     "indexPath": .array(path.map { .integer(Int64($0)) }),
                     "children": try json(node.children, prefix: path),
                     // With a leafKeyPath, its value says (a node may be a non-leaf without children yet), as
-                    // NSTreeNode's isLeaf; without one, having no children does.
-                    "isLeaf": .boolean(description.leafKeyPath == nil ? node.children.isEmpty : node.isLeaf),
+                    // NSTreeNode's isLeaf; without one, having no children does (shown or not).
+                    "isLeaf": .boolean(
+                        description.leafKeyPath == nil ? node.children.isEmpty && !node.isCut : node.isLeaf),
                 ]
                 if let countKeyPath = description.countKeyPath {
                     entry["count"] = (try? view.value(forKeyPath: countKeyPath, of: node.object))?.json ?? .null

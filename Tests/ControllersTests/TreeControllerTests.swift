@@ -81,6 +81,39 @@ struct TreeControllerTests {
         #expect(try h.value("selection.lastName", of: "org") == "Cole")
     }
 
+    /// A tree shows 64 levels below its roots: a node there whose children are not shown is no leaf, and takes no
+    /// child (it would not be shown either); it said `isLeaf` true and took one.
+    @Test func tree_deeperThanItShows_nodeAtTheDepthIsNoLeaf_takesNoChild() throws {
+        var objects = try #require(standardObjects.arrayValue)
+        for level in 0..<70 {
+            var employee: [String: PropertyListValue] = [
+                "$id": .string("Employee/d\(level)"), "firstName": "D", "lastName": .string("D\(level)"),
+                "department": ref("Department/3"),
+            ]
+            if level > 0 { employee["manager"] = ref("Employee/d\(level - 1)") }
+            objects.append(.dictionary(employee))
+        }
+        let h = try Harness(objects: .array(objects))
+        try h.make([
+            "name": "org", "kind": "tree", "content": "Department/3.employees", "filterPredicate": "manager == nil",
+            "childrenKeyPath": "directReports",
+        ])
+        let deepest = Array(repeating: 0, count: 65)
+        var node = try h.value("arrangedObjects", of: "org").arrayValue?.first
+        for _ in 1..<65 { node = node?["children"]?.arrayValue?.first }
+        #expect(node?["object"] == ref("Employee/d64"))
+        #expect(node?["children"] == [] && node?["isLeaf"] == false)
+        try h.registry.setSelectionIndexPaths([deepest], controller: "org")
+        #expect(try h.registry.state(of: "org").value["canAddChild"] == false)
+        expectError("action-disabled", status: 409) {
+            try h.registry.perform(
+                "addChild", controller: "org",
+                body: ["object": ["firstName": "E", "lastName": "E", "department": ref("Department/3")]])
+        }
+        try h.registry.setSelectionIndexPaths([Array(deepest.dropLast())], controller: "org")
+        #expect(try h.registry.state(of: "org").value["canAddChild"] == true)
+    }
+
     @Test func tree_addChild_insertsUnderSelection_andSelectsIt() throws {
         let h = try harness()
         try h.registry.setSelectionIndexPaths([[1]], controller: "org")
