@@ -97,6 +97,47 @@ struct TransactionTests {
         #expect(try store.read { view in view.contains(id("Department/9")) } == false)
     }
 
+    /// An import's invalid values are reported alone (and all of them), not with every relationship that objects
+    /// inserted before them did not have yet ("department is required" for each employee before the bad one).
+    @Test func anImportsInvalidValuesAreReportedWithoutFalseCardinalities() throws {
+        let store = try employeesStore()
+        let before = store.export()
+        var objects = try #require(before["objects"]?.arrayValue)
+        for (index, object) in objects.enumerated() {
+            guard var fields = object.dictionaryValue else { continue }
+            if fields["$id"] == "Employee/cy" { fields["salary"] = "lots" }
+            if fields["$id"] == "Employee/dee" { fields["hireDate"] = "yesterday" }
+            objects[index] = .dictionary(fields)
+        }
+        let error = expectError("validation-failed", status: 422) {
+            try store.transaction { tx in try tx.replaceGraph(with: ["objects": .array(objects)]) }
+        }
+        let listed = error?.fields["errors"]?.arrayValue?.map { [$0["object"], $0["keyPath"], $0["code"]] }
+        #expect(
+            listed == [["Employee/cy", "salary", "type-mismatch"], ["Employee/dee", "hireDate", "type-mismatch"]])
+        #expect(store.export() == before)
+    }
+
+    /// Both sides of a relationship given (as an export gives them) must agree: an employee listed by one department
+    /// while naming another is refused, not settled by whichever side was set last.
+    @Test func anImportWhoseTwoSidesDisagreeIsRefused() throws {
+        let store = try employeesStore()
+        let before = store.export()
+        let objects = try #require(before["objects"]?.arrayValue).map { object -> PropertyListValue in
+            guard var fields = object.dictionaryValue, fields["$id"] == "Employee/bob" else { return object }
+            fields["department"] = ref("Department/2")  // Department/1's employees still list Bob
+            return .dictionary(fields)
+        }
+        let error = expectError("validation-failed", status: 422) {
+            try store.transaction { tx in try tx.replaceGraph(with: ["objects": .array(objects)]) }
+        }
+        #expect(error?.message.contains("both sides must agree") == true, "\(error?.message ?? "")")
+        #expect(store.export() == before)
+        // The export itself, both sides given, goes back in unchanged.
+        try store.transaction { tx in try tx.replaceGraph(with: before) }
+        #expect(store.export()["objects"] == before["objects"])
+    }
+
     @Test func serverAssignedIdsAreUniqueAndNeverReused() throws {
         let store = try employeesStore()
         let first = try store.transaction { tx in try tx.insert("Department", values: ["name": "A"]) }.value

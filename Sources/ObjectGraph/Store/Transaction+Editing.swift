@@ -14,6 +14,16 @@ extension Transaction {
     public func insert(
         _ entityName: String, id: String? = nil, values: [String: PropertyListValue] = [:]
     ) throws(ObjectGraphError) -> ObjectID {
+        let (objectID, invalid) = try insertGathering(entityName, id: id, values: values)
+        try throwAllInvalid(invalid)
+        return objectID
+    }
+
+    /// `insert`, answering the values it could not set (422 each; the object is made without them) instead of
+    /// throwing them: for a caller that gathers them over several objects.
+    func insertGathering(
+        _ entityName: String, id: String?, values: [String: PropertyListValue]
+    ) throws(ObjectGraphError) -> (ObjectID, [ObjectGraphError]) {
         let entityIndex = try state.model.entityIndex(entityName)
         let entity = state.model.entities[entityIndex]
         let table = state.tables[entityIndex]
@@ -69,8 +79,7 @@ extension Transaction {
                 invalid.append(error)
             }
         }
-        try throwAllInvalid(invalid)
-        return objectID
+        return (objectID, invalid)
     }
 
     /// Throws the values that could not be set (422 each) together with the constraints the rest of the transaction

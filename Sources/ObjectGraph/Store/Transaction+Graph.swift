@@ -58,9 +58,13 @@ extension Transaction {
         try load(try Self.objectList(graph))
     }
 
+    /// Makes every object with its attributes, then sets the relationships (references may point forward). Values
+    /// that cannot be set are gathered over all objects (at most 100) and thrown before any relationship is set:
+    /// constraints checked then would report every relationship as missing.
     @discardableResult
     private func load(_ objects: [PropertyListValue]) throws(ObjectGraphError) -> [ObjectID] {
         var created: [(ObjectHandle, [String: PropertyListValue])] = []
+        var invalid: [ObjectGraphError] = []
         created.reserveCapacity(objects.count)
         for (position, object) in objects.enumerated() {
             guard case .dictionary(let values) = object else {
@@ -93,9 +97,12 @@ extension Transaction {
                 case nil: throw .undefinedKey(key, entity: entity.name)
                 }
             }
-            let objectID = try insert(entity.name, id: id.id, values: attributes)
+            let (objectID, refused) = try insertGathering(entity.name, id: id.id, values: attributes)
+            invalid += refused
+            if invalid.count >= 100 { break }
             created.append((try state.handle(of: objectID), relationships))
         }
+        if !invalid.isEmpty { throw .combining(Array(invalid.prefix(100))) }
         for (handle, relationships) in created {
             let entity = state.model.entities[handle.entity]
             for (key, value) in relationships.sorted(by: { $0.key < $1.key }) {
@@ -103,7 +110,42 @@ extension Transaction {
                 try setRelationship(index, of: handle, to: value)
             }
         }
+        try checkBothSidesAgree(created)
         return created.map { state.objectID(of: $0.0) }
+    }
+
+    /// Both sides of a relationship may be given (an export gives both): each given side must be what the graph
+    /// holds once all are set, or the side set last would win without a word (an employee listed by one department
+    /// and naming another). At most 100 are reported.
+    private func checkBothSidesAgree(
+        _ created: [(ObjectHandle, [String: PropertyListValue])]
+    ) throws(ObjectGraphError) {
+        var disagreements: [ObjectGraphError] = []
+        func names(_ handles: [ObjectHandle]) -> String {
+            handles.isEmpty
+                ? "nothing"
+                : handles.prefix(5).map { state.objectID(of: $0).description }
+                    .joined(separator: ", ") + (handles.count > 5 ? " (and \(handles.count - 5) more)" : "")
+        }
+        for (handle, relationships) in created where disagreements.count < 100 {
+            let entity = state.model.entities[handle.entity]
+            for (key, value) in relationships.sorted(by: { $0.key < $1.key }) {
+                guard case .relationship(let index) = entity.properties[key] else { continue }
+                let relationship = state.relationship(handle, index)
+                var given: [ObjectHandle] = []
+                for element in relationship.isToMany ? value.arrayValue ?? [] : (value.isNull ? [] : [value]) {
+                    given.append(try destinationHandle(element, for: relationship, of: handle))
+                }
+                let held = state.destinations(handle, relationship)
+                guard given != held else { continue }
+                disagreements.append(
+                    .validationFailed(
+                        key, of: state.objectID(of: handle),
+                        "\(key) is given as \(names(given)), but the other side (\(relationship.inverse)) of the objects "
+                            + "given makes it \(names(held)): both sides must agree."))
+            }
+        }
+        if !disagreements.isEmpty { throw .combining(disagreements) }
     }
 
     static func objectList(_ graph: PropertyListValue) throws(ObjectGraphError) -> [PropertyListValue] {
