@@ -61,14 +61,8 @@ extension Document {
             case "document": return [DocumentResponder(document: self)]
             case "application": return [ApplicationResponder()]
             default:
-                guard target.hasPrefix("controllers/") else {
-                    if let controller = responders.responder(named: target) { return [controller] }
-                    throw ObjectGraphError(
-                        status: 404, code: "no-responder",
-                        message:
-                            "The target \"\(target)\" is not \"document\", \"application\" or \"controllers/NAME\".")
-                }
-                let name = String(target.dropFirst("controllers/".count))
+                // `controllers/NAME` or a bare `NAME`, as `X-First-Responder` takes it: a controller either way.
+                let name = target.hasPrefix("controllers/") ? String(target.dropFirst("controllers/".count)) : target
                 guard let controller = responders.responder(named: name) else { throw .noSuchController(name) }
                 return [controller]
             }

@@ -26,10 +26,11 @@ extension BinderyService {
         // The XML property list when the client names it (or `application/xml`) and does not name JSON higher.
         let http = request.request
         let plist = max(http.acceptQuality(of: plistType) ?? 0, http.acceptQuality(of: "application/xml") ?? 0)
+        let json = ["application/json", "application/*", "*/*"].compactMap { http.acceptQuality(of: $0) }.max() ?? 0
         let asPlist = plist > 0 && plist >= http.acceptQuality(of: "application/json") ?? 0
         let export: @Sendable () -> HTTPResponse = {
             do throws(APIError) {
-                return try exportResponse(asPlist: asPlist, document: document)
+                return try exportResponse(asPlist: asPlist, orJSON: json > 0, document: document)
             } catch {
                 return .error(error)
             }
@@ -40,7 +41,10 @@ extension BinderyService {
             })
     }
 
-    private static func exportResponse(asPlist: Bool, document: Document) throws(APIError) -> HTTPResponse {
+    /// `orJSON`: the client takes JSON too, which it is sent when the graph has no XML form (a control character).
+    private static func exportResponse(asPlist: Bool, orJSON: Bool, document: Document) throws(APIError)
+        -> HTTPResponse
+    {
         var (graph, seq) = document.store.read { view in (view.exportGraph(), view.seq) }
         // Its `seq` too, which clients follow the feed from: at most what is durable (`Document.acknowledgedSeq`).
         let acknowledged = document.acknowledgedSeq(seq)
@@ -49,16 +53,18 @@ extension BinderyService {
             graph = .dictionary(fields)
         }
         if asPlist {
-            let xml: [UInt8]
             do {
-                xml = try graph.xmlPropertyList()
+                let xml = try graph.xmlPropertyList()
+                return HTTPResponse(
+                    status: 200,
+                    headers: [("Content-Type", plistType), ("X-Store-Seq", String(acknowledged)), ("Vary", "Accept")],
+                    body: .bytes(xml))
             } catch {
-                throw APIError(status: 406, code: "not-acceptable", message: "\(error.message) Ask for JSON instead.")
+                guard orJSON else {
+                    throw APIError(
+                        status: 406, code: "not-acceptable", message: "\(error.message) Ask for JSON instead.")
+                }
             }
-            return HTTPResponse(
-                status: 200,
-                headers: [("Content-Type", plistType), ("X-Store-Seq", String(acknowledged)), ("Vary", "Accept")],
-                body: .bytes(xml))
         }
         var response = HTTPResponse.json(graph, seq: acknowledged)
         response.headers.append(("Vary", "Accept"))
@@ -69,6 +75,7 @@ extension BinderyService {
         let graph: PropertyListValue
         let type = request.request.header("Content-Type")?.lowercased() ?? ""
         if type.hasPrefix(plistType) || type.hasPrefix("application/xml") || type.hasPrefix("text/xml") {
+            try RouteRequest.checkCharset(type, of: "XML")
             do {
                 graph = try PropertyListValue(
                     xmlPropertyList: request.request.body, maximumDepth: PropertyListValue.documentDepthLimit)

@@ -43,12 +43,19 @@ extension RouteRequest {
             throw APIError(
                 status: 415, code: "unsupported-media-type", message: "The body must be JSON, not \(declared).")
         }
-        for parameter in parts.dropFirst() where parameter.hasPrefix("charset=") {
+        try checkCharset(declared, of: "JSON")
+    }
+
+    /// 415 when `declared` (a lower-cased `Content-Type`) names a charset other than UTF-8; `kind` is what the body
+    /// is read as.
+    static func checkCharset(_ declared: String, of kind: String) throws(APIError) {
+        let parameters = declared.split(separator: ";").dropFirst().map { $0.trimmingCharacters(in: .whitespaces) }
+        for parameter in parameters where parameter.hasPrefix("charset=") {
             let charset = parameter.dropFirst("charset=".count).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
             guard charsets.contains(charset) else {
                 throw APIError(
-                    status: 415, code: "unsupported-media-type", message: "The body must be UTF-8 JSON, not \(charset)."
-                )
+                    status: 415, code: "unsupported-media-type",
+                    message: "The body must be UTF-8 \(kind), not \(charset).")
             }
         }
     }

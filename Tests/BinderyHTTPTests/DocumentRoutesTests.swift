@@ -103,10 +103,12 @@ struct DocumentRoutesTests {
             #expect(unknown.errorCode == "no-such-controller")
             let listing = try client.request("GET", "/actions", headers: ["X-First-Responder": "nope"])
             #expect(listing.errorCode == "no-such-controller")
-            let targeted = try client.request(
-                "POST", "/actions/add", json: #"{"target": "controllers/nope", "sender": null}"#)
-            #expect(targeted.status == 404)
-            #expect(targeted.errorCode == "no-such-controller")
+            for target in ["controllers/nope", "nope"] {
+                let targeted = try client.request(
+                    "POST", "/actions/add", json: #"{"target": "\#(target)", "sender": null}"#)
+                #expect(targeted.status == 404)
+                #expect(targeted.errorCode == "no-such-controller", "\(target)")
+            }
             let nobody = try client.request("POST", "/actions/frobnicate", json: "{}")
             #expect(nobody.status == 404)
             #expect(nobody.errorCode == "no-responder")
@@ -294,6 +296,16 @@ struct DocumentRoutesTests {
             let refused = try client.request("GET", "/store", headers: ["Accept": "application/x-plist"])
             #expect(refused.status == 406)
             #expect(refused.errorCode == "not-acceptable")
+            // A client that takes JSON as well is sent JSON.
+            for accept in ["application/x-plist, application/json;q=0.5", "application/x-plist, */*;q=0.1"] {
+                let fallback = try client.request("GET", "/store", headers: ["Accept": accept])
+                #expect(fallback.status == 200, "\(accept)")
+                #expect(fallback.header("Content-Type") == "application/json", "\(accept)")
+            }
+            // A property list in another charset is refused as a JSON body in one is.
+            let latin1 = try client.request(
+                "PUT", "/store", headers: ["Content-Type": "application/x-plist; charset=iso-8859-1"], body: plist.body)
+            #expect(latin1.status == 415)
         }
     }
 
