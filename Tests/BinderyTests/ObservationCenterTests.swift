@@ -326,6 +326,28 @@ struct ObservationCenterTests {
         }
     }
 
+    /// A notification queued (`whenIdle`, answered 202) when the server stops is posted before the waiting clients
+    /// are answered, not lost.
+    @Test func queuedNotificationsArePostedBeforeTheWaitersAreAnswered() throws {
+        try withCenter { _, center in
+            let result = Mutex<PollAnswer?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            center.poll(PollRequest(source: .notifications(name: nil, object: nil), since: nil, timeout: 30)) {
+                answer in
+                result.withLock { $0 = answer }
+                done.signal()
+            }
+            _ = try center.post(name: "Later", object: .null, userInfo: [:], style: "whenIdle", coalesce: [])
+            center.answerAllWaiters()
+            #expect(done.wait(timeout: .now() + 5) == .success)
+            guard case .items(let json, _)? = result.withLock({ $0 }) else {
+                Issue.record("expected an answer")
+                return
+            }
+            #expect(json["notifications"]?.arrayValue?.map { $0["name"] } == ["Later"])
+        }
+    }
+
     /// Notification seqs go on from one run to the next: a `since` kept from an earlier run is answered 410, never
     /// with the next run's notifications.
     @Test func notificationSeqsGoOnFromOneRunToTheNext() throws {

@@ -253,9 +253,12 @@ public final class ObservationCenter: @unchecked Sendable {
     }
 
     /// Answers every waiting client at once (with what there is, usually nothing) and ends every event stream:
-    /// before the server stops. Callable from any thread, the queue included.
+    /// before the server stops. Callable from any thread, the queue included. Queued notifications (`asap`,
+    /// `whenIdle`) are posted first: their posts were answered `202`.
     public func answerAllWaiters() {
         onQueue {
+            flush(\.asap)
+            flush(\.idle)
             for id in waiters.keys.sorted() { finish(waiter: id, force: true) }
             for id in subscribers.keys.sorted() { endSubscription(id) }
         }
