@@ -168,7 +168,7 @@ extension BinderyService {
     /// client reconnects with `Last-Event-ID`); a single event larger than this is still sent when nothing waits.
     static let maxUnsentEventBytes = 4 << 20
 
-    /// The same feed as server-sent events: `id:` is the seq, `event: change` (or `notification`), a heartbeat
+    /// The same feed as server-sent events: `id:` is the seq, `event: change` (notifications too), a heartbeat
     /// comment when idle, `event: error` before the stream ends when it cannot go on.
     private static func eventStream(_ request: PollRequest, center: ObservationCenter) -> HTTPResponse {
         let stream = HTTPStream()

@@ -804,6 +804,21 @@ struct ServerSentEventsTests {
         }
     }
 
+    /// The notification feed streams with the one event name API.md §7 gives the feeds: `change`.
+    @Test func notificationsStreamAsChangeEvents() throws {
+        try withService { client in
+            let socket = try client.connect()
+            defer { close(socket) }
+            try client.send(
+                Array("GET /notifications?since=0 HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n".utf8),
+                on: socket)
+            _ = try client.request("POST", "/notifications", json: #"{"name": "Ping"}"#)
+            var received = ""
+            #expect(read(socket, until: "event: change\ndata: {\"name\":\"Ping\"", into: &received))
+            #expect(!received.contains("event: notification"))
+        }
+    }
+
     @Test func streamsChangesAndResumesFromLastEventID() throws {
         try withService(observation: .init(heartbeatInterval: 0.3)) { client in
             let socket = try client.connect()

@@ -335,7 +335,8 @@ public final class ObservationCenter: @unchecked Sendable {
             events = items.indices.map { index in
                 let last = index == items.count - 1 || seqs[index + 1] != seqs[index]
                 return .item(
-                    id: last ? seqs[index] : nil, name: isNotification ? "notification" : "change", data: items[index])
+                    // `change` for notifications too: API.md §7 names one event for every feed.
+                    id: last ? seqs[index] : nil, name: "change", data: items[index])
             }
             let last = json["last"]?.integerValue ?? subscriber.since
             subscriber.since = last
