@@ -25,8 +25,9 @@ def ok(schema=None, desc="OK", code="200", headers=(), alternatives=None):
 ERR = {"default": {"description": "An error (API.md §2)", "content": {"application/json": {"schema": ref("Error")}}}}
 ANY = {}
 SSE = {"text/event-stream": {"schema": {"type": "string", "description": "Server-sent events (with Accept: text/event-stream): "
-        "`id:` the seq (on the last event of a seq only), `event: change` or `notification`, `data:` the item's JSON; "
-        "a `: heartbeat` comment every 15 s; `event: error` with the error JSON before a stream that cannot go on ends"}}}
+        "`id:` the seq (on the last event of a seq only), `event: change`, `data:` the item's JSON; "
+        "a `: heartbeat` comment every 15 s of quiet (with an `id:` when the stream passed changes not for it); "
+        "`event: error` with the error JSON before a stream that cannot go on ends"}}}
 PLIST = {"application/x-plist": {"schema": {"type": "string", "description": "The same graph as an XML property list"}}}
 entity, oid, kp = param("entity", desc="Entity name"), param("id", desc="Object id"), param("keyPath", desc="Key path: segments joined with '.'")
 name = param("name", desc="Controller name")
