@@ -167,7 +167,11 @@ final class TreeController: Controller {
             }
             return Node(object: object, children: children, isLeaf: false)
         }
-        let rootObjects = sorted(content.filter { passesFilter($0, view: view) }, view: view)
+        // A root an insertion placed stays until the tree is re-arranged, also when the filter would hide it (as an
+        // array controller's added object does).
+        let placedRoots = Set(placements.filter { $0.placement.parent == nil }.map(\.object))
+        let rootObjects = sorted(
+            content.filter { placedRoots.contains($0) || passesFilter($0, view: view) }, view: view)
         var ancestors: Set<ObjectID> = []
         roots = rootObjects.map { build($0, ancestors: &ancestors, depth: 0) }
         nodeSet = seen
@@ -177,7 +181,11 @@ final class TreeController: Controller {
         applyPlacements()
         var selection: [[Int]]
         if options.preservesSelection {
-            selection = oldSelected.compactMap { indexPath(of: $0) }
+            // Each selected object where it was when its node is still there (an object may be a node along several
+            // paths), else where it is first.
+            selection = zip(oldSelection, oldSelected).compactMap { path, object in
+                node(at: path)?.object == object ? path : indexPath(of: object)
+            }
         } else {
             // The same paths, but not those whose objects left the tree (removed), as an array controller drops the
             // indexes of removed objects.
@@ -473,9 +481,13 @@ final class TreeController: Controller {
         let oldSelection = selectionIndexPaths
         if let placement {
             placements.append((object, placement))
-            let before = roots
-            applyPlacements()
-            if roots != before { context.emit(self, .arrangedObjects) }
+            if placement.parent == nil, !nodeSet.contains(object) {
+                rebuild(in: context)  // a root the filter hides: shown all the same (`rebuild` keeps placed roots)
+            } else {
+                let before = roots
+                applyPlacements()
+                if roots != before { context.emit(self, .arrangedObjects) }
+            }
         }
         var selection = oldSelected.compactMap { self.indexPath(of: $0) }
         if options.selectsInsertedObjects, let path = self.indexPath(of: object) { selection = [path] }

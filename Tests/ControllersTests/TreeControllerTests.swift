@@ -114,6 +114,47 @@ struct TreeControllerTests {
         #expect(try h.registry.state(of: "org").value["canAddChild"] == true)
     }
 
+    /// A root `add` creates that the filter would hide is shown where it was put, and selected, until the tree is
+    /// re-arranged (as an array controller's added object): it was created but neither shown nor selected.
+    @Test func tree_addOfARootTheFilterHides_shownAndSelectedUntilRearranged() throws {
+        let h = try Harness()
+        try h.make([
+            "name": "rich", "kind": "tree", "content": "Employee", "filterPredicate": "salary >= 200",
+            "childrenKeyPath": "directReports", "sortDescriptors": [["key": "lastName"]],
+        ])
+        func roots() throws -> [String] {
+            try h.value("arrangedObjects", of: "rich").arrayValue?.compactMap { $0["object"]?["$ref"]?.stringValue }
+                ?? []
+        }
+        #expect(try roots() == ["Employee/ann", "Employee/bob", "Employee/eve"])
+        try h.registry.setSelectionIndexPaths([[0]], controller: "rich")
+        try h.registry.perform(
+            "add", controller: "rich",
+            body: ["object": ["$id": "kim", "firstName": "Kim", "lastName": "Kahn", "department": ref("Department/2")]])
+        #expect(try roots() == ["Employee/ann", "Employee/kim", "Employee/bob", "Employee/eve"])
+        #expect(try h.value("selectionIndexPaths", of: "rich") == [[1]])
+        try h.set("manager", of: "Employee/cy", to: ref("Employee/bob"))  // a rebuild: the placed root stays
+        #expect(try roots() == ["Employee/ann", "Employee/kim", "Employee/bob", "Employee/eve"])
+        try h.registry.perform("rearrangeObjects", controller: "rich")
+        #expect(try roots() == ["Employee/ann", "Employee/bob", "Employee/eve"])
+    }
+
+    /// An object that is a node along two paths stays selected where it was selected when an unrelated change
+    /// rebuilds the tree; it jumped to its first node.
+    @Test func tree_objectOnTwoPaths_selectionStaysAtItsNode() throws {
+        let h = try Harness()
+        try h.make([
+            "name": "all", "kind": "tree", "content": "Employee", "childrenKeyPath": "directReports",
+            "sortDescriptors": [["key": "lastName"]],
+        ])
+        // Roots Ann, Bob, Cy, Dee, Eve; Bob is also Ann's child ([0, 0]).
+        try h.registry.setSelectionIndexPaths([[1]], controller: "all")
+        #expect(try h.value("selectedObjects", of: "all") == [ref("Employee/bob")])
+        try h.set("manager", of: "Employee/dee", to: ref("Employee/cy"))  // a rebuild elsewhere
+        #expect(try h.value("selectionIndexPaths", of: "all") == [[1]])
+        #expect(try h.value("selectedObjects", of: "all") == [ref("Employee/bob")])
+    }
+
     @Test func tree_addChild_insertsUnderSelection_andSelectsIt() throws {
         let h = try harness()
         try h.registry.setSelectionIndexPaths([[1]], controller: "org")
