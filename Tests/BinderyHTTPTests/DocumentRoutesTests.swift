@@ -8,6 +8,17 @@ import Testing
 /// `/actions` (the responder chain, undo and redo) and `/store` (export and import) through a real server
 /// (API.md §9).
 struct DocumentRoutesTests {
+    /// A service on a document of its own with `--fsync batch`, on a temporary data directory.
+    func withBatchService(_ body: (Document, TestHTTPClient) throws -> Void) throws {
+        try withTemporaryDataDirectory { data in
+            let document = try Document(
+                fixtureDirectory: packageRoot + "/Fixtures/employees", dataDirectory: data,
+                options: .init(fsync: .batch))
+            defer { document.close() }
+            try withService(document: document) { client in try body(document, client) }
+        }
+    }
+
     func actions(_ response: TestResponse) -> [String: PropertyListValue] {
         var byName: [String: PropertyListValue] = [:]
         for entry in response.json?["actions"]?.arrayValue ?? [] {
@@ -20,62 +31,50 @@ struct DocumentRoutesTests {
     /// (its `X-Store-Seq`, its ETag): others' changes up to that seq must be durable first, or a crash could take back
     /// what it confirmed and a client's seqs would go back at its next read.
     @Test func batchAnswersANoOpWriteOnlyOnceWhatItReflectsIsDurable() throws {
-        try withTemporaryDataDirectory { data in
-            let document = try Document(
-                fixtureDirectory: packageRoot + "/Fixtures/employees", dataDirectory: data,
-                options: .init(fsync: .batch))
-            defer { document.close() }
-            try withService(document: document) { client in
-                let early = Mutex(0)
-                DispatchQueue.concurrentPerform(iterations: 4) { worker in
-                    for n in 0..<150 {
-                        if worker > 0 {
-                            _ = try? client.request("PUT", "/objects/Employee/\(worker)/salary", json: "\(n)")
-                            continue
-                        }
-                        for (method, path, body) in [
-                            ("PUT", "/objects/Employee/9/salary", "9000"),
-                            ("PATCH", "/objects/Employee/9", #"{"salary": 9000}"#),
-                        ] {
-                            guard let answer = try? client.request(method, path, json: body),
-                                let seq = answer.header("X-Store-Seq").flatMap({ Int64($0) })
-                            else { continue }
-                            if document.acknowledgedSeq(.max) < seq { early.withLock { $0 += 1 } }
-                        }
+        try withBatchService { document, client in
+            let early = Mutex(0)
+            DispatchQueue.concurrentPerform(iterations: 4) { worker in
+                for n in 0..<150 {
+                    if worker > 0 {
+                        _ = try? client.request("PUT", "/objects/Employee/\(worker)/salary", json: "\(n)")
+                        continue
+                    }
+                    for (method, path, body) in [
+                        ("PUT", "/objects/Employee/9/salary", "9000"),
+                        ("PATCH", "/objects/Employee/9", #"{"salary": 9000}"#),
+                    ] {
+                        guard let answer = try? client.request(method, path, json: body),
+                            let seq = answer.header("X-Store-Seq").flatMap({ Int64($0) })
+                        else { continue }
+                        if document.acknowledgedSeq(.max) < seq { early.withLock { $0 += 1 } }
                     }
                 }
-                #expect(early.withLock { $0 } == 0)
             }
+            #expect(early.withLock { $0 } == 0)
         }
     }
 
     /// With `--fsync batch`, a read's ETag may be the seq of a change not yet durable (above its `X-Store-Seq`): a
     /// client that follows the feed from it must not be answered a `last` below its `since` (API.md §7).
     @Test func batchPollFromAnETagNeverAnswersALastBelowIt() throws {
-        try withTemporaryDataDirectory { data in
-            let document = try Document(
-                fixtureDirectory: packageRoot + "/Fixtures/employees", dataDirectory: data,
-                options: .init(fsync: .batch))
-            defer { document.close() }
-            try withService(document: document) { client in
-                let behind = Mutex<[String]>([])
-                DispatchQueue.concurrentPerform(iterations: 16) { worker in
-                    for n in 0..<(worker == 0 ? 400 : 100) {
-                        if worker > 0 {
-                            _ = try? client.request("PUT", "/objects/Employee/\(worker)/salary", json: "\(n)")
-                            _ = try? client.request("PUT", "/objects/Employee/20/salary", json: "\(n * 100 + worker)")
-                            continue
-                        }
-                        guard let read = try? client.request("GET", "/objects/Employee/20"),
-                            let tag = read.header("ETag")?.trimmingCharacters(in: CharacterSet(charactersIn: "\"")),
-                            let poll = try? client.request("GET", "/changes?since=\(tag)&timeout=0"),
-                            let last = poll.json?["last"]?.integerValue, let since = Int64(tag)
-                        else { continue }
-                        if poll.status != 200 || last < since { behind.withLock { $0.append("\(since) -> \(last)") } }
+        try withBatchService { document, client in
+            let behind = Mutex<[String]>([])
+            DispatchQueue.concurrentPerform(iterations: 16) { worker in
+                for n in 0..<(worker == 0 ? 400 : 100) {
+                    if worker > 0 {
+                        _ = try? client.request("PUT", "/objects/Employee/\(worker)/salary", json: "\(n)")
+                        _ = try? client.request("PUT", "/objects/Employee/20/salary", json: "\(n * 100 + worker)")
+                        continue
                     }
+                    guard let read = try? client.request("GET", "/objects/Employee/20"),
+                        let tag = read.header("ETag")?.trimmingCharacters(in: CharacterSet(charactersIn: "\"")),
+                        let poll = try? client.request("GET", "/changes?since=\(tag)&timeout=0"),
+                        let last = poll.json?["last"]?.integerValue, let since = Int64(tag)
+                    else { continue }
+                    if poll.status != 200 || last < since { behind.withLock { $0.append("\(since) -> \(last)") } }
                 }
-                #expect(behind.withLock { $0 } == [])
             }
+            #expect(behind.withLock { $0 } == [])
         }
     }
 
