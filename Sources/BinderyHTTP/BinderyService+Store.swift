@@ -62,7 +62,8 @@ extension BinderyService {
             } catch {
                 guard orJSON else {
                     throw APIError(
-                        status: 406, code: "not-acceptable", message: "\(error.message) Ask for JSON instead.")
+                        status: 406, code: "not-acceptable", message: "\(error.message) Ask for JSON instead.",
+                        headers: [("Vary", "Accept")])
                 }
             }
         }

@@ -71,7 +71,8 @@ final class TreeController: Controller {
         guard options.editable, selectionIndexPaths.count == 1, let node = node(at: selectionIndexPaths[0]) else {
             return false
         }
-        return !node.isLeaf && !node.isCut && entitiesWithChildren.contains(node.object.entity)
+        return !node.isLeaf && !node.isCut && selectionIndexPaths[0].count <= Self.maxDepth
+            && entitiesWithChildren.contains(node.object.entity)
     }
 
     /// The entities whose objects have children: `childrenKeyPath` leads to a to-many relationship of theirs (in a
@@ -181,10 +182,11 @@ final class TreeController: Controller {
         applyPlacements()
         var selection: [[Int]]
         if options.preservesSelection {
-            // Each selected object where it was when its node is still there (an object may be a node along several
-            // paths), else where it is first.
-            selection = zip(oldSelection, oldSelected).compactMap { path, object in
-                node(at: path)?.object == object ? path : indexPath(of: object)
+            // Each selected node found again by the objects on its path (an object may be a node along several paths,
+            // and the paths' indexes move as siblings come and go), else the selected object where it is first.
+            selection = oldSelection.compactMap { path in
+                let chain = Self.objects(along: path, in: oldRoots)
+                return Self.indexPath(along: chain, in: roots) ?? chain.last.flatMap { indexPath(of: $0) }
             }
         } else {
             // The same paths, but not those whose objects left the tree (removed), as an array controller drops the
@@ -307,6 +309,31 @@ final class TreeController: Controller {
         return node
     }
 
+    /// The objects of the nodes from a root down to the node at `path`.
+    static func objects(along path: [Int], in roots: [Node]) -> [ObjectID] {
+        var objects: [ObjectID] = []
+        var nodes = roots
+        for index in path {
+            guard nodes.indices.contains(index) else { break }
+            objects.append(nodes[index].object)
+            nodes = nodes[index].children
+        }
+        return objects
+    }
+
+    /// The index path of the node reached through these objects, from a root down, if the tree has it.
+    static func indexPath(along objects: [ObjectID], in roots: [Node]) -> [Int]? {
+        guard !objects.isEmpty else { return nil }
+        var path: [Int] = []
+        var nodes = roots
+        for object in objects {
+            guard let index = nodes.firstIndex(where: { $0.object == object }) else { return nil }
+            path.append(index)
+            nodes = nodes[index].children
+        }
+        return path
+    }
+
     /// The first index path (depth-first) of `object`.
     func indexPath(of object: ObjectID) -> [Int]? {
         guard nodeSet.contains(object) else { return nil }
@@ -420,7 +447,7 @@ final class TreeController: Controller {
             guard !parentNode.isLeaf else {
                 throw ObjectGraphError.actionDisabled(action, of: name, "\(parentNode.object) is a leaf.")
             }
-            guard !parentNode.isCut else {
+            guard !parentNode.isCut, path.count <= Self.maxDepth else {
                 throw ObjectGraphError.actionDisabled(
                     action, of: name,
                     "\(parentNode.object)'s children are not shown (a tree shows \(Self.maxDepth) levels below its roots)."
@@ -481,7 +508,7 @@ final class TreeController: Controller {
         let oldSelection = selectionIndexPaths
         if let placement {
             placements.append((object, placement))
-            if placement.parent == nil, !nodeSet.contains(object) {
+            if placement.parent == nil, !roots.contains(where: { $0.object == object }) {
                 rebuild(in: context)  // a root the filter hides: shown all the same (`rebuild` keeps placed roots)
             } else {
                 let before = roots
@@ -490,7 +517,9 @@ final class TreeController: Controller {
             }
         }
         var selection = oldSelected.compactMap { self.indexPath(of: $0) }
-        if options.selectsInsertedObjects, let path = self.indexPath(of: object) { selection = [path] }
+        // The node the insertion placed: a root placed where the filter would hide it may also be a child elsewhere.
+        let placedRoot = placement?.parent == nil ? roots.firstIndex { $0.object == object }.map { [$0] } : nil
+        if options.selectsInsertedObjects, let path = placedRoot ?? self.indexPath(of: object) { selection = [path] }
         setSelection(
             normalized(selection), in: context,
             changed: normalized(selection) != oldSelection || selectedObjects != oldSelected)

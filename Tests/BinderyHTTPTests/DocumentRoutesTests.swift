@@ -295,6 +295,7 @@ struct DocumentRoutesTests {
             let refused = try client.request("GET", "/store", headers: ["Accept": "application/x-plist"])
             #expect(refused.status == 406)
             #expect(refused.errorCode == "not-acceptable")
+            #expect(refused.header("Vary") == "Accept")
             // A client that takes JSON as well is sent JSON.
             for accept in ["application/x-plist, application/json;q=0.5", "application/x-plist, */*;q=0.1"] {
                 let fallback = try client.request("GET", "/store", headers: ["Accept": accept])

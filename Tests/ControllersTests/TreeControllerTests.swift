@@ -81,11 +81,11 @@ struct TreeControllerTests {
         #expect(try h.value("selection.lastName", of: "org") == "Cole")
     }
 
-    /// A tree shows 64 levels below its roots: a node there whose children are not shown is no leaf, and takes no
-    /// child (it would not be shown either); it said `isLeaf` true and took one.
-    @Test func tree_deeperThanItShows_nodeAtTheDepthIsNoLeaf_takesNoChild() throws {
+    /// The standard objects and a chain of `levels` employees in Legal, each managing the next, under a tree `org`
+    /// of Legal's employees without a manager.
+    func chainHarness(levels: Int) throws -> Harness {
         var objects = try #require(standardObjects.arrayValue)
-        for level in 0..<70 {
+        for level in 0..<levels {
             var employee: [String: PropertyListValue] = [
                 "$id": .string("Employee/d\(level)"), "firstName": "D", "lastName": .string("D\(level)"),
                 "department": ref("Department/3"),
@@ -98,6 +98,26 @@ struct TreeControllerTests {
             "name": "org", "kind": "tree", "content": "Department/3.employees", "filterPredicate": "manager == nil",
             "childrenKeyPath": "directReports",
         ])
+        return h
+    }
+
+    /// A node at the depth limit with no children takes none either: its child would not be shown.
+    @Test func tree_childlessNodeAtTheDepthLimit_takesNoChild() throws {
+        let h = try chainHarness(levels: 65)
+        try h.registry.setSelectionIndexPaths([Array(repeating: 0, count: 65)], controller: "org")
+        #expect(try h.value("selectedObjects", of: "org") == [ref("Employee/d64")])
+        #expect(try h.registry.state(of: "org").value["canAddChild"] == false)
+        expectError("action-disabled", status: 409) {
+            try h.registry.perform(
+                "addChild", controller: "org",
+                body: ["object": ["firstName": "E", "lastName": "E", "department": ref("Department/3")]])
+        }
+    }
+
+    /// A tree shows 64 levels below its roots: a node there whose children are not shown is no leaf, and takes no
+    /// child (it would not be shown either); it said `isLeaf` true and took one.
+    @Test func tree_deeperThanItShows_nodeAtTheDepthIsNoLeaf_takesNoChild() throws {
+        let h = try chainHarness(levels: 70)
         let deepest = Array(repeating: 0, count: 65)
         var node = try h.value("arrangedObjects", of: "org").arrayValue?.first
         for _ in 1..<65 { node = node?["children"]?.arrayValue?.first }
@@ -153,6 +173,29 @@ struct TreeControllerTests {
         try h.set("manager", of: "Employee/dee", to: ref("Employee/cy"))  // a rebuild elsewhere
         #expect(try h.value("selectionIndexPaths", of: "all") == [[1]])
         #expect(try h.value("selectedObjects", of: "all") == [ref("Employee/bob")])
+        // A root sorted first moves every path: the selection follows its node, not the object's first one ([1, 0]).
+        try h.store.transaction { tx in
+            try tx.insert(
+                "Employee", id: "aa", values: ["firstName": "A", "lastName": "Aa", "department": ref("Department/2")])
+        }
+        #expect(try h.value("selectionIndexPaths", of: "all") == [[2]])
+    }
+
+    /// A root `add` places where the filter hides it, that is a child elsewhere too (Kim, managed by Ann, under a
+    /// tree of those without a manager), is shown as that root and selected there.
+    @Test func tree_addOfAHiddenRootThatIsAlsoAChild_shownAndSelectedAsTheRoot() throws {
+        let h = try harness()
+        try h.registry.setSelectionIndexPaths([[0]], controller: "org")
+        try h.registry.perform(
+            "add", controller: "org",
+            body: [
+                "object": [
+                    "$id": "kim", "firstName": "Kim", "lastName": "Kahn", "department": ref("Department/1"),
+                    "manager": ref("Employee/ann"),
+                ]
+            ])
+        #expect(try objectAt(h, [1]) == ref("Employee/kim"))
+        #expect(try h.value("selectionIndexPaths", of: "org") == [[1]])
     }
 
     @Test func tree_addChild_insertsUnderSelection_andSelectsIt() throws {

@@ -107,6 +107,7 @@ struct TransactionTests {
             guard var fields = object.dictionaryValue else { continue }
             if fields["$id"] == "Employee/cy" { fields["salary"] = "lots" }
             if fields["$id"] == "Employee/dee" { fields["hireDate"] = "yesterday" }
+            if fields["$id"] == "Employee/bob" { fields["salary"] = -1 }  // a constraint: reported with them
             objects[index] = .dictionary(fields)
         }
         let error = expectError("validation-failed", status: 422) {
@@ -114,7 +115,10 @@ struct TransactionTests {
         }
         let listed = error?.fields["errors"]?.arrayValue?.map { [$0["object"], $0["keyPath"], $0["code"]] }
         #expect(
-            listed == [["Employee/cy", "salary", "type-mismatch"], ["Employee/dee", "hireDate", "type-mismatch"]])
+            listed == [
+                ["Employee/cy", "salary", "type-mismatch"], ["Employee/dee", "hireDate", "type-mismatch"],
+                ["Employee/bob", "salary", "validation-failed"],
+            ])
         #expect(store.export() == before)
     }
 
