@@ -148,6 +148,11 @@ public final class BinderyService: HTTPResponder {
         if request.method == "OPTIONS" {
             return .response(preflight(request, segments: segments))
         }
+        // Under a controller that does not exist there is nothing, whatever the method or the body (a malformed body,
+        // a method its paths do not take, would otherwise be answered first).
+        if segments.count > 2, segments[0] == "controllers", !controllers.contains(segments[1]) {
+            return .response(.error(APIError(ObjectGraphError.noSuchController(segments[1]))))
+        }
         switch router.route(request.method, segments: segments) {
         case .found(let handler, let bindings):
             do {
@@ -160,10 +165,6 @@ public final class BinderyService: HTTPResponder {
                 return .response(.error(.internalError("\(error)")))
             }
         case .methodNotAllowed(let allowed):
-            // Under a controller that does not exist there is nothing, whatever the method (as its routes answer).
-            if segments.count > 2, segments[0] == "controllers", !controllers.contains(segments[1]) {
-                return .response(.error(APIError(ObjectGraphError.noSuchController(segments[1]))))
-            }
             return .response(.error(.methodNotAllowed(request.method, allowed: allowed)))
         case .notFound:
             if request.method == "GET" || request.method == "HEAD" {

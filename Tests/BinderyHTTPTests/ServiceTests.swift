@@ -248,6 +248,12 @@ struct ServiceTests {
                 #expect(missing.errorCode == "no-such-controller")
             }
             #expect(try client.request("POST", "/controllers/nope/add").errorCode == "no-such-controller")
+            // Nor is a malformed body answered first.
+            for (path, body) in [
+                ("/controllers/nope/selectionIndexes", "{}"), ("/controllers/nope/sortDescriptors", "{}"),
+            ] {
+                #expect(try client.request("PUT", path, json: body).errorCode == "no-such-controller", "\(path)")
+            }
             let wrong = try client.request("GET", "/controllers/employees/add")
             #expect(wrong.status == 405)
             #expect(wrong.header("Allow") == "POST, OPTIONS")
