@@ -169,7 +169,8 @@ public final class BinderyService: HTTPResponder {
         case .notFound:
             if request.method == "GET" || request.method == "HEAD" {
                 if let file = staticFiles?.response(
-                    for: segments, path: request.rawPath, ifNoneMatch: request.header("If-None-Match"))
+                    for: segments, path: request.rawPath, query: request.encodedQuery,
+                    ifNoneMatch: request.header("If-None-Match"))
                 {
                     return .response(file)
                 }

@@ -88,6 +88,26 @@ public struct HTTPRequest: Sendable {
         query.last(where: { $0.name == name })?.value
     }
 
+    /// The query encoded again (each name and value percent-encoded but for RFC 3986's unreserved characters), for
+    /// a redirect that keeps it; empty when there is none.
+    public var encodedQuery: String {
+        func encode(_ text: String) -> String {
+            var encoded = ""
+            for byte in text.utf8 {
+                switch byte {
+                case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                    UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                    UInt8(ascii: "~"):
+                    encoded.unicodeScalars.append(Unicode.Scalar(byte))
+                default:
+                    encoded += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+                }
+            }
+            return encoded
+        }
+        return query.map { encode($0.name) + "=" + encode($0.value) }.joined(separator: "&")
+    }
+
     static func decodeSegments(_ path: String) -> [String]? {
         var path = path
         return path.withUTF8 { bytes -> [String]? in
@@ -176,4 +196,10 @@ func trimmingWhitespace(_ text: some StringProtocol) -> String {
 func equalIgnoringASCIICase(_ lhs: String, _ rhs: String) -> Bool {
     lhs.utf8.count == rhs.utf8.count
         && lhs.utf8.elementsEqual(rhs.utf8) { $0 == $1 || ($0 | 0x20 == $1 | 0x20 && ($0 | 0x20) &- 97 < 26) }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
 }
