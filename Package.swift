@@ -51,6 +51,7 @@ let package = Package(
             name: "BinderyHTTPTests",
             dependencies: [
                 "Bindery", "BinderyHTTP", "Controllers", "HTTPServer", "ObjectGraph", "PropertyList", "HTTPTestSupport",
+                "GraphTestSupport",
             ]
         ),
         .executableTarget(

@@ -1,22 +1,10 @@
 import Bindery
 import Foundation
+import GraphTestSupport
 import HTTPTestSupport
 import PropertyList
 import Synchronization
 import Testing
-
-/// SplitMix64: a seeded generator, so a failing run can be replayed from the seed in its message.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// Random requests drawn from the API's own routes with odd ids, key paths, bodies and headers (API.md §2: no
 /// request may crash the server, corrupt the store or leave a partial change applied).
