@@ -4,7 +4,7 @@ import PropertyList
 extension Transaction {
     /// Replaces the whole graph with `graph` (`{"objects": [...]}`, as `exportGraph` writes it, or a bare array).
     ///
-    /// Objects are in their JSON form with a full `"$id": "Entity/id"` (server-assigned when missing); references
+    /// Objects are in their JSON form with a full `"$id": "Entity/id"` (required: an entity is told by it); references
     /// may point forward; derived keys are ignored (so an export loads back); when both sides of a relationship are
     /// given and disagree, the object listed later wins. The change record holds one `reset` change with the old and
     /// new graphs instead of one change per object; versions of all objects become the transaction's seq.
