@@ -6,7 +6,7 @@ extension Transaction {
     ///
     /// Objects are in their JSON form with a full `"$id": "Entity/id"` (required: an entity is told by it); references
     /// may point forward; derived keys are ignored (so an export loads back); when both sides of a relationship are
-    /// given and disagree, the object listed later wins. The change record holds one `reset` change with the old and
+    /// given, they must agree (422 otherwise). The change record holds one `reset` change with the old and
     /// new graphs instead of one change per object; versions of all objects become the transaction's seq.
     ///
     /// With `unlessIdentical` (an import), a graph that exports exactly as the current one (the same objects, in the
