@@ -975,7 +975,8 @@
     renderDepartments();
     const done = await mutate(() =>
       guarded(async () => {
-        await api('PUT', ctl(DEP, '/selectionIndexes'), [index]);
+        // By object: another client may have renamed (so moved) a department since the page drew the list.
+        await selectExisting(DEP, [idOf(state.departments[index])].filter((x) => x));
         showError(null);
         clearFieldErrors();
         return true;
@@ -995,16 +996,23 @@
     if (sorted.length === current.length && sorted.every((v, i) => v === current[i])) return;
     await flushEdits();
     const emp = state.emp;
-    if (emp) emp.selectionIndexes = sorted;
+    // By object, not by index: the server commits pending edits first, and an edit that moves its row (a new
+    // name under the name sort) would shift the indexes the page saw, selecting another employee.
+    const ids = sorted.map((i) => idOf(state.employees[i])).filter((x) => x);
+    if (emp) {
+      emp.selectionIndexes = sorted;
+      emp.selectedBefore = current; // what the pending edits are for, until the server has taken the change
+    }
     renderEmployees(); // optimistic; the sync that follows renders the form from the new selection
     const done = await mutate(() =>
       guarded(async () => {
-        await api('PUT', ctl(EMP, '/selectionIndexes'), sorted);
+        await selectExisting(EMP, ids);
         showError(null);
         clearFieldErrors();
         return true;
       }),
     );
+    if (emp) delete emp.selectedBefore;
     // Not taken (the server is away): the rows show the controller's selection again, the one the form
     // shows, rather than a selection the page does not have.
     if (!done && emp && state.emp === emp && emp.selectionIndexes === sorted) {
@@ -1499,7 +1507,10 @@
   async function restoreControllers() {
     const emp = state.emp || {};
     const department = idOf(state.departments[state.depSelection[0]]);
-    const employees = (emp.selectionIndexes || []).map((i) => idOf(state.employees[i])).filter((x) => x);
+    // The employees the pending edits are for: while a new selection is on its way, the one before it (the
+    // retried selection then commits the edits to them, not to the newly clicked ones).
+    const selected = emp.selectedBefore ?? emp.selectionIndexes ?? [];
+    const employees = selected.map((i) => idOf(state.employees[i])).filter((x) => x);
     removerCreated = false; // made again when next needed
     noteControllers();
     const edits = Object.entries(state.edits || {});

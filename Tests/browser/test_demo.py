@@ -234,6 +234,23 @@ def test_commit_applies_pending_edits(page, server):
     assert not page.el("error").is_displayed()
 
 
+def test_clicking_another_row_with_an_edit_that_moves_the_row_selects_the_clicked_one(page, server):
+    # The pending edit is committed first and moves the first employee to the end of the name order: the row
+    # clicked, not whatever took its index, is selected.
+    finance = sorted(server.employees_of("Finance"), key=lambda e: (e["lastName"], e["firstName"]))
+    first, second = finance[0], finance[1]
+    page.select_department("Finance", [full(e) for e in finance])
+    page.select_employee(full(first))
+    page.type_into("lastName", "Zzz")
+    page.wait(lambda: page.edits() == {"lastName": "Zzz"}, message="the edit is pending on the server")
+    page.select_employee(full(second))
+    page.wait(lambda: server.get(f"/objects/{first['$id']}/lastName") == "Zzz", message="the edit went to its employee")
+    emp = page.controllers()["employees"]
+    page.wait(lambda: [full(e) for e in server.get(f"/controllers/{emp}/selectedObjects")] == [full(second)])
+    assert page.selected_employees() == [full(second)]
+    server.put(f"/objects/{first['$id']}/lastName", first["lastName"])
+
+
 def test_discard_drops_pending_edits(page, server):
     page.select_department("Marketing")
     page.select_employee("Jean Sammet")
@@ -771,7 +788,7 @@ def test_a_503_shows_the_server_message_and_retries_after_retry_after(page, serv
     page.wait(lambda: not page.el("error").is_displayed())
 
     # A click answered 503 with Retry-After: shown with the server's words, then sent again.
-    page.b.execute_script(FAKE_503, "PUT", f"/controllers/{emp}/selectionIndexes$", 1, "server-busy", "The server holds too many unread answers; retry shortly.", 1)
+    page.b.execute_script(FAKE_503, "PUT", f"/controllers/{emp}/selectedObjects$", 1, "server-busy", "The server holds too many unread answers; retry shortly.", 1)
     page.click(lambda: page.employee_row("Susan Kare"))
     page.wait(lambda: "too many unread answers" in page.el("error").text, timeout=LIVE)
     page.wait(lambda: server.get(f"/controllers/{emp}/selectedObjects")[0]["lastName"] == "Kare")
@@ -779,7 +796,7 @@ def test_a_503_shows_the_server_message_and_retries_after_retry_after(page, serv
     page.wait(lambda: not page.el("error").is_displayed())
 
     # Without Retry-After (journal-failed): the message stays, the highlight stays with the controller.
-    page.b.execute_script(FAKE_503, "PUT", f"/controllers/{emp}/selectionIndexes$", 1, "journal-failed", "The journal can no longer be written; changes are refused until restart.", 0)
+    page.b.execute_script(FAKE_503, "PUT", f"/controllers/{emp}/selectedObjects$", 1, "journal-failed", "The journal can no longer be written; changes are refused until restart.", 0)
     page.click(lambda: page.employee_row("Steve Jobs"))
     page.wait(lambda: "journal can no longer be written" in page.el("error").text, timeout=LIVE)
     assert page.selected_employees() == ["Susan Kare"]
