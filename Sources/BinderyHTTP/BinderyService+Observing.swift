@@ -178,9 +178,9 @@ extension BinderyService {
                 var text = ""
                 for event in events {
                     switch event {
-                    case .item(let id, let name, let data):
+                    case .item(let id, let data):
                         if let id { text += "id: \(id)\n" }
-                        text += "event: \(name)\ndata: \(data.jsonString())\n\n"
+                        text += "event: change\ndata: \(data.jsonString())\n\n"
                     case .error(let body): text += "event: error\ndata: \(body.jsonString())\n\n"
                     case .heartbeat(let lastEventID):
                         text += ": heartbeat\n" + (lastEventID.map { "id: \($0)\n" } ?? "") + "\n"

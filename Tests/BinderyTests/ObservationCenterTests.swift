@@ -266,7 +266,7 @@ struct ObservationCenterTests {
                 PollRequest(source: .store(entity: nil), since: 1, timeout: 0),
                 send: { events, whenSent in
                     var count = 0
-                    for case .item(let id, _, _) in events {
+                    for case .item(let id, _) in events {
                         count += 1
                         if let id { seqs.withLock { $0.append(id) } }
                     }
@@ -315,7 +315,7 @@ struct ObservationCenterTests {
             for event in seen {
                 switch event {
                 case .heartbeat(let lastEventID?): heartbeatIDs.append(lastEventID)
-                case .item(let id?, _, _): itemIDs.append(id)
+                case .item(let id?, _): itemIDs.append(id)
                 case .error(let body): Issue.record("error event: \(body.jsonString())")
                 default: break
                 }

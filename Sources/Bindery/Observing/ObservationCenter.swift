@@ -53,8 +53,9 @@ public final class ObservationCenter: @unchecked Sendable {
     public enum StreamEvent: Sendable {
         /// One change or notification. `id` is its seq on the last item of that seq only (a transaction's changes,
         /// a prior notification and its change share one): a client that resumes from `Last-Event-ID` after losing
-        /// the connection in the middle of a seq is sent the whole seq again rather than miss the rest of it.
-        case item(id: Int64?, name: String, data: PropertyListValue)
+        /// the connection in the middle of a seq is sent the whole seq again rather than miss the rest of it. Every
+        /// feed's items are one event, `change` (API.md §7), notifications too.
+        case item(id: Int64?, data: PropertyListValue)
         /// The stream cannot go on (history compacted, observer gone): the error body; the stream then ends.
         case error(PropertyListValue)
         /// A comment when the stream is idle; with `lastEventID` when its cursor has moved past changes that were not
@@ -334,9 +335,7 @@ public final class ObservationCenter: @unchecked Sendable {
             let seqs = items.map { $0["seq"]?.integerValue ?? 0 }
             events = items.indices.map { index in
                 let last = index == items.count - 1 || seqs[index + 1] != seqs[index]
-                return .item(
-                    // `change` for notifications too: API.md §7 names one event for every feed.
-                    id: last ? seqs[index] : nil, name: "change", data: items[index])
+                return .item(id: last ? seqs[index] : nil, data: items[index])
             }
             let last = json["last"]?.integerValue ?? subscriber.since
             subscriber.since = last
