@@ -100,7 +100,7 @@ public struct HTTPRequest: Sendable {
                     UInt8(ascii: "~"):
                     encoded.unicodeScalars.append(Unicode.Scalar(byte))
                 default:
-                    encoded += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
+                    encoded += percentEncoded(byte)
                 }
             }
             return encoded
@@ -198,8 +198,8 @@ func equalIgnoringASCIICase(_ lhs: String, _ rhs: String) -> Bool {
         && lhs.utf8.elementsEqual(rhs.utf8) { $0 == $1 || ($0 | 0x20 == $1 | 0x20 && ($0 | 0x20) &- 97 < 26) }
 }
 
-extension String {
-    fileprivate func leftPadded(to width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
-    }
+/// `%XX`: a byte percent-encoded, two upper-case hex digits.
+func percentEncoded(_ byte: UInt8) -> String {
+    let digits = Array("0123456789ABCDEF".utf8)
+    return String(decoding: [UInt8(ascii: "%"), digits[Int(byte >> 4)], digits[Int(byte & 0xF)]], as: UTF8.self)
 }

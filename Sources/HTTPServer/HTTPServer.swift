@@ -528,7 +528,7 @@ private func originForm(_ url: UnsafePointer<CChar>?) -> String {
             if value < 0x80 {
                 text.unicodeScalars.append(Unicode.Scalar(value))
             } else {
-                text += "%" + String(value, radix: 16, uppercase: true)
+                text += percentEncoded(value)
             }
         }
     guard target.first != "/", let scheme = target.firstRange(of: "://"),
