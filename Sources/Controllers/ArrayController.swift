@@ -27,6 +27,9 @@ final class ArrayController: Controller {
     var isSorted = true
     /// `insert` actions between their plan and their placement: their content changes do not re-arrange.
     var ownInsertions = 0
+    /// `add` or `insert` showed an object the filter refuses (the filter was kept): the next re-arrangement, also an
+    /// automatic one, is a full one that filters it out.
+    var showsFilteredOut = false
     /// Sorted, unique, in range.
     var selectionIndexes: [Int] = []
     var ordering = SortOrdering([])
@@ -88,7 +91,7 @@ final class ArrayController: Controller {
         if !options.automaticallyRearrangesObjects && touchesSort && !ordering.descriptors.isEmpty { isSorted = false }
         guard options.automaticallyRearrangesObjects, needsFull || !candidates.isEmpty else { return }
         // Content that holds an object twice (a key path through to-manys) is re-arranged whole.
-        if needsFull || candidates.count > 64 || !isSorted || content.count != contentSet.count {
+        if needsFull || candidates.count > 64 || !isSorted || showsFilteredOut || content.count != contentSet.count {
             rearrange(in: context)
         } else {
             rearrange(candidates, in: context)
@@ -136,6 +139,19 @@ final class ArrayController: Controller {
             arrangedKeys = order.map { keys[$0] }
         }
         isSorted = true
+        showsFilteredOut = false
+        if arranged != oldArranged { context.emit(self, .arrangedObjects) }
+        reselect(
+            after: oldArranged, selection: oldSelection, selected: oldSelected, contentChanged: contentChanged,
+            in: context)
+    }
+
+    /// Selects again after the arranged objects changed from `oldArranged`: the objects selected before when
+    /// `preservesSelection`, else the indexes (see the type's comment).
+    private func reselect(
+        after oldArranged: [ObjectID], selection oldSelection: [Int], selected oldSelected: [ObjectID],
+        contentChanged: Bool, in context: ControllerContext
+    ) {
         var selection: [Int]
         if options.preservesSelection {
             selection = indexes(of: oldSelected)
@@ -152,13 +168,15 @@ final class ArrayController: Controller {
                 selection = [0]
             }
         }
-        if arranged != oldArranged { context.emit(self, .arrangedObjects) }
         setSelection(selection, in: context, changed: selection != oldSelection || selectedObjects != oldSelected)
     }
 
-    /// Takes each object out and puts it back where its keys now go (`automaticallyRearrangesObjects`).
+    /// Takes each object out and puts it back where its keys now go (`automaticallyRearrangesObjects`); the selected
+    /// objects move with them, or without `preservesSelection` the selection is made again as `rearrange(in:)` does.
     func rearrange(_ objects: [ObjectID], in context: ControllerContext) {
         let view = context.view
+        let oldArranged = arranged
+        let oldSelection = selectionIndexes
         let oldSelected = selectedObjects
         var selection = selectionIndexes
         if ordering.descriptors.isEmpty
@@ -196,6 +214,12 @@ final class ArrayController: Controller {
             }
         }
         context.emit(self, .arrangedObjects)
+        guard options.preservesSelection else {
+            reselect(
+                after: oldArranged, selection: oldSelection, selected: oldSelected, contentChanged: false,
+                in: context)
+            return
+        }
         setSelection(selection, in: context, changed: selection != selectionIndexes || selectedObjects != oldSelected)
     }
 
@@ -215,6 +239,7 @@ final class ArrayController: Controller {
     /// `insertObject:atArrangedObjectIndex:`); selects it when `selectsInsertedObjects`.
     func place(_ object: ObjectID, at index: Int, in context: ControllerContext) {
         guard contentSet.contains(object) else { return }
+        if !passesFilter(object, view: context.view) { showsFilteredOut = true }
         let oldSelected = selectedObjects
         var selection = selectionIndexes
         var wasSelected = false

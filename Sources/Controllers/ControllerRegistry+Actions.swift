@@ -79,14 +79,16 @@ extension ControllerRegistry {
         _ name: String, checking check: (Controller, ReadView) throws(ObjectGraphError) -> Void = { _, _ in },
         _ change: (Controller, ControllerContext) throws(ObjectGraphError) -> Void
     ) throws -> PropertyListValue {
-        try session { _, context in try check(try context.controller(name), context.view) }
-        try commitEditsBeforeSelectionChange(name)
-        return try session { registry, context in
-            let controller = try context.controller(name)
-            try check(controller, context.view)
-            try change(controller, context)
-            Self.followMasters(registry, context: context)
-            return controller.state(in: context)
+        try keepingAlive(name) {
+            try session { _, context in try check(try context.controller(name), context.view) }
+            try commitEditsBeforeSelectionChange(name)
+            return try session { registry, context in
+                let controller = try context.controller(name)
+                try check(controller, context.view)
+                try change(controller, context)
+                Self.followMasters(registry, context: context)
+                return controller.state(in: context)
+            }
         }
     }
 
@@ -137,23 +139,25 @@ extension ControllerRegistry {
                 throw ObjectGraphError.undefinedKey(key.rawValue, entity: "Controller \(name)")
             }
         }
-        try session { _, context in try check(try context.controller(name)) }
-        try commitEditsBeforeSelectionChange(name)
-        return try session { registry, context in
-            let controller = try context.controller(name)
-            try check(controller)
-            let old = controller.description
-            change(&controller.description)
-            do {
-                try controller.rearrangementDidChange(in: context)
-            } catch {
-                controller.description = old
-                try? controller.rearrangementDidChange(in: context)
-                throw error
+        return try keepingAlive(name) {
+            try session { _, context in try check(try context.controller(name)) }
+            try commitEditsBeforeSelectionChange(name)
+            return try session { registry, context in
+                let controller = try context.controller(name)
+                try check(controller)
+                let old = controller.description
+                change(&controller.description)
+                do {
+                    try controller.rearrangementDidChange(in: context)
+                } catch {
+                    controller.description = old
+                    try? controller.rearrangementDidChange(in: context)
+                    throw error
+                }
+                context.emit(controller, key)
+                Self.followMasters(registry, context: context)
+                return controller.state(in: context)
             }
-            context.emit(controller, key)
-            Self.followMasters(registry, context: context)
-            return controller.state(in: context)
         }
     }
 
@@ -166,24 +170,26 @@ extension ControllerRegistry {
     public func setSelectionValue(_ value: PropertyListValue, forKeyPath keyPath: String, controller name: String)
         throws -> PropertyListValue
     {
-        let objects = try session { _, context -> [ObjectID] in
-            let controller = try context.controller(name)
-            guard controller.options.editable else { throw ObjectGraphError.notEditable(name) }
-            let objects = controller.selectedObjects
-            guard !objects.isEmpty else {
-                throw ObjectGraphError.actionDisabled("setValue", of: name, "nothing is selected.")
+        try keepingAlive(name) {
+            let objects = try session { _, context -> [ObjectID] in
+                let controller = try context.controller(name)
+                guard controller.options.editable else { throw ObjectGraphError.notEditable(name) }
+                let objects = controller.selectedObjects
+                guard !objects.isEmpty else {
+                    throw ObjectGraphError.actionDisabled("setValue", of: name, "nothing is selected.")
+                }
+                return objects
             }
-            return objects
-        }
-        let (_, record) = try transact(
-            .setValues(objects: objects, edits: [PendingEdit(keyPath: keyPath, value: value)]))
-        return try session(seq: record?.seq) { registry, context in
-            if let record, record.seq > registry.lastProcessedSeq {
-                Self.process(record, registry: &registry, context: context)
+            let (_, record) = try transact(
+                .setValues(objects: objects, edits: [PendingEdit(keyPath: keyPath, value: value)]))
+            return try session(seq: record?.seq) { registry, context in
+                if let record, record.seq > registry.lastProcessedSeq {
+                    Self.process(record, registry: &registry, context: context)
+                }
+                let view = context.view
+                let controller = try context.controller(name)
+                return try controller.selectionValue(keyPath, in: view, of: objects.filter { view.contains($0) }).json
             }
-            let view = context.view
-            let controller = try context.controller(name)
-            return try controller.selectionValue(keyPath, in: view, of: objects.filter { view.contains($0) }).json
         }
     }
 
@@ -363,8 +369,10 @@ extension ControllerRegistry {
         }
         switch action {
         case "commitEditing":
-            try commitPendingEdits(of: [name])
-            return try state(of: name).value
+            return try keepingAlive(name) {
+                try commitPendingEdits(of: [name])
+                return try state(of: name).value
+            }
         case "discardEditing":
             return try session { _, context in
                 let controller = try context.controller(name)
@@ -401,7 +409,7 @@ extension ControllerRegistry {
             guard enabled else {
                 throw ObjectGraphError.actionDisabled(action, of: name, "the controller cannot \(action) now.")
             }
-            return try insertOrRemove(action, controller: name, body: body)
+            return try keepingAlive(name) { try insertOrRemove(action, controller: name, body: body) }
         }
     }
 

@@ -49,6 +49,8 @@ public final class ControllerRegistry: Sendable {
         var order: [String] = []
         /// The highest record seq processed.
         var lastProcessedSeq: Int64 = 0
+        /// How many requests are using each controller across sessions (`keepingAlive`): not dropped as idle.
+        var requestsInFlight: [String: Int] = [:]
     }
 
     private enum Outgoing: Sendable {
@@ -416,13 +418,32 @@ public final class ControllerRegistry: Sendable {
                 var removed: [String] = []
                 for name in registry.order.reversed() {
                     guard let controller = registry.controllers[name], let timeout = controller.description.idleTimeout,
-                        context.now - controller.lastUsed >= timeout, Self.follower(of: name, in: registry) == nil
+                        context.now - controller.lastUsed >= timeout, registry.requestsInFlight[name] == nil,
+                        Self.follower(of: name, in: registry) == nil
                     else { continue }
                     Self.drop(controller, from: &registry, context: context)
                     removed.append(name)
                 }
                 return removed
             }) ?? []
+    }
+
+    /// Runs `body` — a request's sessions and the commit between them — with the controller `name` kept from being
+    /// dropped as idle (a request that committed must find its controller again to answer); it counts as used when
+    /// `body` ends. 404 `no-such-controller` when there is none.
+    func keepingAlive<T>(_ name: String, _ body: () throws -> T) throws -> T {
+        try session { registry, context in
+            _ = try context.controller(name)
+            registry.requestsInFlight[name, default: 0] += 1
+        }
+        defer {
+            _ = try? session { registry, context in
+                let count = (registry.requestsInFlight[name] ?? 1) - 1
+                registry.requestsInFlight[name] = count > 0 ? count : nil
+                registry.controllers[name]?.lastUsed = context.now
+            }
+        }
+        return try body()
     }
 
     /// The first controller that follows `name` (its content binds to `@name`), if any.

@@ -18,6 +18,43 @@ struct ControllerDefaultsTests {
         #expect(try h.value("arrangedObjects.firstName") == incremental)
     }
 
+    /// Without `preservesSelection` an automatic re-arrangement keeps the selected indexes, as `rearrangeObjects` does,
+    /// whether the key that moved an object is its own or one it reads through a relationship.
+    @Test(arguments: ["lastName", "department.name"])
+    func automaticRearrangement_withoutPreservesSelection_keepsIndexes(sortKey: String) throws {
+        let h = try Harness()
+        try h.employees(
+            sort: "\(sortKey),lastName",
+            options: ["automaticallyRearrangesObjects": true, "preservesSelection": false])
+        try h.select([0])
+        // Archer (sorted by last name) or Dunn (Research before Sales) goes last.
+        if sortKey == "lastName" {
+            try h.set("lastName", of: "Employee/ann", to: "Zed")
+        } else {
+            try h.set("name", of: "Department/2", to: "ZZZ")
+        }
+        #expect(try h.selection() == [0])
+        #expect(try h.selectedNames() == [sortKey == "lastName" ? "Baker" : "Archer"])
+        try h.registry.perform("rearrangeObjects", controller: "e")
+        #expect(try h.selection() == [0])
+    }
+
+    /// An object `add` showed past a kept filter stays until the next re-arrangement, and an automatic one is one,
+    /// sorted or not (NSArrayController's `automaticallyRearrangesObjects` calls `rearrangeObjects`).
+    @Test(arguments: ["", "lastName"])
+    func addPastKeptFilter_automaticRearrangement_filtersItOut(sort: String) throws {
+        let h = try Harness()
+        try h.employees(
+            sort: sort, filter: "salary > 150",
+            options: ["automaticallyRearrangesObjects": true, "clearsFilterPredicateOnInsertion": false])
+        try h.registry.perform(
+            "add", controller: "e",
+            body: ["object": ["firstName": "Lo", "lastName": "Low", "salary": 10, "department": ref("Department/1")]])
+        #expect(try h.names().contains("Low"))
+        try h.set("salary", of: "Employee/ann", to: 50)
+        #expect(try h.names().sorted() == ["Baker", "Evans"])
+    }
+
     /// A controller created with an `idleTimeout` goes once no request has named it for that long: details before
     /// their masters, never a master that a controller still here follows, nor one without the option.
     @Test func idleControllers_removedAfterTheirTimeout_detailsBeforeMasters() throws {
@@ -39,6 +76,26 @@ struct ControllerDefaultsTests {
         h.registry.removeIdleControllers()
         #expect(h.registry.names == ["keep"])
         #expect(h.reported(.controller, of: "d") && h.reported(.controller, of: "m"))
+    }
+
+    /// A controller in use by a request that commits between two sessions (an action, a selection change committing
+    /// edits, setting through the selection) is not dropped as idle meanwhile: the request finds it again to answer,
+    /// rather than answering 404 for a change it made.
+    @Test func idleControllers_inUseByACommittingRequest_kept() throws {
+        let time = Mutex(1_000.0)
+        let h = try Harness(clock: { time.withLock { $0 } }) { registry in
+            time.withLock { $0 += 10 }
+            registry.removeIdleControllers()
+        }
+        try h.make(["name": "d", "content": "Department", "idleTimeout": 5])
+        let state = try h.registry.perform("add", controller: "d", body: ["object": ["name": "Ops"]])
+        #expect(state["count"] == 4)
+        try h.registry.setSelectionValue("Operations", forKeyPath: "name", controller: "d")
+        #expect(h.registry.names == ["d"])
+        #expect(try h.value("selection.name", of: "d") == "Operations")
+        time.withLock { $0 += 5 }
+        h.registry.removeIdleControllers()
+        #expect(h.registry.names.isEmpty)
     }
 
     @Test(arguments: [0, -1, "10", true, .integer(365 * 86_400 + 1)] as [PropertyListValue])

@@ -40,9 +40,11 @@ final class Harness: Sendable {
     let changeLog = Log<ControllerChange>()
     let notificationLog = Log<String>()
 
+    /// `beforeTransaction` runs before each transaction the registry makes (with the registry), outside its lock.
     init(
         objects: PropertyListValue = standardObjects,
-        clock: @escaping @Sendable () -> Double = ControllerRegistry.uptime
+        clock: @escaping @Sendable () -> Double = ControllerRegistry.uptime,
+        beforeTransaction: @escaping @Sendable (ControllerRegistry) -> Void = { _ in }
     ) throws {
         let follower = Mutex<ControllerRegistry?>(nil)
         let model = try ObjectModel.check(
@@ -52,7 +54,10 @@ final class Harness: Sendable {
             hooks: ObjectStoreHooks(capture: { record, _ in follower.withLock { $0 }?.storeDidCommit(record) }))
         try store.transaction { try $0.insertObjects(objects) }
         self.store = store
-        registry = ControllerRegistry(store: store, clock: clock) { body in try store.transaction(body).record }
+        registry = ControllerRegistry(store: store, clock: clock) { body in
+            if let registry = follower.withLock({ $0 }) { beforeTransaction(registry) }
+            return try store.transaction(body).record
+        }
         follower.withLock { $0 = registry }
         let changeLog = changeLog
         registry.addObserver { change in changeLog.append(change) }
