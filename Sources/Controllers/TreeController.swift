@@ -82,6 +82,8 @@ final class TreeController: Controller {
     // MARK: Building
 
     override func update(_ cause: UpdateCause, in context: ControllerContext) {
+        // A replaced graph is new content made elsewhere: re-arranged, as an array controller re-arranges it.
+        if cause.replacesGraph { placements = [] }
         var needsRebuild = refreshContent(cause, in: context)
         switch cause {
         case .full:

@@ -283,6 +283,20 @@ struct TreeControllerTests {
         #expect(try objectAt(h, [1]) == ref("Employee/ann"))
     }
 
+    /// Replacing the graph (`PUT /store`, `revertToSaved`), even with the same objects, re-arranges the tree as it
+    /// re-arranges array controllers: every object is new, so insertions' placements are forgotten.
+    @Test func tree_replaceGraph_forgetsPlacements() throws {
+        let h = try harness()
+        try h.registry.perform(
+            "add", controller: "org",
+            body: ["object": ["firstName": "Al", "lastName": "Aaron", "department": ref("Department/2")]])
+        #expect(try objectAt(h, [1])?["$ref"] != ref("Employee/ann")["$ref"])
+        let graph = h.store.read { $0.exportGraph() }
+        try h.store.transaction { try $0.replaceGraph(with: graph) }
+        #expect(try objectAt(h, [1]) == ref("Employee/ann"))  // Aaron, Archer, Dunn
+        #expect(try h.value("selection.lastName", of: "org") == "Aaron")
+    }
+
     @Test func tree_addOrInsert_withoutSelection_appendsARoot_unsorted() throws {
         let h = try harness()
         try h.registry.setSelectionIndexPaths([], controller: "org")
