@@ -20,17 +20,15 @@ public enum KeyValue: Sendable, Hashable {
         return false
     }
 
-    /// Whether the two are equal with numbers compared by value, as `NSNumber`s are (`3` and `3.0`).
+    /// Whether the two are equal as `isEqual:` compares them (see `EqualityKey`: numbers by value, text code point for
+    /// code point); objects by id, collections element by element.
     public func isEqualByValue(to other: KeyValue) -> Bool {
-        self == other || numbersByValue == other.numbersByValue
-    }
-
-    /// See `PropertyListValue.numbersByValue`.
-    var numbersByValue: KeyValue {
-        switch self {
-        case .value(let value): .value(value.numbersByValue)
-        case .object: self
-        case .collection(let elements): .collection(elements.map(\.numbersByValue))
+        switch (self, other) {
+        case (.value(let a), .value(let b)): a.equalityKey == b.equalityKey
+        case (.object(let a), .object(let b)): a == b
+        case (.collection(let a), .collection(let b)):
+            a.count == b.count && zip(a, b).allSatisfy { $0.isEqualByValue(to: $1) }
+        default: false
         }
     }
 

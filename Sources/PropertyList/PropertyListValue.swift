@@ -117,22 +117,8 @@ public enum PropertyListValue: Sendable, Hashable {
         return nil
     }
 
-    /// The value with every real that holds an integer (`3.0`) written as that integer, and every boolean as 0 or 1,
-    /// inside arrays and dictionaries too: two values are equal as `NSNumber`s compare (by value, `@YES` equal to `@1`)
-    /// when these forms are equal.
-    public var numbersByValue: PropertyListValue {
-        switch self {
-        case .boolean(let value):
-            return .integer(value ? 1 : 0)
-        case .real(let real):
-            guard real.rounded() == real, real >= -9.223_372_036_854_775_808e18, real < 9.223_372_036_854_775_808e18
-            else { return self }
-            return .integer(Int64(real))
-        case .array(let elements): return .array(elements.map(\.numbersByValue))
-        case .dictionary(let dictionary): return .dictionary(dictionary.mapValues(\.numbersByValue))
-        default: return self
-        }
-    }
+    /// The value as `isEqual:` and `hash` see it (see `EqualityKey`).
+    public var equalityKey: EqualityKey { EqualityKey(self) }
 
     /// The first dictionary key anywhere inside the value that starts with `$` (API.md §1: such keys are reserved
     /// for the tags); with `allowingReferences`, an object reference `{"$ref": "Entity/id"}` is not one.
@@ -179,5 +165,47 @@ extension String {
     /// may put them either way).
     public func precedesByCodePoints(_ other: String) -> Bool {
         unicodeScalars.lexicographicallyPrecedes(other.unicodeScalars)
+    }
+}
+
+/// A value as `isEqual:` and `hash` see it, for sets and equality tests (`@distinctUnionOf...`, the selection's common
+/// value, `enum` constraints): numbers by value, as `NSNumber`s compare (a real that holds an integer is that integer,
+/// a boolean 0 or 1: `3` equals `3.0` and `@YES` equals `@1`; `-0.0` equals `0.0`), and text code point for code
+/// point, as `NSString`'s `isEqual:` compares (é as one character and as e and an accent differ; Swift's `==` takes
+/// them for one), inside arrays and dictionaries too.
+public struct EqualityKey: Hashable, Sendable {
+    private indirect enum Form: Hashable, Sendable {
+        /// null, integer, real with a fraction, date, data.
+        case scalar(PropertyListValue)
+        case text([UInt8])
+        case array([Form])
+        case dictionary([[UInt8]: Form])
+    }
+
+    private let form: Form
+
+    public init(_ value: PropertyListValue) {
+        form = Self.form(of: value)
+    }
+
+    private static func form(of value: PropertyListValue) -> Form {
+        switch value {
+        case .boolean(let flag):
+            return .scalar(.integer(flag ? 1 : 0))
+        case .real(let real):
+            guard real.rounded() == real, real >= -9.223_372_036_854_775_808e18, real < 9.223_372_036_854_775_808e18
+            else { return .scalar(value) }
+            return .scalar(.integer(Int64(real)))
+        case .string(let text):
+            return .text(Array(text.utf8))
+        case .array(let elements):
+            return .array(elements.map(form(of:)))
+        case .dictionary(let dictionary):
+            // A dictionary's keys are unique as Swift compares them, so also code point for code point.
+            return .dictionary(
+                Dictionary(uniqueKeysWithValues: dictionary.map { (Array($0.key.utf8), form(of: $0.value)) }))
+        case .null, .integer, .date, .data:
+            return .scalar(value)
+        }
     }
 }

@@ -324,6 +324,18 @@ struct SelectionProxyTests {
         #expect(try h.value("selection.lastName") == marker("MultipleValues"))
     }
 
+    /// Values differ as `isEqual:` compares them: é as one character and as e and an accent are two values.
+    @Test func selection_textsDifferingInCodePoints_answersMultipleValues() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.set("lastName", of: "Employee/ann", to: "Caf\u{e9}")
+        try h.set("lastName", of: "Employee/bob", to: "Cafe\u{301}")
+        try h.select([0, 1])
+        #expect(try h.value("selection.lastName") == marker("MultipleValues"))
+        try h.set("lastName", of: "Employee/bob", to: "Caf\u{e9}")
+        #expect(try h.value("selection.lastName") == "Caf\u{e9}")
+    }
+
     @Test func selection_alwaysUsesMultipleValuesMarker_equalValues_answersMultipleValues() throws {
         let h = try Harness()
         try h.employees(options: ["alwaysUsesMultipleValuesMarker": true])

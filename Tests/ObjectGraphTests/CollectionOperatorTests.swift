@@ -117,6 +117,19 @@ struct CollectionOperatorTests {
         #expect(try store.json("tags.@distinctUnionOfObjects.self", of: "Person/tom") == ["a", "b"])
     }
 
+    /// Distinct as `isEqual:` sees it: é as one character and as e and an accent are two values (Swift's `==` takes
+    /// them for one), while 1 and 1.0 are one.
+    @Test func distinctUnion_textByCodePoints_numbersByValue() throws {
+        let store = try store()
+        try store.transaction { tx in
+            try tx.setValue(["\u{e9}", "e\u{301}", "\u{e9}", 1, 1.0], forKeyPath: "tags", of: id("Person/tom"))
+        }
+        let distinct = try store.json("tags.@distinctUnionOfObjects.self", of: "Person/tom").arrayValue ?? []
+        #expect(
+            distinct.map { $0.stringValue.map { Array($0.unicodeScalars) } } == [["\u{e9}"], ["e", "\u{301}"], nil])
+        #expect(distinct.last == 1)
+    }
+
     @Test func unionOfArraysOfPlainArrays() throws {
         let store = try store()
         #expect(try store.json("people.@unionOfArrays.tags", of: "Group/g") == ["a", "b", "b"])

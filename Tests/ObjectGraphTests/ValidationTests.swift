@@ -74,6 +74,27 @@ struct ValidationTests {
         #expect(try store.json("title", of: "Item/1") == "élan")
     }
 
+    /// An `enum` holds values as `isEqual:` compares them: text code point for code point (é written as e and an accent
+    /// is not the é of the list), numbers by value. A real bound holds exactly for integers beyond 2^53.
+    @Test func enumByCodePoints_boundsExactBeyondDoublePrecision() throws {
+        let store = ObjectStore(
+            model: try model(
+                """
+                {"entities": {"Item": {"attributes": {
+                  "accent": {"type": "string", "enum": ["\\u00e9", "b"]},
+                  "size": {"type": "real", "enum": [0, 2.5]},
+                  "big": {"type": "integer", "max": 1e18, "min": -1e18}}}}}
+                """))
+        try store.transaction { tx in try tx.insert("Item", id: "1", values: ["accent": "\u{e9}"]) }
+        expectError("validation-failed") { try set(store, "accent", "e\u{301}") }
+        try set(store, "size", -0.0)
+        try set(store, "size", 2.5)
+        try set(store, "big", 1_000_000_000_000_000_000)
+        expectError("validation-failed") { try set(store, "big", 1_000_000_000_000_000_001) }
+        expectError("validation-failed") { try set(store, "big", -1_000_000_000_000_000_001) }
+        #expect(try store.json("big", of: "Item/1") == 1_000_000_000_000_000_000)
+    }
+
     /// Lengths count UTF-16 code units, as `NSString.length`: combining marks cannot hide a string's size.
     @Test func lengthsCountUTF16CodeUnits() throws {
         let store = try store()

@@ -220,8 +220,8 @@ extension GraphState {
     /// Keeps the first occurrence of each value, in order (Cocoa's order is unspecified; ours is stable); numbers
     /// are the same by value (`3` and `3.0`), as `NSNumber`s are.
     static func distinct(_ values: [KeyPathNode]) -> [KeyPathNode] {
-        var seen: Set<KeyPathNode> = []
-        return values.filter { seen.insert($0.numbersByValue).inserted }
+        var seen: Set<KeyPathNode.Equality> = []
+        return values.filter { seen.insert($0.equality).inserted }
     }
 
     private func typeMismatch(_ op: CollectionOperator, _ node: KeyPathNode, _ wanted: String) -> ObjectGraphError {

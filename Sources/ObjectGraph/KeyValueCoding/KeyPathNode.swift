@@ -8,12 +8,18 @@ enum KeyPathNode: Hashable {
 
     static let null = KeyPathNode.value(.null)
 
-    /// See `PropertyListValue.numbersByValue`.
-    var numbersByValue: KeyPathNode {
+    /// The node as `isEqual:` and `hash` see it (see `EqualityKey`): objects by identity.
+    enum Equality: Hashable {
+        case value(EqualityKey)
+        case object(ObjectHandle)
+        case collection([Equality])
+    }
+
+    var equality: Equality {
         switch self {
-        case .value(let value): .value(value.numbersByValue)
-        case .object: self
-        case .collection(let elements): .collection(elements.map(\.numbersByValue))
+        case .value(let value): .value(value.equalityKey)
+        case .object(let handle): .object(handle)
+        case .collection(let elements): .collection(elements.map(\.equality))
         }
     }
 

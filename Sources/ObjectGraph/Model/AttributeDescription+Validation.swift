@@ -65,21 +65,31 @@ extension AttributeDescription {
                     "\(name) could not be checked against the pattern \(pattern.pattern) within the matching limit.")
             }
         }
-        if let allowedValues, !allowedValues.contains(value) {
+        if let allowedValues, case let key = value.equalityKey,
+            !allowedValues.contains(where: { $0.equalityKey == key })
+        {
             let list = allowedValues.map(Self.describe).joined(separator: ", ")
             return .validationFailed(name, of: object, "\(name) must be one of \(list).")
         }
         return nil
     }
 
-    /// Orders two numbers or two dates; nil for other pairs.
+    /// Orders two numbers (exactly, also an integer beyond 2^53 against a real bound) or two dates; nil for other
+    /// pairs.
     static func compare(_ lhs: PropertyListValue, _ rhs: PropertyListValue) -> Int? {
+        let order: ComparisonResult
         switch (lhs, rhs) {
-        case (.integer(let a), .integer(let b)): return a < b ? -1 : (a == b ? 0 : 1)
-        case (.date(let a), .date(let b)): return a < b ? -1 : (a == b ? 0 : 1)
+        case (.date(let a), .date(let b)):
+            order = ValueComparison.order(a.timeIntervalSince1970, b.timeIntervalSince1970)
+        case (.boolean, _), (_, .boolean): return nil
         default:
-            guard let a = lhs.doubleValue, let b = rhs.doubleValue else { return nil }
-            return a < b ? -1 : (a == b ? 0 : 1)
+            guard let a = ValueComparison.Number(lhs), let b = ValueComparison.Number(rhs) else { return nil }
+            order = a.compare(b)
+        }
+        return switch order {
+        case .orderedAscending: -1
+        case .orderedSame: 0
+        case .orderedDescending: 1
         }
     }
 
