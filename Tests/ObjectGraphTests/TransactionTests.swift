@@ -122,6 +122,25 @@ struct TransactionTests {
         #expect(store.export() == before)
     }
 
+    /// A broken attribute constraint is reported before relationships are looked at, also when it is the only invalid
+    /// value: a relationship error (a dangling reference, two sides that disagree) would hide it.
+    @Test func anImportsBrokenConstraintsAreReportedBeforeRelationshipErrors() throws {
+        let store = try employeesStore()
+        let before = store.export()
+        let objects = try #require(before["objects"]?.arrayValue).map { object -> PropertyListValue in
+            guard var fields = object.dictionaryValue else { return object }
+            if fields["$id"] == "Employee/bob" { fields["salary"] = -1 }
+            if fields["$id"] == "Employee/cy" { fields["manager"] = ref("Employee/nobody") }
+            return .dictionary(fields)
+        }
+        let error = expectError("validation-failed", status: 422) {
+            try store.transaction { tx in try tx.replaceGraph(with: ["objects": .array(objects)]) }
+        }
+        #expect(error?.fields["object"] == "Employee/bob")
+        #expect(error?.fields["keyPath"] == "salary")
+        #expect(store.export() == before)
+    }
+
     /// Both sides of a relationship given (as an export gives them) must agree: an employee listed by one department
     /// while naming another is refused, not settled by whichever side was set last.
     @Test func anImportWhoseTwoSidesDisagreeIsRefused() throws {

@@ -60,7 +60,8 @@ extension Transaction {
 
     /// Makes every object with its attributes, then sets the relationships (references may point forward). Values
     /// that cannot be set are gathered over all objects, with the attributes' broken constraints (at most 100), and
-    /// thrown before any relationship is set: its cardinalities checked then would report every one as missing.
+    /// thrown before any relationship is set: a relationship error would hide them, and cardinalities checked
+    /// before would report every one as missing.
     @discardableResult
     private func load(_ objects: [PropertyListValue]) throws(ObjectGraphError) -> [ObjectID] {
         var created: [(ObjectHandle, [String: PropertyListValue])] = []
@@ -102,13 +103,14 @@ extension Transaction {
             if invalid.count >= 100 { break }
             created.append((try state.handle(of: objectID), relationships))
         }
-        if !invalid.isEmpty {
-            let reported = Set(invalid.map { [$0.fields["object"], $0.fields["keyPath"]] })
-            let broken = validationErrors().filter {
-                $0.code != "cardinality" && !reported.contains([$0.fields["object"], $0.fields["keyPath"]])
-            }
-            throw .combining(Array((invalid + broken).prefix(100)))
+        // The attributes' broken constraints too, before any relationship could fail the load on its own.
+        let reported = Set(invalid.map { [$0.fields["object"], $0.fields["keyPath"]] })
+        for (handle, _) in created where invalid.count < 100 {
+            var broken: [ObjectGraphError] = []
+            validateAttributes(handle, into: &broken)
+            invalid += broken.filter { !reported.contains([$0.fields["object"], $0.fields["keyPath"]]) }
         }
+        if !invalid.isEmpty { throw .combining(Array(invalid.prefix(100))) }
         for (handle, relationships) in created {
             let entity = state.model.entities[handle.entity]
             for (key, value) in relationships.sorted(by: { $0.key < $1.key }) {

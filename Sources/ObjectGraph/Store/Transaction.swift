@@ -177,26 +177,24 @@ public final class Transaction {
         return errors
     }
 
-    private func validate(_ handle: ObjectHandle, into errors: inout [ObjectGraphError]) {
+    /// The constraints the object's attributes break.
+    func validateAttributes(_ handle: ObjectHandle, into errors: inout [ObjectGraphError]) {
         // The descriptions are read in place (by index): copying an entity or attribute description retains every
         // field, on every commit. The object's id is only made for an error.
         let attributes = state.model.entities[handle.entity].attributes
-        var object: ObjectID?
-        func id() -> ObjectID {
-            if let object { return object }
-            let id = state.objectID(of: handle)
-            object = id
-            return id
-        }
         for index in attributes.indices {
             let value = state.attribute(handle, attributes[index].slot)
             if value.isNull && !attributes[index].isRequired { continue }
             if attributes[index].violation(of: value, in: nil) != nil,
-                let error = attributes[index].violation(of: value, in: id())
+                let error = attributes[index].violation(of: value, in: state.objectID(of: handle))
             {
                 errors.append(error)
             }
         }
+    }
+
+    private func validate(_ handle: ObjectHandle, into errors: inout [ObjectGraphError]) {
+        validateAttributes(handle, into: &errors)
         let relationships = state.model.entities[handle.entity].relationships
         for index in relationships.indices {
             let message: String
@@ -216,7 +214,7 @@ public final class Transaction {
                 continue
             }
             let name = relationships[index].name
-            errors.append(.cardinality(name, of: id(), "\(name) \(message)"))
+            errors.append(.cardinality(name, of: state.objectID(of: handle), "\(name) \(message)"))
         }
     }
 
