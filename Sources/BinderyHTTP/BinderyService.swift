@@ -150,7 +150,7 @@ public final class BinderyService: HTTPResponder {
         }
         // Under a controller that does not exist there is nothing, whatever the method or the body (a malformed body,
         // a method its paths do not take, would otherwise be answered first).
-        if segments.count > 2, segments[0] == "controllers", !controllers.contains(segments[1]) {
+        if segments.count >= 2, segments[0] == "controllers", !controllers.contains(segments[1]) {
             return .response(.error(APIError(ObjectGraphError.noSuchController(segments[1]))))
         }
         switch router.route(request.method, segments: segments) {

@@ -287,6 +287,10 @@ struct ControllerRoutesTests {
                 #expect(post.header("Allow")?.contains("POST") == false, "\(key)")
             }
             #expect(try client.request("POST", "/controllers/nobody/add").errorCode == "no-such-controller")
+            for method in ["PUT", "POST", "PATCH"] {  // the controller's own path, which takes neither
+                #expect(try client.request(method, "/controllers/nobody").errorCode == "no-such-controller")
+            }
+            #expect(try client.request("PUT", "/controllers/employees").status == 405)
             // An action of another kind of controller: 404, listing what this one has.
             let otherKind = try client.request("POST", "/controllers/employee/insert")
             #expect(otherKind.status == 404)
