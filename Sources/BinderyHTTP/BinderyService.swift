@@ -169,7 +169,7 @@ public final class BinderyService: HTTPResponder {
         case .notFound:
             if request.method == "GET" || request.method == "HEAD" {
                 if let file = staticFiles?.response(
-                    for: segments, path: request.rawPath, query: request.encodedQuery,
+                    for: segments, path: request.rawPath, query: request.rawQuery,
                     ifNoneMatch: request.header("If-None-Match"))
                 {
                     return .response(file)

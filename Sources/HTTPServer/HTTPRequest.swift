@@ -9,6 +9,9 @@ public struct HTTPRequest: Sendable {
     public var pathSegments: [String]?
     /// Query parameters in order, percent-decoded, with `+` read as a space.
     public var query: [(name: String, value: String)]
+    /// The query exactly as sent (what follows `?`, still percent-encoded; bytes outside printable ASCII
+    /// percent-encoded), for a redirect that keeps it; nil when the target has no `?`.
+    public var rawQuery: String?
     /// False when a query parameter's name or value is not valid percent-encoded UTF-8 (it stands in `query` as
     /// U+FFFD, which a client may also send on purpose).
     public var queryDecodes = true
@@ -17,11 +20,12 @@ public struct HTTPRequest: Sendable {
     public var body: [UInt8]
 
     public init(
-        method: String, rawPath: String, query: [(name: String, value: String)] = [],
+        method: String, rawPath: String, rawQuery: String? = nil, query: [(name: String, value: String)] = [],
         headers: [(name: String, value: String)] = [], body: [UInt8] = []
     ) {
         self.method = method
         self.rawPath = rawPath
+        self.rawQuery = rawQuery
         self.pathSegments = HTTPRequest.decodeSegments(rawPath)
         self.query = query
         self.headers = headers
@@ -88,24 +92,21 @@ public struct HTTPRequest: Sendable {
         query.last(where: { $0.name == name })?.value
     }
 
-    /// The query encoded again (each name and value percent-encoded but for RFC 3986's unreserved characters), for
-    /// a redirect that keeps it; empty when there is none.
-    public var encodedQuery: String {
-        func encode(_ text: String) -> String {
-            var encoded = ""
-            for byte in text.utf8 {
-                switch byte {
-                case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                    UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
-                    UInt8(ascii: "~"):
-                    encoded.unicodeScalars.append(Unicode.Scalar(byte))
-                default:
-                    encoded += percentEncoded(byte)
-                }
+    /// `rawQuery` from the C string after a target's `?`: printable ASCII as it is, other bytes percent-encoded (they
+    /// could not go into a `Location` header as they came).
+    static func rawQuery(from text: UnsafePointer<CChar>) -> String {
+        var query = ""
+        var byte = text
+        while byte.pointee != 0 {
+            let value = UInt8(bitPattern: byte.pointee)
+            if (0x21...0x7E).contains(value) {
+                query.unicodeScalars.append(Unicode.Scalar(value))
+            } else {
+                query += percentEncoded(value)
             }
-            return encoded
+            byte += 1
         }
-        return query.map { encode($0.name) + "=" + encode($0.value) }.joined(separator: "&")
+        return query
     }
 
     static func decodeSegments(_ path: String) -> [String]? {

@@ -196,8 +196,10 @@ public final class HTTPServer: Sendable {
             swap(&body, &existing.body)
         }
         let query = Self.query(of: connection)
+        let rawQuery = clock(of: connection)?.rawQuery.withLock { $0 }
         var request = HTTPRequest(
-            method: method, rawPath: rawURL, query: query.parameters, headers: Self.headers(of: connection), body: body)
+            method: method, rawPath: rawURL, rawQuery: rawQuery, query: query.parameters,
+            headers: Self.headers(of: connection), body: body)
         request.queryDecodes = query.decodes
         switch existing?.refusal {
         case nil: break
@@ -588,9 +590,12 @@ private let streamReleased: MHD_ContentReaderFreeCallback = { cls in
     stream.released()
 }
 
-/// Notes the length of each request's target, before libmicrohttpd splits off its query (see `refusalUpFront`).
+/// Notes the length of each request's target (see `refusalUpFront`) and its query as sent (`HTTPRequest.rawQuery`),
+/// before libmicrohttpd splits off the query and decodes it in place.
 private let targetSeen: bindery_mhd_uri_log_callback = { _, uri, connection in
-    if let uri, let connection { clock(of: connection)?.targetLength.store(strlen(uri), ordering: .relaxed) }
+    guard let uri, let connection, let clock = clock(of: connection) else { return nil }
+    clock.targetLength.store(strlen(uri), ordering: .relaxed)
+    clock.rawQuery.withLock { $0 = strchr(uri, Int32(UInt8(ascii: "?"))).map { HTTPRequest.rawQuery(from: $0 + 1) } }
     return nil
 }
 

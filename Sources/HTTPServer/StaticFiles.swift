@@ -23,14 +23,14 @@ public struct StaticFiles: Sendable {
     ///
     /// `path` is the request's path as sent: a folder's `index.html` is served at the folder's path with a slash at
     /// its end (`/docs/`, so that the page's relative links resolve inside the folder), and a request without it is
-    /// redirected there (301, keeping `query`, encoded); a file's path with a slash at its end names nothing.
-    public func response(for segments: [String], path: String, query: String = "", ifNoneMatch: String?)
+    /// redirected there (301, keeping `query` as sent); a file's path with a slash at its end names nothing.
+    public func response(for segments: [String], path: String, query: String? = nil, ifNoneMatch: String?)
         -> HTTPResponse?
     {
         guard let (resolved, isFolder) = resolvedPath(of: segments) else { return nil }
         guard isFolder == path.hasSuffix("/") else {
             // One slash first: `//docs/` would be another host's `/docs/` to a browser.
-            let location = "/" + path.drop(while: { $0 == "/" }) + "/" + (query.isEmpty ? "" : "?" + query)
+            let location = "/" + path.drop(while: { $0 == "/" }) + "/" + (query.map { "?" + $0 } ?? "")
             return isFolder ? HTTPResponse(status: 301, headers: [("Location", location)]) : nil
         }
         var info = stat()
