@@ -45,7 +45,7 @@ extension BinderyService {
     private static func exportResponse(asPlist: Bool, orJSON: Bool, document: Document) throws(APIError)
         -> HTTPResponse
     {
-        var (graph, seq) = document.store.read { view in (view.exportGraph(), view.seq) }
+        var (graph, seq) = document.store.read { view in (view.exportGraph(includingDerived: true), view.seq) }
         // Its `seq` too, which clients follow the feed from: at most what is durable (`Document.acknowledgedSeq`).
         let acknowledged = document.acknowledgedSeq(seq)
         if acknowledged != seq, case .dictionary(var fields) = graph {

@@ -253,6 +253,12 @@ struct DocumentRoutesTests {
             #expect(export.status == 200)
             #expect(export.json?["seq"] == 1)
             #expect(export.json?["objects"]?.arrayValue?.count == 37)
+            // Each object in its JSON form (API.md §4), derived keys included, as GET /objects/{id} gives it.
+            for object in try #require(export.json?["objects"]?.arrayValue) {
+                let id = try #require(object["$id"]?.stringValue)
+                #expect(try client.request("GET", "/objects/\(id)").json == object, "\(id)")
+            }
+            #expect(export.json?["objects"]?.arrayValue?.first?["headcount"] != nil)
             // The identical graph changes nothing: no seq, no undo group, no change in the feed, versions kept.
             let etag = try client.request("GET", "/objects/Employee/1").header("ETag")
             let put = try client.request("PUT", "/store", body: export.body)

@@ -49,12 +49,12 @@ extension GraphState {
         return toOne(handle, relationship).map(reference) ?? .null
     }
 
-    /// Every live object, entity by entity (model order), each in insertion order, without derived keys.
-    func exportObjects() -> [PropertyListValue] {
+    /// Every live object, entity by entity (model order), each in insertion order.
+    func exportObjects(includingDerived: Bool = false) -> [PropertyListValue] {
         var objects: [PropertyListValue] = []
         for entity in tables.indices {
             for row in tables[entity].liveRows {
-                objects.append(objectJSON(ObjectHandle(entity: entity, row: row), includingDerived: false))
+                objects.append(objectJSON(ObjectHandle(entity: entity, row: row), includingDerived: includingDerived))
             }
         }
         return objects

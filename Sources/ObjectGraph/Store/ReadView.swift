@@ -100,9 +100,10 @@ public struct ReadView: KeyPathResolving {
 
     /// The whole graph as `{"seq": N, "objects": [...]}`: the `data.json` format, loadable by `replaceGraph`.
     ///
-    /// Objects come entity by entity (sorted by name), each entity in insertion order; derived keys are left out.
-    public func exportGraph() -> PropertyListValue {
-        ["seq": .integer(state.seq), "objects": .array(state.exportObjects())]
+    /// Objects come entity by entity (sorted by name), each entity in insertion order; derived keys only
+    /// `includingDerived` (the objects' full JSON form, API.md §4, as `GET /store` gives them; a load ignores them).
+    public func exportGraph(includingDerived: Bool = false) -> PropertyListValue {
+        ["seq": .integer(state.seq), "objects": .array(state.exportObjects(includingDerived: includingDerived))]
     }
 
     /// The graph with what a restart needs: `{"seq", "lastAssignedID", "objects": [...]}`, each object with its
