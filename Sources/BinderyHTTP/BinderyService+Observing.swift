@@ -98,8 +98,13 @@ extension BinderyService {
                 }
             default: throw badCoalesce
             }
+            // NSNotification's userInfo is a dictionary or nil.
+            let userInfo = body["userInfo"] ?? .null
+            guard userInfo.isNull || userInfo.dictionaryValue != nil else {
+                throw invalid("userInfo", "\"userInfo\" must be a JSON object or null, not \(userInfo.typeName).")
+            }
             let outcome = try center.post(
-                name: name, object: body["object"] ?? .null, userInfo: body["userInfo"] ?? .null, style: style,
+                name: name, object: body["object"] ?? .null, userInfo: userInfo, style: style,
                 coalesce: coalesce)
             if let seq = outcome.seq {
                 return .response(.json(["seq": .integer(seq), "posted": true], status: 201))

@@ -493,8 +493,8 @@ struct ObservingRoutesTests {
     /// first queued is kept).
     @Test func anAsapPostBringsAMatchingIdleOneForward() throws {
         try withService { client in
-            let idle = #"{"name": "Tick", "object": "o", "userInfo": "idle", "postingStyle": "whenIdle"}"#
-            let asap = #"{"name": "Tick", "object": "o", "userInfo": "asap", "postingStyle": "asap"}"#
+            let idle = #"{"name": "Tick", "object": "o", "userInfo": {"n": "idle"}, "postingStyle": "whenIdle"}"#
+            let asap = #"{"name": "Tick", "object": "o", "userInfo": {"n": "asap"}, "postingStyle": "asap"}"#
             let queued = try client.request("POST", "/notifications", json: idle)
             let coalesced = try client.request("POST", "/notifications", json: asap)
             #expect(queued.json?["coalesced"] == false)
@@ -506,7 +506,7 @@ struct ObservingRoutesTests {
             let answer = try client.request("GET", "/notifications?since=0&timeout=0")
             #expect(
                 answer.json?["notifications"]?.arrayValue?.map { [$0["name"], $0["userInfo"]] } == [
-                    ["Tick", "idle"], ["Marker", .null],
+                    ["Tick", ["n": "idle"]], ["Marker", .null],
                 ])
         }
     }
@@ -548,7 +548,7 @@ struct ObservingRoutesTests {
                 let queued = try client.request(
                     "POST", "/notifications",
                     json:
-                        #"{"name": "Idle", "object": "me", "userInfo": \#(n), "postingStyle": "whenIdle", "coalesce": ["name", "sender"]}"#
+                        #"{"name": "Idle", "object": "me", "userInfo": {"n": \#(n)}, "postingStyle": "whenIdle", "coalesce": ["name", "sender"]}"#
                 )
                 #expect(queued.status == 202)
                 #expect(queued.json?["coalesced"] == .boolean(n > 0))
@@ -556,7 +556,7 @@ struct ObservingRoutesTests {
             _ = try client.request("PUT", "/objects/Employee/4/salary", json: "1")
             usleep(300_000)
             let idle = try client.request("GET", "/notifications?since=0&name=Idle&timeout=0")
-            #expect(idle.json?["notifications"]?.arrayValue?.map { $0["userInfo"] } == [0])
+            #expect(idle.json?["notifications"]?.arrayValue?.map { $0["userInfo"]?["n"] } == [0])
             let didChange = try client.request("GET", "/notifications?since=0&name=ObjectsDidChange&timeout=0")
             #expect(
                 didChange.json?["notifications"]?.arrayValue?.first?["userInfo"]
@@ -583,8 +583,15 @@ struct ObservingRoutesTests {
             #expect(reserved.json?["error"]?["keyPath"] == "userInfo")
             let reference = try client.request(
                 "POST", "/notifications",
-                json: #"{"name": "X", "object": {"$ref": "Employee/4"}, "userInfo": [{"$ref": "Employee/1"}]}"#)
+                json: #"{"name": "X", "object": {"$ref": "Employee/4"}, "userInfo": {"who": [{"$ref": "Employee/1"}]}}"#
+            )
             #expect(reference.status == 201)
+            // NSNotification's userInfo is a dictionary (or nil).
+            for userInfo in ["[1]", "\"text\"", "5"] {
+                let refused = try client.request(
+                    "POST", "/notifications", json: #"{"name": "X", "userInfo": \#(userInfo)}"#)
+                #expect(refused.status == 422 && refused.json?["error"]?["keyPath"] == "userInfo", "\(userInfo)")
+            }
             // NSPostNow posts "immediately after coalescing": the queued one it coalesces with is dropped.
             let queued = #"{"name": "B", "object": "x", "postingStyle": "whenIdle", "coalesce": ["name"]}"#
             #expect(try client.request("POST", "/notifications", json: queued).status == 202)
@@ -597,14 +604,14 @@ struct ObservingRoutesTests {
             for (name, coalesce) in [("C", ""), ("D", #", "coalesce": []"#)] {
                 for n in 0..<2 {
                     let body =
-                        #"{"name": "\#(name)", "object": "s", "userInfo": \#(n), "postingStyle": "whenIdle"\#(coalesce)}"#
+                        #"{"name": "\#(name)", "object": "s", "userInfo": {"n": \#(n)}, "postingStyle": "whenIdle"\#(coalesce)}"#
                     #expect(try client.request("POST", "/notifications", json: body).status == 202)
                 }
             }
             usleep(300_000)
             for (name, expected) in [("C", [PropertyListValue(0)]), ("D", [0, 1])] {
                 let posted = try client.request("GET", "/notifications?since=0&name=\(name)&timeout=0")
-                #expect(posted.json?["notifications"]?.arrayValue?.map { $0["userInfo"] } == expected, "\(name)")
+                #expect(posted.json?["notifications"]?.arrayValue?.map { $0["userInfo"]?["n"] } == expected, "\(name)")
             }
         }
     }
