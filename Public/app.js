@@ -391,6 +391,10 @@
     const active = state.depSelection.length ? `dep-${state.depSelection[0]}` : null;
     if (active) el.depList.setAttribute('aria-activedescendant', active);
     else el.depList.removeAttribute('aria-activedescendant');
+    // Moved to with the keyboard: in view, also in the narrow layout's horizontal strip.
+    if (active && document.activeElement === el.depList) {
+      document.getElementById(active).scrollIntoView({ block: 'nearest', inline: 'nearest' });
+    }
     el.depCount.textContent = String(state.departments.length);
   }
 
@@ -502,7 +506,18 @@
     select.value = keep;
   }
 
+  // The employees the form is for, by id: what is typed into it belongs to them.
+  let formSubject = null;
+
   function renderForm() {
+    // Selected elsewhere (another client, or the selected employee went away): what was typed for the
+    // employees selected before is dropped, not left on screen to be sent as an edit of these (the page's
+    // own selection changes send it first).
+    const subject = JSON.stringify(((state.emp && state.emp.selectionIndexes) || []).map((i) => idOf(state.employees[i])));
+    if (subject !== formSubject) {
+      if (formSubject !== null) dropLocalEdits();
+      formSubject = subject;
+    }
     renderManagerOptions();
     const selection = state.selection || {};
     const count = ((state.emp && state.emp.selectionIndexes) || []).length;
@@ -919,6 +934,8 @@
     await mutate(() =>
       guarded(async () => {
         await api('POST', ctl(EMP, '/commitEditing'));
+        // What was typed is in the model now: the fields show the model again, focused or not.
+        typing.clear();
         showError(null);
       }),
     );

@@ -251,6 +251,40 @@ def test_clicking_another_row_with_an_edit_that_moves_the_row_selects_the_clicke
     server.put(f"/objects/{first['$id']}/lastName", first["lastName"])
 
 
+def test_typed_text_stays_with_the_employee_it_was_typed_for(page, server):
+    # Another client selects another employee while a field holds text typed for the first: the server commits
+    # the pending edit to the first (a selection change ends editing), and the form shows the second as it is;
+    # leaving the field then sends nothing to the second.
+    marketing = sorted(server.employees_of("Marketing"), key=lambda e: (e["lastName"], e["firstName"]))
+    first, second = marketing[0], marketing[1]
+    page.select_department("Marketing", [full(e) for e in marketing])
+    page.select_employee(full(first))
+    page.type_into("lastName", "Typed-For-First")
+    page.wait(lambda: page.edits() == {"lastName": "Typed-For-First"}, message="the edit is pending on the server")
+    emp = page.controllers()["employees"]
+    server.put(f"/controllers/{emp}/selectedObjects", [{"$ref": second["$id"]}])
+    page.wait(lambda: page.selected_employees() == [f"{second['firstName']} {second['lastName']}"], LIVE)
+    page.wait(lambda: page.value("lastName") == second["lastName"], LIVE, message="the form shows the second")
+    page.click(lambda: page.employee_row(full(marketing[2])))  # leaves the field
+    page.wait(lambda: page.selected_employees() == [full(marketing[2])])
+    assert server.get(f"/objects/{second['$id']}/lastName") == second["lastName"]
+    assert server.get(f"/objects/{first['$id']}/lastName") == "Typed-For-First"
+    server.put(f"/objects/{first['$id']}/lastName", first["lastName"])
+
+
+def test_a_committed_field_that_keeps_the_focus_follows_the_model(page, server):
+    page.select_department("Marketing")
+    page.select_employee("Anita Borg")
+    anita = server.employee_named("Anita", "Borg")
+    page.type_into("firstName", "Annie")
+    page.field("firstName").send_keys(Keys.ENTER)
+    page.wait(lambda: server.get(f"/objects/{anita}/firstName") == "Annie")
+    server.put(f"/objects/{anita}/firstName", "Anny")
+    page.wait(lambda: page.value("firstName") == "Anny", LIVE, message="the focused field shows the change")
+    server.put(f"/objects/{anita}/firstName", "Anita")
+    page.wait(lambda: page.value("firstName") == "Anita", LIVE)
+
+
 def test_discard_drops_pending_edits(page, server):
     page.select_department("Marketing")
     page.select_employee("Jean Sammet")
