@@ -144,7 +144,7 @@ final class TreeController: Controller {
         let oldSelected = selectedObjects
         var seen: Set<ObjectID> = []
         var flat: [ObjectID] = []
-        var budget = Self.maxNodes
+        var budget = 0
         isTruncated = false
         func build(_ object: ObjectID, ancestors: inout Set<ObjectID>, depth: Int) -> Node {
             seen.insert(object)
@@ -175,6 +175,9 @@ final class TreeController: Controller {
         let placedRoots = Set(placements.filter { $0.placement.parent == nil }.map(\.object))
         let rootObjects = sorted(
             content.filter { placedRoots.contains($0) || passesFilter($0, view: view) }, view: view)
+        // Roots are nodes too; every one is shown.
+        budget = Self.maxNodes - rootObjects.count
+        if budget < 0 { isTruncated = true }
         var ancestors: Set<ObjectID> = []
         roots = rootObjects.map { build($0, ancestors: &ancestors, depth: 0) }
         nodeSet = seen
@@ -186,9 +189,10 @@ final class TreeController: Controller {
         if options.preservesSelection {
             // Each selected node found again by the objects on its path (an object may be a node along several paths,
             // and the paths' indexes move as siblings come and go), else the selected object where it is first.
+            var finder = PathFinder(roots)
             selection = oldSelection.compactMap { path in
                 let chain = Self.objects(along: path, in: oldRoots)
-                return Self.indexPath(along: chain, in: roots) ?? chain.last.flatMap { indexPath(of: $0) }
+                return finder.path(along: chain) ?? chain.last.flatMap { finder.firstPath(of: $0) }
             }
         } else {
             // The same paths, but not those whose objects left the tree (removed), as an array controller drops the
@@ -205,9 +209,10 @@ final class TreeController: Controller {
             }
         }
         if roots != oldRoots { context.emit(self, .arrangedObjects) }
+        let normalizedSelection = normalized(selection)
         setSelection(
-            normalized(selection), in: context,
-            changed: normalized(selection) != oldSelection || selectedObjects != oldSelected)
+            normalizedSelection, in: context,
+            changed: normalizedSelection != oldSelection || selectedObjects != oldSelected)
     }
 
     /// A placement after a sibling that has left its parent (deleted, moved, filtered out) is put after the sibling
@@ -323,17 +328,59 @@ final class TreeController: Controller {
         return objects
     }
 
-    /// The index path of the node reached through these objects, from a root down, if the tree has it.
-    static func indexPath(along objects: [ObjectID], in roots: [Node]) -> [Int]? {
-        guard !objects.isEmpty else { return nil }
-        var path: [Int] = []
-        var nodes = roots
-        for object in objects {
-            guard let index = nodes.firstIndex(where: { $0.object == object }) else { return nil }
-            path.append(index)
-            nodes = nodes[index].children
+    /// Finds nodes by their objects in one tree, however many are looked for, in time about proportional to the
+    /// tree (a selection of 20,000 objects searched the tree once for each): the first index path of an object
+    /// (depth-first, as `indexPath(of:)`), and the path along a chain of objects from a root down, each long list
+    /// of siblings indexed when first searched.
+    struct PathFinder {
+        let roots: [Node]
+        private var firstPaths: [ObjectID: [Int]]?
+        private var siblingIndexes: [[Int]: [ObjectID: Int]] = [:]
+
+        init(_ roots: [Node]) {
+            self.roots = roots
         }
-        return path
+
+        mutating func firstPath(of object: ObjectID) -> [Int]? {
+            if firstPaths == nil {
+                var paths: [ObjectID: [Int]] = [:]
+                var prefix: [Int] = []
+                func walk(_ nodes: [Node]) {
+                    for (index, node) in nodes.enumerated() {
+                        prefix.append(index)
+                        if paths[node.object] == nil { paths[node.object] = prefix }
+                        walk(node.children)
+                        prefix.removeLast()
+                    }
+                }
+                walk(roots)
+                firstPaths = paths
+            }
+            return firstPaths?[object]
+        }
+
+        /// The index path of the node reached through these objects, from a root down, if the tree has it.
+        mutating func path(along objects: [ObjectID]) -> [Int]? {
+            guard !objects.isEmpty else { return nil }
+            var path: [Int] = []
+            var nodes = roots
+            for object in objects {
+                let index: Int?
+                if nodes.count <= 16 {
+                    index = nodes.firstIndex { $0.object == object }
+                } else {
+                    if siblingIndexes[path] == nil {
+                        siblingIndexes[path] = Dictionary(
+                            nodes.enumerated().map { ($1.object, $0) }, uniquingKeysWith: { first, _ in first })
+                    }
+                    index = siblingIndexes[path]?[object]
+                }
+                guard let index else { return nil }
+                path.append(index)
+                nodes = nodes[index].children
+            }
+            return path
+        }
     }
 
     /// The first index path (depth-first) of `object`.
@@ -384,9 +431,7 @@ final class TreeController: Controller {
     }
 
     func normalized(_ paths: [[Int]]) -> [[Int]] {
-        var unique: [[Int]] = []
-        for path in paths where node(at: path) != nil && !unique.contains(path) { unique.append(path) }
-        return unique.sorted { $0.lexicographicallyPrecedes($1) }
+        Set(paths.filter { node(at: $0) != nil }).sorted { $0.lexicographicallyPrecedes($1) }
     }
 
     func setSelection(_ selection: [[Int]], in context: ControllerContext, changed: Bool) {
@@ -414,7 +459,8 @@ final class TreeController: Controller {
     }
 
     override func setSelectedObjects(_ objects: [ObjectID], in context: ControllerContext) {
-        selectIndexPaths(objects.compactMap { indexPath(of: $0) }, in: context)
+        var finder = PathFinder(roots)
+        selectIndexPaths(objects.compactMap { finder.firstPath(of: $0) }, in: context)
     }
 
     // MARK: Actions
@@ -518,13 +564,15 @@ final class TreeController: Controller {
                 if roots != before { context.emit(self, .arrangedObjects) }
             }
         }
-        var selection = oldSelected.compactMap { self.indexPath(of: $0) }
+        var finder = PathFinder(roots)
+        var selection = oldSelected.compactMap { finder.firstPath(of: $0) }
         // The node the insertion placed: a root placed where the filter would hide it may also be a child elsewhere.
         let placedRoot = placement?.parent == nil ? roots.firstIndex { $0.object == object }.map { [$0] } : nil
         if options.selectsInsertedObjects, let path = placedRoot ?? self.indexPath(of: object) { selection = [path] }
+        let normalizedSelection = normalized(selection)
         setSelection(
-            normalized(selection), in: context,
-            changed: normalized(selection) != oldSelection || selectedObjects != oldSelected)
+            normalizedSelection, in: context,
+            changed: normalizedSelection != oldSelection || selectedObjects != oldSelected)
     }
 
     static func depthFirst(_ nodes: [Node]) -> [ObjectID] {

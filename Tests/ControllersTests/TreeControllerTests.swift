@@ -42,6 +42,30 @@ struct TreeControllerTests {
     }
 
     /// Every employee of a department of twelve is a child of every other: 12! paths, refused instead of built.
+    /// Roots count against the node limit: a chain of n employees, each managing the next, is a tree with every
+    /// employee a root and 64 levels shown below it: 65n - 2,080 nodes (3,108: 199,940; 3,110: 200,070, of which
+    /// 196,960 below the roots).
+    @Test(arguments: [(3_108, true), (3_110, false)])
+    func tree_rootsCountAgainstTheNodeLimit(employees: Int, accepted: Bool) throws {
+        let chain: [PropertyListValue] = (0..<employees).map { index in
+            [
+                "$id": .string("Employee/\(index)"), "firstName": "E", "lastName": .string("\(index)"),
+                "department": ref("Department/1"),
+                "manager": index == 0 ? .null : ref("Employee/\(index - 1)"),
+            ]
+        }
+        let h = try Harness(objects: .array([["$id": "Department/1", "name": "Sales"]] + chain))
+        let declaration: [String: PropertyListValue] = [
+            "name": "chain", "kind": "tree", "content": "Employee", "childrenKeyPath": "directReports",
+        ]
+        if accepted {
+            let state = try h.make(declaration)
+            #expect(state["nodeCount"] == .integer(Int64(65 * employees - 2_080)))
+        } else {
+            expectError("bad-controller", status: 400) { try h.make(declaration) }
+        }
+    }
+
     @Test func tree_childrenKeyPathMeetingTheSameObjects_refusedPastTheNodeLimit() throws {
         var objects: [PropertyListValue] = [["$id": "Department/1", "name": "Sales"]]
         for index in 0..<12 {
