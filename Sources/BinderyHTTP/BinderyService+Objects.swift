@@ -36,11 +36,36 @@ extension BinderyService {
             $0.split(separator: ",").map { $0.trimmingCharacters(in: " ") }.filter { !$0.isEmpty }
         }
         let ordering = sort.isEmpty ? nil : SortOrdering(sort)
-        let (objects, count, seq) = try document.store.read { view throws -> ([PropertyListValue], Int, Int64) in
+        let list = { @Sendable () throws -> HTTPResponse in
+            let (objects, count, seq) = try listing(
+                entity, filter: filter, ordering: ordering, offset: offset, limit: limit, keys: keys, document: document
+            )
+            return .json(["objects": .array(objects), "count": .integer(Int64(count))], seq: seq)
+        }
+        // A listing that reads many objects is made off the request threads, as an export is.
+        let reads = try document.store.read { view throws(ObjectGraphError) in try view.count(of: entity) }
+        guard reads > slowListingSize, filter != nil || ordering != nil || (limit ?? Int.max) > slowListingSize else {
+            return .response(try list())
+        }
+        return answeredOffRequestThreads {
+            do { return try list() } catch { return errorResponse(error) }
+        }
+    }
+
+    /// Listings of entities with more objects than this (filtered, sorted, or answering this many) are made off the
+    /// request threads.
+    private static let slowListingSize = 1_000
+
+    private static func listing(
+        _ entity: String, filter: ObjectGraph.Predicate?, ordering: SortOrdering?, offset: Int, limit: Int?,
+        keys: [String]?, document: Document
+    ) throws -> (objects: [PropertyListValue], count: Int, seq: Int64) {
+        try document.store.read { view throws -> ([PropertyListValue], Int, Int64) in
             // The client's key paths (filter, sort keys, projected keys) are evaluated on every object: one that fans
             // out is refused at its first object rather than paid for on each (`KeyPathAllowance`).
             try KeyPathAllowance.withLimit(perEvaluation: KeyPathAllowance.perEvaluation(objectCount: view.objectCount))
             {
+                if let keys { try view.checkKeys(keys, of: entity) }
                 // By handle: the same filter and order as over `.object(id)` subjects, without hashing ids.
                 let handles = try view.handles(of: entity, matching: filter, sortedBy: ordering)
                 let start = min(offset, handles.count)
@@ -50,7 +75,6 @@ extension BinderyService {
                 return (objects, handles.count, document.acknowledgedSeq(view.seq))
             }.value
         }
-        return .response(.json(["objects": .array(objects), "count": .integer(Int64(count))], seq: seq))
     }
 
     private static func insertObject(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {

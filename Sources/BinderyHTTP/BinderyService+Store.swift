@@ -17,11 +17,6 @@ extension BinderyService {
 
     private static let plistType = "application/x-plist"
 
-    /// Where exports are read and encoded, one at a time: a large store takes a while, and on a request thread many
-    /// of them would keep every other request (`/healthz`, a write) waiting for a thread; here they leave the
-    /// request threads free and take one core at most.
-    private static let exportQueue = DispatchQueue(label: "bindery.export")
-
     private static func exportStore(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {
         // The XML property list when the client names it (or `application/xml`) and does not name JSON higher.
         let http = request.request
@@ -35,10 +30,7 @@ extension BinderyService {
                 return .error(error)
             }
         }
-        return .suspend(
-            HTTPSuspension(shutdownResponse: export) { connection in
-                exportQueue.async { _ = connection.resume(with: export()) }
-            })
+        return answeredOffRequestThreads(export)
     }
 
     /// `orJSON`: the client takes JSON too, which it is sent when the graph has no XML form (a control character).

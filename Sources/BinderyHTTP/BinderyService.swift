@@ -157,12 +157,8 @@ public final class BinderyService: HTTPResponder {
         case .found(let handler, let bindings):
             do {
                 return try handler(RouteRequest(request: request, segments: segments, bindings: bindings))
-            } catch let error as APIError {
-                return .response(.error(error))
-            } catch let error as ObjectGraphError {
-                return .response(.error(APIError(error)))
             } catch {
-                return .response(.error(.internalError("\(error)")))
+                return .response(Self.errorResponse(error))
             }
         case .methodNotAllowed(let allowed):
             return .response(.error(.methodNotAllowed(request.method, allowed: allowed)))
@@ -193,6 +189,40 @@ public final class BinderyService: HTTPResponder {
             default: "bad-request"
             }
         return .error(APIError(status: status, code: code, message: reason))
+    }
+
+    /// The §2 error answer for what a handler threw.
+    static func errorResponse(_ error: any Error) -> HTTPResponse {
+        switch error {
+        case let error as APIError: .error(error)
+        case let error as ObjectGraphError: .error(APIError(error))
+        default: .error(.internalError("\(error)"))
+        }
+    }
+
+    /// Where answers that take long to make (exports, long listings) are made, one at a time: on a request thread
+    /// many of them would keep every other request (`/healthz`, a write) waiting for a thread; here they leave the
+    /// request threads free and take one core at most.
+    private static let slowAnswers = DispatchQueue(label: "bindery.slow-answers")
+
+    /// Makes `answer` on `slowAnswers`. A client that has closed its connection by the answer's turn (one that gave
+    /// up waiting, or a burst of clients that never read) is not worked for: it is answered `503 client-gone`
+    /// without the work, which it does not read.
+    static func answeredOffRequestThreads(_ answer: @escaping @Sendable () -> HTTPResponse) -> HTTPHandlerResult {
+        .suspend(
+            HTTPSuspension(shutdownResponse: answer) { connection in
+                slowAnswers.async {
+                    guard !connection.peerHasClosed else {
+                        _ = connection.resume(
+                            with: .error(
+                                APIError(
+                                    status: 503, code: "client-gone",
+                                    message: "The connection was closed before its answer was made.")))
+                        return
+                    }
+                    _ = connection.resume(with: answer())
+                }
+            })
     }
 
     public func respondToUnsentLimit(limit: Int, held: Int) -> HTTPResponse {

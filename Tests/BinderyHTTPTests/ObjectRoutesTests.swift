@@ -111,6 +111,17 @@ struct ObjectRoutesTests {
                 #expect(answer.status == 404, "\(query)")
                 #expect(answer.errorCode == "undefined-key", "\(query)")
             }
+            // So are the keys projected, also when no object is listed.
+            for query in [
+                "keys=bogus&limit=0", "keys=lastName,bogus&offset=1000",
+                "keys=department.bogus&filter=salary%20%3C%200", "keys=lastName.@sum&limit=0",
+            ] {
+                #expect(
+                    try client.request("GET", "/objects/Employee?" + query).errorCode == "undefined-key", "\(query)")
+            }
+            for query in ["keys=a..b&limit=0", "keys=@sum&limit=0"] {
+                #expect(try client.request("GET", "/objects/Employee?" + query).errorCode == "bad-key-path", "\(query)")
+            }
             // Keys the model does not describe the insides of are left to evaluation.
             for query in [
                 "filter=%23lastName%20%3D%3D%20'Kay'", "filter=directReports.@count%20%3E%202",
@@ -157,6 +168,10 @@ struct ObjectRoutesTests {
                 #expect(answer.status == 200, "\(query): \(answer.text.prefix(200))")
                 #expect(answer.json?["count"] == 4_000, "\(query)")
             }
+            // Listings this long are made off the request threads: the same answers, errors included.
+            let all = try client.request("GET", "/objects/Employee")
+            #expect(all.json?["objects"]?.arrayValue?.count == 4_000 && all.header("X-Store-Seq") != nil)
+            #expect(try client.request("GET", "/objects/Employee?sort=nosuch").errorCode == "undefined-key")
         }
     }
 

@@ -90,6 +90,16 @@ public struct ReadView: KeyPathResolving {
         return try json(of: handle, keys: keys)
     }
 
+    /// Checks `keys` (a listing's `keys=`) against the model as `json(of:keys:)` reads them on any object of
+    /// `entity`, so that an unknown key or a malformed key path is an error whatever the objects (none included).
+    public func checkKeys(_ keys: [String], of entity: String) throws(ObjectGraphError) {
+        let index = try state.model.entityIndex(entity)
+        for key in keys where key != "$id" {
+            try state.model.checkReadable(key, on: entity)
+            _ = try state.compiled(key, entity: index)
+        }
+    }
+
     /// The JSON form of every object of `entity`, in insertion order (see `json(of:keys:)`).
     public func jsonOfObjects(of entity: String, keys: [String]? = nil) throws(ObjectGraphError) -> [PropertyListValue]
     {
