@@ -21,9 +21,11 @@ extension Controller {
             guard let rest else { return collection.json }
             return try view.value(forKeyPath: rest, of: collection).json
         }
+        // Key-value coding goes on into the value, as on an object's value: a dictionary's key (`edits.lastName`),
+        // an array's count (`sortDescriptors.@count`); a number or a boolean has no keys (404 `undefined-key`).
         func plain(_ value: PropertyListValue) throws -> PropertyListValue {
             guard let rest else { return value }
-            throw ObjectGraphError.badKeyPath(keyPath, "\(key) has no key \"\(rest)\".")
+            return try view.value(forKeyPath: rest, of: .value(value)).json
         }
         switch key {
         case "arrangedObjects":

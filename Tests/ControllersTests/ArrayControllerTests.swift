@@ -345,6 +345,20 @@ struct SelectionProxyTests {
         #expect(try h.value("selection.department.name") == "Sales")
     }
 
+    /// Key-value coding goes on into a controller's own values as into an object's: a number has no keys (404, as
+    /// `salary.x` on an object), an array counts, a dictionary answers its keys.
+    @Test func controllerKeys_keyPathsGoOnIntoTheirValues() throws {
+        let h = try Harness()
+        try h.employees()
+        for keyPath in ["count.x", "canAdd.x", "avoidsEmptySelection.x"] {
+            expectError("undefined-key", status: 404) { _ = try h.value(keyPath) }
+        }
+        #expect(try h.value("sortDescriptors.@count") == 1)
+        #expect(try h.value("selectionIndexes.@count") == 1)
+        try h.registry.setPendingEdit("Zed", forKeyPath: "lastName", controller: "e")
+        #expect(try h.value("edits.lastName") == "Zed")
+    }
+
     @Test func selection_undefinedKey_answersNotApplicable() throws {
         let h = try Harness()
         try h.employees()
