@@ -81,8 +81,7 @@ extension ControllerRegistry {
     ) throws -> PropertyListValue {
         try keepingAlive(name) {
             try session { _, context in try check(try context.controller(name), context.view) }
-            try commitEditsBeforeSelectionChange(name)
-            return try session { registry, context in
+            return try afterCommittingEdits(of: name) { registry, context in
                 let controller = try context.controller(name)
                 try check(controller, context.view)
                 try change(controller, context)
@@ -91,6 +90,28 @@ extension ControllerRegistry {
             }
         }
     }
+
+    /// Commits the pending edits of `name` and its followers, then runs `change` in a session, unless edits came in
+    /// meanwhile (another client's, after the commit was planned): they are committed first too, as many times as
+    /// it takes (a few), rather than dropped by the change as edits of a selection that has gone.
+    private func afterCommittingEdits(
+        of name: String, _ change: (inout RegistryState, ControllerContext) throws -> PropertyListValue
+    ) throws -> PropertyListValue {
+        for attempt in 1...Self.commitAttempts {
+            try commitEditsBeforeSelectionChange(name)
+            let answer = try session { registry, context -> PropertyListValue? in
+                let editing = ([name] + Self.followers(of: name, in: registry)).contains {
+                    registry.controllers[$0]?.isEditing == true
+                }
+                if editing && attempt < Self.commitAttempts { return nil }
+                return try change(&registry, context)
+            }
+            if let answer { return answer }
+        }
+        preconditionFailure("the last attempt answers")
+    }
+
+    private static let commitAttempts = 4
 
     /// Commits the pending edits of the controller's own editors, then those of every controller that follows it: a
     /// master's new selection gives its details new content, and their edits must not move to other objects.
@@ -141,8 +162,7 @@ extension ControllerRegistry {
         }
         return try keepingAlive(name) {
             try session { _, context in try check(try context.controller(name)) }
-            try commitEditsBeforeSelectionChange(name)
-            return try session { registry, context in
+            return try afterCommittingEdits(of: name) { registry, context in
                 let controller = try context.controller(name)
                 try check(controller)
                 let old = controller.description
@@ -205,11 +225,11 @@ extension ControllerRegistry {
             guard let first = controller.selectedObjects.first else {
                 throw ObjectGraphError.actionDisabled("edit", of: name, "nothing is selected.")
             }
-            _ = try context.view.value(forKeyPath: keyPath, of: first)
             // An edit that no commit could apply (a derived key, a collection operator, a dictionary with a key of
             // API.md §1's tags, such as a marker) would block every later selection change of this controller and
             // its masters. A value of another type is kept, as an editor holds text its formatter has not accepted.
             try context.view.model.checkSettable(keyPath, on: first.entity)
+            _ = try context.view.value(forKeyPath: keyPath, of: first)
             if let reserved = value.reservedKey(allowingReferences: true) {
                 throw ObjectGraphError.typeMismatch(
                     keyPath, of: nil, "\(keyPath) may not hold a dictionary key \"\(reserved)\" starting with $.")
@@ -251,6 +271,14 @@ extension ControllerRegistry {
     }
 
     private func commitPendingEdits(
+        of names: (RegistryState) -> [String], beforeSelectionChange: Bool
+    ) throws {
+        try committing.withLock { _ throws in
+            try commitPendingEditsNow(of: names, beforeSelectionChange: beforeSelectionChange)
+        }
+    }
+
+    private func commitPendingEditsNow(
         of names: (RegistryState) -> [String], beforeSelectionChange: Bool
     ) throws {
         let plans = try session { registry, context in
@@ -409,7 +437,9 @@ extension ControllerRegistry {
             guard enabled else {
                 throw ObjectGraphError.actionDisabled(action, of: name, "the controller cannot \(action) now.")
             }
-            return try keepingAlive(name) { try insertOrRemove(action, controller: name, body: body) }
+            return try keepingAlive(name) {
+                try committing.withLock { _ throws in try insertOrRemove(action, controller: name, body: body) }
+            }
         }
     }
 

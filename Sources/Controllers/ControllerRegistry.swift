@@ -28,6 +28,9 @@ public final class ControllerRegistry: Sendable {
     /// Every controller follows every commit, so the limit bounds both memory and the work per commit.
     public let runtimeControllerLimit: Int
     private let state = Mutex(RegistryState())
+    /// Held from planning a commit of pending edits (`commitEditing`, an action that commits them) to its end: two
+    /// clients committing at once would both plan the same edits and apply them twice.
+    let committing = Mutex(())
     /// Committed records not yet applied to the controllers, in seq order.
     private let inbox = Mutex<[ChangeRecord]>([])
     /// Whether the registry holds any controller (kept by every session, read by `storeDidCommit`).

@@ -494,10 +494,11 @@ struct ControllerRoutesTests {
             let unknown = try client.request("PUT", "/controllers/employees/edits/nope", json: "1")
             #expect(unknown.status == 404)
             #expect(unknown.json?["error"]?["code"] == "undefined-key")
-            // Key paths that read but that no commit could set are refused up front, not left to block selections.
+            // Key paths that read but that no commit could set are refused up front, not left to block selections,
+            // with the error a PUT through them gets.
             for (keyPath, code) in [
                 ("department.employees.@count", "bad-key-path"), ("department.payroll", "read-only-key"),
-                ("salary.x", "undefined-key"),
+                ("salary.x", "bad-key-path"), ("department.@count", "bad-key-path"),
             ] {
                 let refused = try client.request("PUT", "/controllers/employees/edits/\(keyPath)", json: "1")
                 #expect(refused.json?["error"]?["code"]?.stringValue == code, "\(keyPath)")

@@ -1,7 +1,9 @@
 import Controllers
+import Foundation
 import GraphTestSupport
 import ObjectGraph
 import PropertyList
+import Synchronization
 import Testing
 
 struct EditingTests {
@@ -22,6 +24,47 @@ struct EditingTests {
         #expect(try h.value("isEditing") == false)
         #expect(h.reported(.isEditing))
         #expect(h.notifications == ["ControllerDidCommitEditing"])
+    }
+
+    /// Two clients committing at once: the second waits for the first and finds nothing left to commit (both
+    /// planned the same edits and applied them twice: two notifications, two undo steps).
+    @Test func commitEditing_twoAtOnce_editsCommittedOnce() throws {
+        let started = Atomic<Bool>(false)
+        let finished = Atomic<Bool>(false)
+        let h = try Harness(beforeTransaction: { registry in
+            guard !started.exchange(true, ordering: .sequentiallyConsistent) else { return }
+            Thread {
+                _ = try? registry.perform("commitEditing", controller: "e")
+                finished.store(true, ordering: .sequentiallyConsistent)
+            }.start()
+            usleep(50_000)  // the other client plans its commit meanwhile
+        })
+        try h.employees()
+        try h.select([0])
+        try h.registry.setPendingEdit(123, forKeyPath: "salary", controller: "e")
+        let seq = h.store.seq
+        try h.registry.perform("commitEditing", controller: "e")
+        while !finished.load(ordering: .sequentiallyConsistent) { usleep(1_000) }
+        #expect(h.store.seq == seq + 1)
+        #expect(h.notifications.filter { $0 == "ControllerDidCommitEditing" }.count == 1)
+    }
+
+    /// An edit recorded by another client while a selection change commits the edits before it is committed too,
+    /// to the objects it was made for, not dropped with the old selection.
+    @Test func selectionChange_editArrivingDuringItsCommit_committedNotLost() throws {
+        let once = Atomic<Bool>(false)
+        let h = try Harness(beforeTransaction: { registry in
+            guard !once.exchange(true, ordering: .sequentiallyConsistent) else { return }
+            _ = try? registry.setPendingEdit("Zed", forKeyPath: "firstName", controller: "e")
+        })
+        try h.employees()
+        try h.select([0])
+        try h.registry.setPendingEdit(111, forKeyPath: "salary", controller: "e")
+        try h.select([1])
+        #expect(try h.json("firstName", of: "Employee/ann") == "Zed")
+        #expect(try h.json("salary", of: "Employee/ann") == 111)
+        #expect(try h.value("edits", of: "e") == [:])
+        #expect(try h.selectedNames() == ["Baker"])
     }
 
     @Test func commitEditing_invalidEdits_422WithEveryError_editsKept_nothingChanged() throws {
