@@ -234,15 +234,21 @@ def test_commit_applies_pending_edits(page, server):
     assert not page.el("error").is_displayed()
 
 
+def edit_first_of(page, server, department, last_name):
+    """Selects the first employee of `department` by name and types `last_name` into Last name, until the edit is
+    pending on the server; answers the department's employees by name."""
+    employees = sorted(server.employees_of(department), key=lambda e: (e["lastName"], e["firstName"]))
+    page.select_department(department, [full(e) for e in employees])
+    page.select_employee(full(employees[0]))
+    page.type_into("lastName", last_name)
+    page.wait(lambda: page.edits() == {"lastName": last_name}, message="the edit is pending on the server")
+    return employees
+
+
 def test_clicking_another_row_with_an_edit_that_moves_the_row_selects_the_clicked_one(page, server):
     # The pending edit is committed first and moves the first employee to the end of the name order: the row
     # clicked, not whatever took its index, is selected.
-    finance = sorted(server.employees_of("Finance"), key=lambda e: (e["lastName"], e["firstName"]))
-    first, second = finance[0], finance[1]
-    page.select_department("Finance", [full(e) for e in finance])
-    page.select_employee(full(first))
-    page.type_into("lastName", "Zzz")
-    page.wait(lambda: page.edits() == {"lastName": "Zzz"}, message="the edit is pending on the server")
+    first, second = edit_first_of(page, server, "Finance", "Zzz")[:2]
     page.select_employee(full(second))
     page.wait(lambda: server.get(f"/objects/{first['$id']}/lastName") == "Zzz", message="the edit went to its employee")
     emp = page.controllers()["employees"]
@@ -255,12 +261,8 @@ def test_typed_text_stays_with_the_employee_it_was_typed_for(page, server):
     # Another client selects another employee while a field holds text typed for the first: the server commits
     # the pending edit to the first (a selection change ends editing), and the form shows the second as it is;
     # leaving the field then sends nothing to the second.
-    marketing = sorted(server.employees_of("Marketing"), key=lambda e: (e["lastName"], e["firstName"]))
+    marketing = edit_first_of(page, server, "Marketing", "Typed-For-First")
     first, second = marketing[0], marketing[1]
-    page.select_department("Marketing", [full(e) for e in marketing])
-    page.select_employee(full(first))
-    page.type_into("lastName", "Typed-For-First")
-    page.wait(lambda: page.edits() == {"lastName": "Typed-For-First"}, message="the edit is pending on the server")
     emp = page.controllers()["employees"]
     server.put(f"/controllers/{emp}/selectedObjects", [{"$ref": second["$id"]}])
     page.wait(lambda: page.selected_employees() == [f"{second['firstName']} {second['lastName']}"], LIVE)
