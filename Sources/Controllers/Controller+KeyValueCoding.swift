@@ -44,7 +44,11 @@ extension Controller {
         case "canRemove": return try plain(.boolean(canRemove))
         case "canSelectNext": return try plain(.boolean(canSelectNext))
         case "canSelectPrevious": return try plain(.boolean(canSelectPrevious))
-        case "edits": return try plain(editsJSON)
+        case "edits":
+            // An edit's key is a whole key path (`manager.lastName`): `edits.manager.lastName` reads that edit, null
+            // when there is none (as a dictionary without the key; `GET .../edits/{keyPath}` says 404 then).
+            guard let rest else { return editsJSON }
+            return editsJSON[rest] ?? .null
         case "sortDescriptors": return try plain(.array(description.sortDescriptors.map(\.json)))
         case "filterPredicate": return try plain(description.filterPredicate.map { .string($0.description) } ?? .null)
         default:

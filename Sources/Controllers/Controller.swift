@@ -207,16 +207,17 @@ class Controller {
 
     // MARK: Editing
 
-    /// Records an editor's uncommitted value; answers whether `isEditing` changed.
+    /// Records an editor's uncommitted value; answers whether the edits changed (reported as `isEditing`, which
+    /// stands for the edits too).
     func setPendingEdit(_ value: PropertyListValue, forKeyPath keyPath: String) -> Bool {
-        let wasEditing = isEditing
-        if !wasEditing { editedObjects = selectedObjects }
+        if !isEditing { editedObjects = selectedObjects }
         if let index = pendingEdits.firstIndex(where: { $0.keyPath == keyPath }) {
+            guard !pendingEdits[index].value.isIdentical(to: value) else { return false }
             pendingEdits[index].value = value
         } else {
             pendingEdits.append(PendingEdit(keyPath: keyPath, value: value))
         }
-        return wasEditing != isEditing
+        return true
     }
 
     /// Drops the pending edits when the selection is no longer the objects they were made for (the content changed

@@ -10,6 +10,7 @@ public struct ControllerChange: Sendable, Hashable {
         case arrangedObjects
         case selectionIndexes
         case selection
+        /// `isEditing` and the pending edits (`edits`).
         case isEditing
         case filterPredicate
         case sortDescriptors

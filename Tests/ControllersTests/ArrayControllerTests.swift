@@ -355,8 +355,15 @@ struct SelectionProxyTests {
         }
         #expect(try h.value("sortDescriptors.@count") == 1)
         #expect(try h.value("selectionIndexes.@count") == 1)
+        #expect(try h.value("edits.lastName") == .null)
         try h.registry.setPendingEdit("Zed", forKeyPath: "lastName", controller: "e")
         #expect(try h.value("edits.lastName") == "Zed")
+        // An edit's key is a whole key path; a new value of an edit is reported (observers re-read it).
+        try h.registry.setPendingEdit("Ann", forKeyPath: "manager.lastName", controller: "e")
+        #expect(try h.value("edits.manager.lastName") == "Ann")
+        h.clearReports()
+        try h.registry.setPendingEdit("Zoe", forKeyPath: "lastName", controller: "e")
+        #expect(h.reported(.isEditing))
     }
 
     @Test func selection_undefinedKey_answersNotApplicable() throws {
