@@ -757,6 +757,15 @@
       mutate(() =>
         guarded(async () => {
           try {
+            // Typed for the employees the form shows: when another client has selected others since (which the
+            // page has not seen yet), the text is dropped rather than recorded as an edit of theirs.
+            const { data: selected } = await api('GET', ctl(EMP, '/selectedObjects'));
+            if (JSON.stringify((selected || []).map(idOf)) !== formSubject) {
+              dropLocalEdits();
+              appendNote('The selection was changed elsewhere: what was typed was not sent');
+              requestSync();
+              return undefined;
+            }
             return await api('PUT', ctl(EMP, `/edits/${key}`), value);
           } catch (e) {
             if (!(e instanceof APIError)) {

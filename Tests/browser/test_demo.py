@@ -274,17 +274,36 @@ def test_typed_text_stays_with_the_employee_it_was_typed_for(page, server):
     server.put(f"/objects/{first['$id']}/lastName", first["lastName"])
 
 
+def test_text_typed_before_the_page_sees_a_selection_made_elsewhere_goes_nowhere(page, server):
+    # Another client selects another employee between a keystroke and the page sending the edit: the page finds
+    # the selection changed before it records the edit, and drops the text rather than edit the other employee.
+    marketing = sorted(server.employees_of("Marketing"), key=lambda e: (e["lastName"], e["firstName"]))
+    first, second = marketing[0], marketing[1]
+    page.select_department("Marketing", [full(e) for e in marketing])
+    page.select_employee(full(first))
+    page.type_into("lastName", "Typed-For-First")
+    emp = page.controllers()["employees"]
+    server.put(f"/controllers/{emp}/selectedObjects", [{"$ref": second["$id"]}])  # within the 500 ms
+    page.wait(lambda: page.value("lastName") == second["lastName"], LIVE, message="the form shows the second")
+    page.field("lastName").send_keys(Keys.ENTER)
+    time.sleep(1)
+    assert page.edits() == {}
+    assert server.get(f"/objects/{second['$id']}/lastName") == second["lastName"]
+    assert server.get(f"/objects/{first['$id']}/lastName") == first["lastName"]
+
+
 def test_a_committed_field_that_keeps_the_focus_follows_the_model(page, server):
-    page.select_department("Marketing")
-    page.select_employee("Anita Borg")
-    anita = server.employee_named("Anita", "Borg")
+    marketing = sorted(server.employees_of("Marketing"), key=lambda e: (e["lastName"], e["firstName"]))
+    page.select_department("Marketing", [full(e) for e in marketing])
+    first = marketing[0]
+    page.select_employee(full(first))
     page.type_into("firstName", "Annie")
     page.field("firstName").send_keys(Keys.ENTER)
-    page.wait(lambda: server.get(f"/objects/{anita}/firstName") == "Annie")
-    server.put(f"/objects/{anita}/firstName", "Anny")
+    page.wait(lambda: server.get(f"/objects/{first['$id']}/firstName") == "Annie")
+    server.put(f"/objects/{first['$id']}/firstName", "Anny")
     page.wait(lambda: page.value("firstName") == "Anny", LIVE, message="the focused field shows the change")
-    server.put(f"/objects/{anita}/firstName", "Anita")
-    page.wait(lambda: page.value("firstName") == "Anita", LIVE)
+    server.put(f"/objects/{first['$id']}/firstName", first["firstName"])
+    page.wait(lambda: page.value("firstName") == first["firstName"], LIVE)
 
 
 def test_discard_drops_pending_edits(page, server):
