@@ -82,7 +82,12 @@ final class ArrayController: Controller {
             let isMember = contentSet.contains(target)
             touchesContent = touchesContent || isMember
             touchesSort = touchesSort || (sortKeys.contains(key) && (isMember || indirectKeys.contains(key)))
-            if isMember && directKeys.contains(key) && !candidates.contains(target) { candidates.append(target) }
+            // Past `incrementalLimit` the arrangement is made whole anyway: no more candidates to look through.
+            if isMember && directKeys.contains(key) && candidates.count <= Self.incrementalLimit
+                && !candidates.contains(target)
+            {
+                candidates.append(target)
+            }
             // A key can be both (`lastName` with `manager.lastName`): the change may move other objects too.
             if indirectKeys.contains(key) { needsFull = true }
         }
@@ -91,12 +96,17 @@ final class ArrayController: Controller {
         if !options.automaticallyRearrangesObjects && touchesSort && !ordering.descriptors.isEmpty { isSorted = false }
         guard options.automaticallyRearrangesObjects, needsFull || !candidates.isEmpty else { return }
         // Content that holds an object twice (a key path through to-manys) is re-arranged whole.
-        if needsFull || candidates.count > 64 || !isSorted || showsFilteredOut || content.count != contentSet.count {
+        if needsFull || candidates.count > Self.incrementalLimit || !isSorted || showsFilteredOut
+            || content.count != contentSet.count
+        {
             rearrange(in: context)
         } else {
             rearrange(candidates, in: context)
         }
     }
+
+    /// Objects whose sort or filter keys one commit changes beyond which a re-arrangement is a full one.
+    static let incrementalLimit = 64
 
     /// Fills `directKeys` and `indirectKeys` from the sort descriptors and the filter predicate.
     func computeWatchedKeys(model: ObjectModel) {
