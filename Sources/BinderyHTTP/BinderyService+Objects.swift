@@ -63,8 +63,9 @@ extension BinderyService {
         try document.store.read { view throws -> ([PropertyListValue], Int, Int64) in
             // The client's key paths (filter, sort keys, projected keys) are evaluated on every object: one that fans
             // out is refused at its first object rather than paid for on each (`KeyPathAllowance`).
-            try KeyPathAllowance.withLimit(perEvaluation: KeyPathAllowance.perEvaluation(objectCount: view.objectCount))
-            {
+            try KeyPathAllowance.withLimit(
+                perEvaluation: KeyPathAllowance.perEvaluation(objectCount: view.objectCount), cachingDerivedValues: true
+            ) {
                 if let keys { try view.checkKeys(keys, of: entity) }
                 // By handle: the same filter and order as over `.object(id)` subjects, without hashing ids.
                 let handles = try view.handles(of: entity, matching: filter, sortedBy: ordering)

@@ -168,6 +168,14 @@ struct ObjectRoutesTests {
                 #expect(answer.status == 200, "\(query): \(answer.text.prefix(200))")
                 #expect(answer.json?["count"] == 4_000, "\(query)")
             }
+            // A derived key of a related object is evaluated once per listing for each object it is read on: each
+            // department's payroll is its own.
+            #expect(try client.request("PUT", "/objects/Employee/1/salary", json: "100").status == 200)
+            let richest = try client.request(
+                "GET", "/objects/Employee?keys=department&limit=1&sort=-department.payroll")
+            #expect(richest.json?["objects"]?.arrayValue?.first?["department"] == ["$ref": "Department/b"])
+            let paid = try client.request("GET", "/objects/Employee?limit=0&filter=department.payroll%20%3E%200")
+            #expect(paid.json?["count"] == 2_000)
             // Listings this long are made off the request threads: the same answers, errors included.
             let all = try client.request("GET", "/objects/Employee")
             #expect(all.json?["objects"]?.arrayValue?.count == 4_000 && all.header("X-Store-Seq") != nil)

@@ -104,8 +104,16 @@ extension GraphState {
             }
             return toOne(handle, relationship).map(KeyPathNode.object) ?? .null
         case .derived(let index):
-            return try evaluate(
-                model.entities[handle.entity].derivedKeys[index].steps, on: .object(handle), evaluation: &evaluation)
+            let steps = model.entities[handle.entity].derivedKeys[index].steps
+            guard !evaluation.tracksVersions, let allowance = evaluation.allowance, allowance.derivedValues != nil
+            else {
+                return try evaluate(steps, on: .object(handle), evaluation: &evaluation)
+            }
+            let key = KeyPathAllowance.DerivedValueKey(object: handle, derivedKey: index)
+            if let known = allowance.derivedValues?[key] { return known }
+            let value = try evaluate(steps, on: .object(handle), evaluation: &evaluation)
+            allowance.derivedValues?[key] = value
+            return value
         }
     }
 

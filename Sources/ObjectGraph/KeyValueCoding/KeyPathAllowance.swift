@@ -12,10 +12,20 @@ public final class KeyPathAllowance: @unchecked Sendable {
     let perEvaluation: Int
     /// The to-many elements the run's evaluations produced so far.
     private(set) var used = 0
+    /// Derived keys' values by object, kept for the run when it asked for it (a listing, under one read of the
+    /// store): a sort or filter through `department.payroll` evaluates each department's payroll once, not once
+    /// for each of its employees.
+    var derivedValues: [DerivedValueKey: KeyPathNode]?
 
-    init(total: Int?, perEvaluation: Int) {
+    struct DerivedValueKey: Hashable {
+        var object: ObjectHandle
+        var derivedKey: Int
+    }
+
+    init(total: Int?, perEvaluation: Int, cachingDerivedValues: Bool = false) {
         self.total = total
         self.perEvaluation = perEvaluation
+        derivedValues = cachingDerivedValues ? [:] : nil
     }
 
     @TaskLocal static var current: KeyPathAllowance?
@@ -28,11 +38,13 @@ public final class KeyPathAllowance: @unchecked Sendable {
     }
 
     /// Runs `body` with this allowance for all its evaluations (nested runs draw on the innermost one only); answers
-    /// its result and the to-many elements its evaluations produced.
+    /// its result and the to-many elements its evaluations produced. `cachingDerivedValues` only where the store
+    /// does not change during `body` (one read).
     public static func withLimit<T>(
-        total: Int? = nil, perEvaluation: Int, _ body: () throws -> T
+        total: Int? = nil, perEvaluation: Int, cachingDerivedValues: Bool = false, _ body: () throws -> T
     ) rethrows -> (value: T, used: Int) {
-        let allowance = KeyPathAllowance(total: total, perEvaluation: perEvaluation)
+        let allowance = KeyPathAllowance(
+            total: total, perEvaluation: perEvaluation, cachingDerivedValues: cachingDerivedValues)
         let value = try $current.withValue(allowance, operation: body)
         return (value, allowance.used)
     }
