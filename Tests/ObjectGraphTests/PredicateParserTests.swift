@@ -1,3 +1,4 @@
+import GraphTestSupport
 import ObjectGraph
 import PropertyList
 import Testing
@@ -136,5 +137,18 @@ struct PredicateParserTests {
         }
         let arrays = "a IN " + String(repeating: "{", count: 50_000) + String(repeating: "}", count: 50_000)
         #expect(throws: ObjectGraphError.self) { _ = try ObjectGraph.Predicate(format: arrays) }
+    }
+
+    /// Each comparison is evaluated on every object filtered: at most 1,000 in one predicate (16,000 ORed clauses
+    /// over 2,000 objects held the store for 12 s); an IN list, however long, is one.
+    @Test func comparisonsAreBounded() throws {
+        func chain(_ count: Int) -> String {
+            (0..<count).map { "salary == \($0)" }.joined(separator: " OR ")
+        }
+        _ = try ObjectGraph.Predicate(format: chain(1_000))
+        let error = expectError("bad-predicate", status: 400) { _ = try ObjectGraph.Predicate(format: chain(1_001)) }
+        #expect(error?.message.contains("1000 comparisons") == true)
+        let list = "salary IN {" + (0..<50_000).map(String.init).joined(separator: ", ") + "}"
+        _ = try ObjectGraph.Predicate(format: list)
     }
 }

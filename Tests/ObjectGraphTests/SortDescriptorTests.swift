@@ -1,9 +1,22 @@
 import Foundation
+import GraphTestSupport
 import ObjectGraph
 import PropertyList
 import Testing
 
 struct SortDescriptorTests {
+    /// Each key is read from every object arranged: at most 64 descriptors in one list, in either form.
+    @Test func descriptorsAreBounded() throws {
+        let keys = (0..<65).map { "k\($0)" }
+        #expect(try ObjectGraph.SortDescriptor.descriptors(query: keys.dropLast().joined(separator: ",")).count == 64)
+        expectError("bad-query", status: 400) {
+            _ = try ObjectGraph.SortDescriptor.descriptors(query: keys.joined(separator: ","))
+        }
+        expectError("bad-query", status: 400) {
+            _ = try ObjectGraph.SortDescriptor.descriptors(json: .array(keys.map { ["key": .string($0)] }))
+        }
+    }
+
     @Test func readsJSONWithCocoaDefaults() throws {
         let plain = try ObjectGraph.SortDescriptor(json: ["key": "lastName"])
         #expect(plain == ObjectGraph.SortDescriptor(key: "lastName", ascending: true, selector: .compare))

@@ -16,10 +16,13 @@ struct PredicateParser {
     /// How deep parentheses, `NOT`s and `{...}` may nest: the parser, the evaluator and the tree's release all
     /// recurse once per level, and a request must not be able to exhaust a thread's stack.
     static let maximumDepth = 100
+    /// Comparisons in one predicate: each is evaluated on every object filtered (an `IN` list is one).
+    static let maximumComparisons = 1_000
 
     private let tokens: [PredicateToken]
     private var position = 0
     private var depth = 0
+    private var comparisons = 0
 
     private init(tokens: [PredicateToken]) {
         self.tokens = tokens
@@ -121,6 +124,12 @@ struct PredicateParser {
     }
 
     private mutating func parseComparison() throws -> ComparisonPredicate {
+        comparisons += 1
+        guard comparisons <= Self.maximumComparisons else {
+            throw ObjectGraphError.badPredicate(
+                "The predicate has more than \(Self.maximumComparisons) comparisons; an IN list is one.",
+                column: current.column)
+        }
         var modifier = ComparisonPredicate.Modifier.direct
         if case .keyword(let keyword) = current.kind {
             switch keyword {

@@ -75,11 +75,17 @@ public struct SortDescriptor: Sendable, Hashable, CustomStringConvertible {
         self.init(key: key, ascending: ascending, selector: selector)
     }
 
-    /// Reads a JSON array of sort descriptors (null is none); 400 `bad-query` for anything else.
+    /// Sort descriptors in one list: each key is read from every object arranged.
+    public static let maximumCount = 64
+
+    /// Reads a JSON array of sort descriptors (null is none); 400 `bad-query` for anything else, and for more than
+    /// `maximumCount`.
     public static func descriptors(json: PropertyListValue) throws -> [SortDescriptor] {
         switch json {
         case .null: return []
-        case .array(let elements): return try elements.map(SortDescriptor.init(json:))
+        case .array(let elements):
+            try checkCount(elements.count)
+            return try elements.map(SortDescriptor.init(json:))
         default:
             throw ObjectGraphError.badQuery(
                 "Sort descriptors are an array of objects [{\"key\", \"ascending\", \"selector\"}], not \(json.typeName)."
@@ -93,7 +99,9 @@ public struct SortDescriptor: Sendable, Hashable, CustomStringConvertible {
     /// An empty string gives no descriptors. Throws 400 `bad-query` for an empty item or a bad key or selector.
     public static func descriptors(query: String) throws -> [SortDescriptor] {
         guard !query.allSatisfy(\.isWhitespace) else { return [] }
-        return try query.split(separator: ",", omittingEmptySubsequences: false).map { item in
+        let items = query.split(separator: ",", omittingEmptySubsequences: false)
+        try checkCount(items.count)
+        return try items.map { item in
             var text = item.trimmingWhitespace()
             var ascending = true
             if text.first == "-" || text.first == "+" {
@@ -108,6 +116,12 @@ public struct SortDescriptor: Sendable, Hashable, CustomStringConvertible {
             let key = String(text)
             try validate(key: key)
             return SortDescriptor(key: key, ascending: ascending, selector: selector)
+        }
+    }
+
+    private static func checkCount(_ count: Int) throws {
+        guard count <= maximumCount else {
+            throw ObjectGraphError.badQuery("At most \(maximumCount) sort descriptors, not \(count).")
         }
     }
 
