@@ -10,7 +10,7 @@ public struct HTTPRequest: Sendable {
     /// Query parameters in order, percent-decoded, with `+` read as a space.
     public var query: [(name: String, value: String)]
     /// The query exactly as sent (what follows `?`, still percent-encoded; bytes outside printable ASCII
-    /// percent-encoded), for a redirect that keeps it; nil when the target has no `?`.
+    /// percent-encoded), for a redirect that keeps it; nil when the target has no query parameters.
     public var rawQuery: String?
     /// False when a query parameter's name or value is not valid percent-encoded UTF-8 (it stands in `query` as
     /// U+FFFD, which a client may also send on purpose).

@@ -196,7 +196,8 @@ public final class HTTPServer: Sendable {
             swap(&body, &existing.body)
         }
         let query = Self.query(of: connection)
-        let rawQuery = clock(of: connection)?.rawQuery.withLock { $0 }
+        // Noted for this request by `targetSeen` when it has parameters (a bare `?` is not kept).
+        let rawQuery = query.parameters.isEmpty ? nil : clock(of: connection)?.rawQuery.withLock { $0 }
         var request = HTTPRequest(
             method: method, rawPath: rawURL, rawQuery: rawQuery, query: query.parameters,
             headers: Self.headers(of: connection), body: body)
@@ -595,7 +596,10 @@ private let streamReleased: MHD_ContentReaderFreeCallback = { cls in
 private let targetSeen: bindery_mhd_uri_log_callback = { _, uri, connection in
     guard let uri, let connection, let clock = clock(of: connection) else { return nil }
     clock.targetLength.store(strlen(uri), ordering: .relaxed)
-    clock.rawQuery.withLock { $0 = strchr(uri, Int32(UInt8(ascii: "?"))).map { HTTPRequest.rawQuery(from: $0 + 1) } }
+    // Only a request with a query notes one (and `handle` reads it only then): the others pay nothing for it.
+    if let mark = strchr(uri, Int32(UInt8(ascii: "?"))) {
+        clock.rawQuery.withLock { $0 = HTTPRequest.rawQuery(from: mark + 1) }
+    }
     return nil
 }
 

@@ -24,7 +24,7 @@ final class HeaderDeadlines: @unchecked Sendable {
         /// The length, as a C string, of the current request's target before libmicrohttpd split it (-1: none
         /// seen): shorter than the target when the target holds a NUL byte (`HTTPServer.refusalUpFront`).
         let targetLength = Atomic<Int>(-1)
-        /// The current request's query as sent (after `?`), before libmicrohttpd decoded it in place; nil without one.
+        /// The query as sent (after `?`) of the last request that had one, before libmicrohttpd decoded it in place.
         let rawQuery = Mutex<String?>(nil)
 
         init(socket: Int32, now: UInt64) {
