@@ -166,9 +166,15 @@ extension ControllerRegistry {
                 let controller = try context.controller(name)
                 try check(controller)
                 let old = controller.description
+                // A tree that a new filter or sort would take past its node limit is refused, as at creation (one
+                // that grew past it through model changes stays as it is).
+                let wasTruncated = (controller as? TreeController)?.isTruncated ?? false
                 change(&controller.description)
                 do {
                     try controller.rearrangementDidChange(in: context)
+                    if let tree = controller as? TreeController, tree.isTruncated, !wasTruncated {
+                        throw tree.tooManyNodes
+                    }
                 } catch {
                     controller.description = old
                     try? controller.rearrangementDidChange(in: context)

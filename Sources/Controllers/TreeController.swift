@@ -275,14 +275,23 @@ final class TreeController: Controller {
         return (try? ordering.sorted(objects, subject: { .object($0) }, resolver: view)) ?? objects
     }
 
+    /// 400 `bad-controller` for a tree past `maxNodes`, naming what made it so: too many roots (the content and the
+    /// filter), or children reaching the same objects along many paths.
+    var tooManyNodes: ObjectGraphError {
+        if roots.count >= Self.maxNodes {
+            return ControllerDescription.bad(
+                "The tree would have more than \(Self.maxNodes) nodes: its content and filter give \(roots.count) roots.",
+                field: "filterPredicate")
+        }
+        return ControllerDescription.bad(
+            "The tree would have more than \(Self.maxNodes) nodes (\"childrenKeyPath\" \(childrenKeyPath) reaches "
+                + "the same objects along many paths).", field: "childrenKeyPath")
+    }
+
     /// Checks what only the built tree and the model tell: its size, that `childrenKeyPath` is a to-many of its
     /// entity, and that `countKeyPath` and `leafKeyPath` are key paths of it.
     func checkDeclaration(model: ObjectModel) throws {
-        if isTruncated {
-            throw ControllerDescription.bad(
-                "The tree would have more than \(Self.maxNodes) nodes (\"childrenKeyPath\" \(childrenKeyPath) reaches "
-                    + "the same objects along many paths).", field: "childrenKeyPath")
-        }
+        if isTruncated { throw tooManyNodes }
         guard let entity = contentEntity else { return }
         guard model.relationship(from: entity, keyPath: childrenKeyPath)?.isToMany == true else {
             throw ControllerDescription.bad(

@@ -47,14 +47,7 @@ struct TreeControllerTests {
     /// 196,960 below the roots).
     @Test(arguments: [(3_108, true), (3_110, false)])
     func tree_rootsCountAgainstTheNodeLimit(employees: Int, accepted: Bool) throws {
-        let chain: [PropertyListValue] = (0..<employees).map { index in
-            [
-                "$id": .string("Employee/\(index)"), "firstName": "E", "lastName": .string("\(index)"),
-                "department": ref("Department/1"),
-                "manager": index == 0 ? .null : ref("Employee/\(index - 1)"),
-            ]
-        }
-        let h = try Harness(objects: .array([["$id": "Department/1", "name": "Sales"]] + chain))
+        let h = try chainHarness(employees)
         let declaration: [String: PropertyListValue] = [
             "name": "chain", "kind": "tree", "content": "Employee", "childrenKeyPath": "directReports",
         ]
@@ -64,6 +57,34 @@ struct TreeControllerTests {
         } else {
             expectError("bad-controller", status: 400) { try h.make(declaration) }
         }
+    }
+
+    /// A chain of `employees` employees in one department, each managing the next.
+    func chainHarness(_ employees: Int) throws -> Harness {
+        let chain: [PropertyListValue] = (0..<employees).map { index in
+            [
+                "$id": .string("Employee/\(index)"), "firstName": "E", "lastName": .string("\(index)"),
+                "department": ref("Department/1"),
+                "manager": index == 0 ? .null : ref("Employee/\(index - 1)"),
+            ]
+        }
+        return try Harness(objects: .array([["$id": "Department/1", "name": "Sales"]] + chain))
+    }
+
+    /// A new filter (or sort) that would take a tree past its node limit is refused as at creation, and the tree
+    /// keeps its filter; the error names the roots when they are what is too many.
+    @Test func tree_newFilterPastTheNodeLimit_refused() throws {
+        let h = try chainHarness(3_110)
+        try h.make([
+            "name": "chain", "kind": "tree", "content": "Employee", "childrenKeyPath": "directReports",
+            "filterPredicate": "manager == nil",
+        ])
+        let error = expectError("bad-controller", status: 400) {
+            try h.registry.setFilterPredicate(nil, controller: "chain")
+        }
+        #expect(error?.fields["field"] == "childrenKeyPath")
+        #expect(try h.value("filterPredicate", of: "chain") == "manager == nil")
+        #expect(try h.value("nodeCount", of: "chain") == 65)
     }
 
     @Test func tree_childrenKeyPathMeetingTheSameObjects_refusedPastTheNodeLimit() throws {
