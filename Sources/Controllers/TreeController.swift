@@ -142,10 +142,16 @@ final class TreeController: Controller {
         let oldRoots = roots
         let oldSelection = selectionIndexPaths
         let oldSelected = selectedObjects
+        // A root an insertion placed stays until the tree is re-arranged, also when the filter would hide it (as an
+        // array controller's added object does).
+        let placedRoots = Set(placements.filter { $0.placement.parent == nil }.map(\.object))
+        let rootObjects = sorted(
+            content.filter { placedRoots.contains($0) || passesFilter($0, view: view) }, view: view)
         var seen: Set<ObjectID> = []
         var flat: [ObjectID] = []
-        var budget = 0
-        isTruncated = false
+        // Roots are nodes too; every one is shown.
+        var budget = Self.maxNodes - rootObjects.count
+        isTruncated = budget < 0
         func build(_ object: ObjectID, ancestors: inout Set<ObjectID>, depth: Int) -> Node {
             seen.insert(object)
             flat.append(object)
@@ -170,14 +176,6 @@ final class TreeController: Controller {
             }
             return Node(object: object, children: children, isLeaf: false)
         }
-        // A root an insertion placed stays until the tree is re-arranged, also when the filter would hide it (as an
-        // array controller's added object does).
-        let placedRoots = Set(placements.filter { $0.placement.parent == nil }.map(\.object))
-        let rootObjects = sorted(
-            content.filter { placedRoots.contains($0) || passesFilter($0, view: view) }, view: view)
-        // Roots are nodes too; every one is shown.
-        budget = Self.maxNodes - rootObjects.count
-        if budget < 0 { isTruncated = true }
         var ancestors: Set<ObjectID> = []
         roots = rootObjects.map { build($0, ancestors: &ancestors, depth: 0) }
         nodeSet = seen
