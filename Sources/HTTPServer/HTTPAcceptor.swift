@@ -11,7 +11,7 @@ import Synchronization
 /// libmicrohttpd's own accept lets whichever worker thread wakes first take a burst of up to ten connections, so a
 /// client that opens its connections at once (a load balancer's pool, wrk) can end up with all of them on one worker
 /// while the others idle. `MHD_add_connection` places each connection on a worker chosen by its descriptor, which
-/// spreads them evenly.
+/// spreads them evenly, and lets a connection be kept off a worker stuck in a long handler (`WorkerLoad`).
 final class HTTPAcceptor: Sendable {
     /// The listening socket.
     let socket: Int32
@@ -61,14 +61,15 @@ final class HTTPAcceptor: Sendable {
 
     /// Starts the accepting thread, which hands connections to `daemon` until `stop()`; beyond `limit` connections
     /// held, a new one is closed at once.
-    func start(daemon: OpaquePointer, limit: Int) throws(HTTPServerError) {
-        let context = Unmanaged.passRetained(AcceptLoop(acceptor: self, daemon: daemon, limit: limit)).toOpaque()
+    func start(daemon: OpaquePointer, limit: Int, load: WorkerLoad) throws(HTTPServerError) {
+        let context = Unmanaged.passRetained(AcceptLoop(acceptor: self, daemon: daemon, limit: limit, load: load))
+            .toOpaque()
         var thread = pthread_t()
         let created = pthread_create(
             &thread, nil,
             { context in
                 let loop = Unmanaged<AcceptLoop>.fromOpaque(context!).takeRetainedValue()
-                loop.acceptor.run(daemon: loop.daemon, limit: loop.limit)
+                loop.acceptor.run(daemon: loop.daemon, limit: loop.limit, load: loop.load)
                 return nil
             }, context)
         guard created == 0 else {
@@ -86,15 +87,15 @@ final class HTTPAcceptor: Sendable {
         if let thread = thread.withLock({ $0.take() }) { pthread_join(thread, nil) }
     }
 
-    private func run(daemon: OpaquePointer, limit: Int) {
+    private func run(daemon: OpaquePointer, limit: Int, load: WorkerLoad) {
         var storage = sockaddr_storage()
         while !stopping.load(ordering: .acquiring) {
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
             // (`accept4` is not in Swift's Glibc module.)
-            let client = withUnsafeMutablePointer(to: &storage) {
+            let accepted = withUnsafeMutablePointer(to: &storage) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { accept(socket, $0, &length) }
             }
-            guard client >= 0 else {
+            guard accepted >= 0 else {
                 switch errno {
                 case EINTR, ECONNABORTED, EAGAIN, EPROTO: continue
                 case EMFILE, ENFILE, ENOBUFS, ENOMEM: usleep(10_000)  // out of descriptors: let some close
@@ -106,9 +107,10 @@ final class HTTPAcceptor: Sendable {
             // limit could deadlock on one of its mutexes at shutdown (MHD_stop_daemon never returned). Only this
             // thread adds connections, so the count cannot rise between the check and the add.
             if Int(bindery_mhd_connection_count(daemon)) >= limit {
-                close(client)
+                close(accepted)
                 continue
             }
+            let client = load.steer(accepted)
             _ = fcntl(client, F_SETFD, FD_CLOEXEC)
             _ = fcntl(client, F_SETFL, fcntl(client, F_GETFL) | O_NONBLOCK)
             _ = withUnsafeMutablePointer(to: &storage) {
@@ -129,10 +131,12 @@ private final class AcceptLoop {
     let acceptor: HTTPAcceptor
     let daemon: OpaquePointer
     let limit: Int
+    let load: WorkerLoad
 
-    init(acceptor: HTTPAcceptor, daemon: OpaquePointer, limit: Int) {
+    init(acceptor: HTTPAcceptor, daemon: OpaquePointer, limit: Int, load: WorkerLoad) {
         self.acceptor = acceptor
         self.daemon = daemon
         self.limit = limit
+        self.load = load
     }
 }

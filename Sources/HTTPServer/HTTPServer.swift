@@ -43,6 +43,8 @@ public final class HTTPServer: Sendable {
     private let suspensions = Mutex((connections: [ObjectIdentifier: HTTPSuspendedConnection](), stopping: false))
     /// Each connection's deadline for receiving its next request (`requestTimeout`).
     fileprivate let headerDeadlines: HeaderDeadlines
+    /// Which workers are inside a handler, for the acceptor to keep new connections off stuck ones.
+    fileprivate let workerLoad: WorkerLoad
     /// Bytes of the answers of at least `countedBodySize` that libmicrohttpd holds, not yet sent (`UnsentBody`).
     fileprivate let unsentBytes = Atomic<Int>(0)
     /// Answers at least this large are counted in `unsentBytes`. Smaller ones are copied by libmicrohttpd uncounted:
@@ -62,6 +64,7 @@ public final class HTTPServer: Sendable {
         self.configuration = configuration
         self.responder = responder
         headerDeadlines = HeaderDeadlines(timeout: configuration.requestTimeout ?? configuration.idleTimeout)
+        workerLoad = WorkerLoad(workers: configuration.threads)
     }
 
     /// The bound port while running (the real one when the configuration asked for port 0).
@@ -113,7 +116,7 @@ public final class HTTPServer: Sendable {
             throw HTTPServerError(message: "the server was already started")
         }
         do {
-            try acceptor.start(daemon: daemon, limit: configuration.connectionLimit)
+            try acceptor.start(daemon: daemon, limit: configuration.connectionLimit, load: workerLoad)
         } catch {
             stop()
             throw error
@@ -508,12 +511,15 @@ private let accessHandler: MHD_AccessHandlerCallback = {
             return .YES
         }
         // The whole request is in.
-        clock(of: connection)?.requestReceived()
+        let clock = clock(of: connection)
+        clock?.requestReceived()
         let name = method.map(methodName) ?? "GET"
-        let response = server.handle(
-            connection: connection, rawURL: originForm(url), method: name, contextSlot: contextSlot)
-        guard let response else { return .YES }  // suspended: answered after `resume`
-        return server.queue(response, on: connection, method: name)
+        return server.workerLoad.handling(on: clock?.socket ?? -1) {
+            let response = server.handle(
+                connection: connection, rawURL: originForm(url), method: name, contextSlot: contextSlot)
+            guard let response else { return .YES }  // suspended: answered after `resume`
+            return server.queue(response, on: connection, method: name)
+        }
     }
 }
 

@@ -10,6 +10,9 @@ private final class TestResponder: HTTPResponder {
     /// The status `/wait` answers when the server stops, read then.
     let shutdownStatus = Mutex(503)
     let staticFiles: StaticFiles?
+    /// `/block` holds its worker thread until this is signalled (or 20 s pass); `blocked` is signalled on entry.
+    let unblock = DispatchSemaphore(value: 0)
+    let blocked = DispatchSemaphore(value: 0)
 
     init(staticRoot: String? = nil) {
         staticFiles = staticRoot.flatMap { StaticFiles(root: $0) }
@@ -27,6 +30,10 @@ private final class TestResponder: HTTPResponder {
             let size = request.query.first { $0.name == "size" }.flatMap { Int($0.value) } ?? 0
             return .response(
                 HTTPResponse(status: 200, body: .bytes(Array(repeating: 120, count: size))))
+        case "block":
+            blocked.signal()
+            _ = unblock.wait(timeout: .now() + 20)
+            return .response(HTTPResponse(status: 200, contentType: "text/plain", text: "unblocked"))
         case "wait":
             return .suspend(
                 HTTPSuspension(
@@ -289,6 +296,37 @@ struct HTTPServerTests {
         }
         #expect(status == 200)
         close(held[1])
+    }
+
+    /// A worker thread stuck in a handler holds up every connection placed on it: new connections go to the others.
+    @Test func newConnectionsAreKeptOffAWorkerStuckInAHandler() throws {
+        try withServer { _, responder, client in
+            let held = Mutex<TestResponse?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                let response = try? client.request("GET", "/block")
+                held.withLock { $0 = response }
+                done.signal()
+            }
+            #expect(responder.blocked.wait(timeout: .now() + 10) == .success)
+            usleep(50_000)  // past `WorkerLoad.stuckAfter`
+            // Six connections at once have six descriptors: by descriptor alone, half would go to the stuck worker.
+            let quick = TestHTTPClient(port: client.port, timeout: 3)
+            let sockets = try (0..<6).map { _ in try quick.connect() }
+            for (index, socket) in sockets.enumerated() {
+                try quick.send(
+                    Array("GET /echo/\(index) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8), on: socket)
+            }
+            let statuses = sockets.map { socket in
+                defer { close(socket) }
+                return TestHTTPClient.parse(quick.receiveAll(on: socket))?.status
+            }
+            #expect(statuses == Array(repeating: 200, count: 6))
+            #expect(held.withLock { $0 } == nil)
+            responder.unblock.signal()
+            #expect(done.wait(timeout: .now() + 10) == .success)
+            #expect(held.withLock { $0?.status } == 200)
+        }
     }
 
     @Test func suspendedRequestIsAnsweredWhenResumedFromAnotherThread() throws {
