@@ -42,6 +42,10 @@ extension BinderyService {
                 "bindery_observer_history_bytes", "gauge",
                 "About what the observers' change histories hold in memory (at most about 4 x --history-bytes).",
                 [("", String(statistics.observerHistoryBytes))])
+            metric(
+                "bindery_observed_key_path_reads_total", "counter",
+                "Observed key paths read again after commits (only those a commit may have changed).",
+                [("", String(statistics.keyPathReads))])
             metric("bindery_controllers", "gauge", "Mediating controllers.", [("", String(controllers.names.count))])
             metric(
                 "bindery_http_connections", "gauge",

@@ -132,6 +132,32 @@ struct ObservationCenterTests {
         }
     }
 
+    /// A commit reads again only the observed key paths that read an object it changed (or start from one): a
+    /// salary in another department costs the observers of this one nothing, and what moves in is heard from then on.
+    @Test func commitsReadAgainOnlyTheKeyPathsThatReadWhatTheyChanged() throws {
+        try withCenter { document, center in
+            let (payroll, since) = try center.addObserver(
+                target: "Department/1", keyPath: "employees.@sum.salary", options: ["new"])
+            let (name, _) = try center.addObserver(target: "Employee/7", keyPath: "department.name", options: ["new"])
+            func reads(after change: () throws -> Void) throws -> Int {
+                let before = center.statistics.keyPathReads
+                try change()
+                return center.statistics.keyPathReads - before
+            }
+            #expect(try reads { try document.set(1000, "salary", of: "Employee/13") } == 0)  // in Department/2
+            #expect(try reads { try document.set("Sales 2", "name", of: "Department/2") } == 0)
+            let move = try reads {
+                try document.set(.dictionary(["$ref": "Department/1"]), "department", of: "Employee/13")
+            }
+            #expect(move == 2)  // Department/1's employees changed, and `department.name` read Department/1
+            #expect(try reads { try document.set(2000, "salary", of: "Employee/13") } == 1)
+            #expect(
+                try reads { try document.transaction { try $0.delete(ObjectID(entity: "Employee", id: "13")) } } == 2)
+            #expect(try poll(center, payroll, since: since).map { $0["new"] } == [1_629_000, 1_630_000, 1_628_000])
+            #expect(try poll(center, name, since: since).isEmpty)
+        }
+    }
+
     @Test func retargetingStopsHearingTheOldIntermediateObject() throws {
         try withCenter { document, center in
             let (id, since) = try center.addObserver(target: "Employee/4", keyPath: "department.name", options: ["new"])

@@ -118,8 +118,10 @@ public final class ObservationCenter: @unchecked Sendable {
         var observerID: String
         var object: ObjectID
         var keyPath: String
-        /// The to-many values its evaluation took at registration (at least 1): what it costs every commit.
+        /// The to-many values its evaluation took at registration (at least 1): what it may cost a commit.
         var weight: Int
+        /// What its last evaluation read (nil: it failed): a commit that changed none of it is not evaluated.
+        var reads: ObjectReads?
     }
 
     /// The to-many values all observed key paths may reach together in a store of `objectCount` objects, as measured
@@ -166,6 +168,8 @@ public final class ObservationCenter: @unchecked Sendable {
     private let externalInterest = Mutex<[String: Int]>([:])
     /// Values captured at commit, by seq and observer id, until the queue processes that record.
     private let captured = Mutex<[Int64: [String: PropertyListValue]]>([:])
+    /// Observed key paths read again at commits so far (`capture`).
+    private let keyPathReads = Atomic(0)
 
     /// Starts observing the document's commits; answers go out on `queue`.
     public init(document: Document, queue: DispatchQueue, configuration: Configuration = Configuration()) {
@@ -380,12 +384,20 @@ public final class ObservationCenter: @unchecked Sendable {
     }
 
     /// Counts for `/metrics`: waiting long-polls, event streams, observers, what their histories cost together
-    /// (`keepObserverHistoriesInBudget`), and the seq last processed.
-    public var statistics: (waiters: Int, streams: Int, observers: Int, observerHistoryBytes: Int, processedSeq: Int64)
+    /// (`keepObserverHistoriesInBudget`), the seq last processed, and how many times commits read an observed key path
+    /// again (`capture`).
+    public var statistics:
+        (
+            waiters: Int, streams: Int, observers: Int, observerHistoryBytes: Int, processedSeq: Int64,
+            keyPathReads: Int
+        )
     {
         onQueue {
             let historyBytes = observers.values.reduce(0) { $0 + $1.history.memoryBytes }
-            return (waiters.count, subscribers.count, observers.count, historyBytes, processedSeq)
+            return (
+                waiters.count, subscribers.count, observers.count, historyBytes, processedSeq,
+                keyPathReads.load(ordering: .relaxed)
+            )
         }
     }
 
@@ -636,19 +648,32 @@ public final class ObservationCenter: @unchecked Sendable {
         return first + second.filter { seen.insert($0).inserted }
     }
 
-    /// Under the store's lock, right after a commit: the values of the watched key paths in that state.
+    /// Under the store's lock, right after a commit: the values of the watched key paths the commit may have changed,
+    /// in that state (the others keep the value they had).
     private func capture(_ record: ChangeRecord, _ view: ReadView) {
         let list = watched.withLock { $0 }
         guard !list.isEmpty else { return }
+        let changed = ChangedObjects(record)
         var values: [String: PropertyListValue] = [:]
+        var reads: [String: ObjectReads?] = [:]
         let objectCount = view.objectCount
-        for entry in list {
+        for entry in list where entry.reads?.mayChange(with: changed) ?? true {
+            var noted: ObjectReads?
             let read = try? Self.boundedRead(objectCount: objectCount) {
-                try view.value(forKeyPath: entry.keyPath, of: entry.object).json
+                try view.value(forKeyPath: entry.keyPath, of: entry.object, noting: &noted).json
             }
             values[entry.observerID] = read?.value ?? .null
+            reads[entry.observerID] = read == nil ? nil : noted
         }
+        guard !values.isEmpty else { return }
+        keyPathReads.add(values.count, ordering: .relaxed)
         captured.withLock { $0[record.seq] = values }
+        // Commits and registrations, which set `reads`, hold the store's lock, as this does: none comes in between.
+        watched.withLock { list in
+            for index in list.indices {
+                if let noted = reads[list[index].observerID] { list[index].reads = noted }
+            }
+        }
     }
 
     private func forget(observer id: String) {
@@ -773,10 +798,12 @@ public final class ObservationCenter: @unchecked Sendable {
             // Read and start watching under the store's lock, so that no commit falls between the two. With
             // `initial`, in the commit that gives the initial change its seq (it starts right after `since`).
             let read = { [self] (view: ReadView) throws -> PropertyListValue in
+                var reads: ObjectReads?
                 let (value, weight) = try Self.boundedRead(objectCount: view.objectCount) {
-                    try view.value(forKeyPath: keyPath, of: object).json
+                    try view.value(forKeyPath: keyPath, of: object, noting: &reads).json
                 }
-                let entry = WatchedKeyPath(observerID: id, object: object, keyPath: keyPath, weight: weight)
+                let entry = WatchedKeyPath(
+                    observerID: id, object: object, keyPath: keyPath, weight: weight, reads: reads)
                 try watched.withLock { (list: inout [WatchedKeyPath]) throws(ObjectGraphError) in
                     try checkObservedWeight(adding: entry.weight, objects: list, objectCount: view.objectCount)
                     list.append(entry)

@@ -79,6 +79,7 @@ extension GraphState {
             let version = evaluation.uncommitted.contains(handle) ? .max : tables[handle.entity].versions[handle.row]
             evaluation.newestVersion = max(evaluation.newestVersion, version)
         }
+        evaluation.reads?.insert(handle)
         switch property {
         case .attribute(let slot):
             return .value(attribute(handle, slot))
@@ -105,7 +106,9 @@ extension GraphState {
             return toOne(handle, relationship).map(KeyPathNode.object) ?? .null
         case .derived(let index):
             let steps = model.entities[handle.entity].derivedKeys[index].steps
-            guard !evaluation.tracksVersions, let allowance = evaluation.allowance, allowance.derivedValues != nil
+            // A value kept from another object's evaluation would hide the reads it took.
+            guard !evaluation.tracksVersions, evaluation.reads == nil, let allowance = evaluation.allowance,
+                allowance.derivedValues != nil
             else {
                 return try evaluate(steps, on: .object(handle), evaluation: &evaluation)
             }

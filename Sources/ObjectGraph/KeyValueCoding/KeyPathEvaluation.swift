@@ -13,6 +13,8 @@ struct KeyPathEvaluation {
     var newestVersion: Int64 = 0
     /// Objects changed by a transaction not committed yet: reading one of them makes `newestVersion` `.max`.
     var uncommitted: Set<ObjectHandle> = []
+    /// The objects whose properties were read, when asked for (`ObjectReads`).
+    var reads: Set<ObjectHandle>?
 
     init(tracksVersions: Bool = false, newestVersion: Int64 = 0) {
         let allowance = KeyPathAllowance.current
