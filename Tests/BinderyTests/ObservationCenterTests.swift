@@ -158,6 +158,32 @@ struct ObservationCenterTests {
         }
     }
 
+    /// Deleting many objects compacts their table and renumbers its rows: what an observed key path read is then
+    /// no longer recognised by row, so every observed path is read again rather than a change of it missed.
+    @Test func aChangeAfterATableIsCompactedIsStillHeard() throws {
+        try withCenter { document, center in
+            func employee(_ id: String, in department: String) -> PropertyListValue {
+                [
+                    "$id": .string("Employee/\(id)"), "firstName": "T", "lastName": "T",
+                    "department": ["$ref": .string(department)],
+                ]
+            }
+            let temporary = (1...2000).map { "t\($0)" }
+            try document.transaction { transaction in
+                try transaction.insertObjects(["objects": .array(temporary.map { employee($0, in: "Department/2") })])
+                try transaction.insertObjects(["objects": [employee("late", in: "Department/1")]])
+            }
+            let (id, since) = try center.addObserver(
+                target: "Department/1", keyPath: "employees.lastName", options: ["new"])
+            try document.transaction { transaction in
+                for name in temporary { try transaction.delete(ObjectID(entity: "Employee", id: name)) }
+            }
+            try document.set("Later", "lastName", of: "Employee/late")
+            let changes = try poll(center, id, since: since)
+            #expect(changes.last?["new"]?.arrayValue?.last == "Later")
+        }
+    }
+
     @Test func retargetingStopsHearingTheOldIntermediateObject() throws {
         try withCenter { document, center in
             let (id, since) = try center.addObserver(target: "Employee/4", keyPath: "department.name", options: ["new"])

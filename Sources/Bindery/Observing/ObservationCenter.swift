@@ -653,7 +653,7 @@ public final class ObservationCenter: @unchecked Sendable {
     private func capture(_ record: ChangeRecord, _ view: ReadView) {
         let list = watched.withLock { $0 }
         guard !list.isEmpty else { return }
-        let changed = ChangedObjects(record)
+        let changed = view.changedObjects(in: record)
         var values: [String: PropertyListValue] = [:]
         var reads: [String: ObjectReads?] = [:]
         let objectCount = view.objectCount

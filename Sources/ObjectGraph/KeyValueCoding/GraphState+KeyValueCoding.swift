@@ -79,7 +79,7 @@ extension GraphState {
             let version = evaluation.uncommitted.contains(handle) ? .max : tables[handle.entity].versions[handle.row]
             evaluation.newestVersion = max(evaluation.newestVersion, version)
         }
-        evaluation.reads?.insert(handle)
+        evaluation.reads?.append(handle.key)
         switch property {
         case .attribute(let slot):
             return .value(attribute(handle, slot))

@@ -13,8 +13,9 @@ struct KeyPathEvaluation {
     var newestVersion: Int64 = 0
     /// Objects changed by a transaction not committed yet: reading one of them makes `newestVersion` `.max`.
     var uncommitted: Set<ObjectHandle> = []
-    /// The objects whose properties were read, when asked for (`ObjectReads`).
-    var reads: Set<ObjectHandle>?
+    /// The objects whose properties were read (`ObjectHandle.key`, in reading order, repeats included), when asked
+    /// for (`ObjectReads`).
+    var reads: [UInt64]?
 
     init(tracksVersions: Bool = false, newestVersion: Int64 = 0) {
         let allowance = KeyPathAllowance.current

@@ -11,4 +11,7 @@ public struct ObjectHandle: Hashable, Sendable {
         self.entity = entity
         self.row = row
     }
+
+    /// The handle as one number (entity and row each fit in 32 bits), cheaper to keep and compare in bulk.
+    var key: UInt64 { UInt64(entity) << 32 | UInt64(row) }
 }

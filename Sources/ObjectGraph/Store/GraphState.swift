@@ -20,6 +20,9 @@ final class GraphState: @unchecked Sendable {
     let publishedSeq = Atomic<Int64>(0)
     /// The last number used for a server-assigned id; ids are never reused.
     var lastAssignedID: Int64 = 0
+    /// How many times a table was compacted (its rows renumbered): handles kept across commits (`ObjectReads`) hold
+    /// only while it stays the same. Replacing the whole graph is a change of every object anyway.
+    var layoutGeneration = 0
     private var keyPathCache: [KeyPathCacheKey: CompiledKeyPath] = [:]
     /// The last few compiled paths, checked by string equality first (callers such as a predicate evaluated over
     /// many objects pass the same string again and again, and equal string storage compares in O(1)). Three
@@ -189,6 +192,7 @@ final class GraphState: @unchecked Sendable {
     }
 
     private func compact(_ entity: Int) {
+        layoutGeneration += 1
         let old = tables[entity]
         let fresh = EntityTable(entity: model.entities[entity])
         var newRow = [Int32](repeating: -1, count: old.rowCount)

@@ -3,32 +3,87 @@
 ///
 /// Every relationship has an inverse and a commit records both sides of each relationship change, so an object
 /// that joins or leaves what the path reaches does so through a change of an object the path read (a department's
-/// `employees` when an employee moves in). `ReadView.value(forKeyPath:of:noting:)` makes it.
+/// `employees` when an employee moves in). Objects are kept by row, which stays valid until the store compacts a
+/// table (`GraphState.layoutGeneration`); after that every evaluation counts as touched once. Made by
+/// `ReadView.value(forKeyPath:of:noting:)`.
 public struct ObjectReads: Sendable {
-    var objects: Set<ObjectID>
+    let start: ObjectID
+    /// `ObjectHandle.key`s, sorted, without repeats: noting a read is an append, and a commit's few changed objects
+    /// are looked up by binary search.
+    let objects: [UInt64]
+    let layoutGeneration: Int
+
+    init(start: ObjectID, reading keys: [UInt64], layoutGeneration: Int) {
+        self.start = start
+        var sorted = keys
+        sorted.sort()
+        var unique = 0
+        for key in sorted where unique == 0 || sorted[unique - 1] != key {
+            sorted[unique] = key
+            unique += 1
+        }
+        sorted.removeLast(sorted.count - unique)
+        objects = sorted
+        self.layoutGeneration = layoutGeneration
+    }
 
     /// Whether a commit that changed `changed` may have changed the value.
     public func mayChange(with changed: ChangedObjects) -> Bool {
-        if changed.replacesGraph { return true }
-        return objects.count <= changed.objects.count
-            ? objects.contains { changed.objects.contains($0) } : changed.objects.contains { objects.contains($0) }
+        if changed.replacesGraph || changed.layoutGeneration != layoutGeneration || changed.targets.contains(start) {
+            return true
+        }
+        guard changed.objects.count <= objects.count else { return objects.contains { changed.objects.contains($0) } }
+        return changed.objects.contains { key in
+            var (low, high) = (0, objects.count)
+            while low < high {
+                let middle = (low + high) / 2
+                if objects[middle] < key { low = middle + 1 } else { high = middle }
+            }
+            return low < objects.count && objects[low] == key
+        }
     }
 }
 
 /// The objects one committed record changed (set, inserted into, removed from, created or deleted), or that it
-/// replaced the whole graph: what `ObjectReads.mayChange(with:)` is asked about.
+/// replaced the whole graph: what `ObjectReads.mayChange(with:)` is asked about. Made by
+/// `ReadView.changedObjects(in:)` in the state right after the commit.
 public struct ChangedObjects: Sendable {
-    var objects: Set<ObjectID> = []
-    var replacesGraph = false
+    let targets: Set<ObjectID>
+    /// `ObjectHandle.key`s.
+    let objects: Set<UInt64>
+    let replacesGraph: Bool
+    let layoutGeneration: Int
+}
 
-    public init(_ record: ChangeRecord) {
-        objects.reserveCapacity(record.changes.count)
+extension ReadView {
+    /// The objects `record` changed, `record` being the commit this view is right after.
+    public func changedObjects(in record: ChangeRecord) -> ChangedObjects {
+        var targets: Set<ObjectID> = []
+        var replacesGraph = false
         for change in record.changes {
             if let target = change.target {
-                objects.insert(target)
+                targets.insert(target)
             } else {
                 replacesGraph = true
             }
         }
+        return ChangedObjects(
+            targets: targets, objects: Set(targets.compactMap { state.existingHandle(of: $0)?.key }),
+            replacesGraph: replacesGraph, layoutGeneration: state.layoutGeneration)
+    }
+
+    /// `value(forKeyPath:of:)`, noting what it read: `reads` is nil when the evaluation failed (anything may change
+    /// its outcome).
+    public func value(
+        forKeyPath keyPath: String, of object: ObjectID, noting reads: inout ObjectReads?
+    ) throws(ObjectGraphError) -> KeyValue {
+        reads = nil
+        let handle = try state.handle(of: object)
+        let compiled = try state.compiled(keyPath, entity: handle.entity)
+        var evaluation = KeyPathEvaluation()
+        evaluation.reads = []
+        let value = state.keyValue(try state.evaluate(compiled.steps, on: .object(handle), evaluation: &evaluation))
+        reads = ObjectReads(start: object, reading: evaluation.reads ?? [], layoutGeneration: state.layoutGeneration)
+        return value
     }
 }

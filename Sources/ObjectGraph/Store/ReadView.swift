@@ -71,24 +71,6 @@ public struct ReadView: KeyPathResolving {
         return state.keyValue(try state.evaluate(compiled.steps, on: .object(handle)))
     }
 
-    /// `value(forKeyPath:of:)`, noting what it read: `reads` is nil when the evaluation failed (anything may change
-    /// its outcome).
-    public func value(
-        forKeyPath keyPath: String, of object: ObjectID, noting reads: inout ObjectReads?
-    ) throws(ObjectGraphError) -> KeyValue {
-        reads = nil
-        let handle = try state.handle(of: object)
-        let compiled = try state.compiled(keyPath, entity: handle.entity)
-        var evaluation = KeyPathEvaluation()
-        evaluation.reads = []
-        let value = state.keyValue(try state.evaluate(compiled.steps, on: .object(handle), evaluation: &evaluation))
-        var objects: Set<ObjectID> = [object]
-        objects.reserveCapacity(evaluation.reads?.count ?? 0)
-        for read in evaluation.reads ?? [] { objects.insert(state.objectID(of: read)) }
-        reads = ObjectReads(objects: objects)
-        return value
-    }
-
     /// `KeyPathResolving`: KVC from an object, a plain value or a collection (each element must exist).
     public func value(forKeyPath keyPath: String, of subject: KeyValue) throws -> KeyValue {
         switch subject {
