@@ -1,4 +1,5 @@
 import Dispatch
+import Glibc
 import ObjectGraph
 import PropertyList
 import Synchronization
@@ -391,7 +392,22 @@ public final class ControllerRegistry: Sendable {
     ///
     /// A declared controller (from `controllers.json`) is refused with 409 `conflict`, as is a controller that
     /// others follow.
+    ///
+    /// A request under way on the controller (between the sessions around its commit, `keepingAlive`) ends first:
+    /// removed under it, it would answer 404 for a change it made. Requests that keep coming delay the removal by at
+    /// most `removalWaits` milliseconds.
     public func remove(named name: String, force: Bool = false) throws {
+        var waited = 0
+        while try !removeUnlessInUse(name, force: force, waited: waited) {
+            usleep(1_000)
+            waited += 1
+        }
+    }
+
+    static let removalWaits = 10_000
+
+    /// One try of `remove(named:force:)`: false when the controller is in use and may still be waited for.
+    private func removeUnlessInUse(_ name: String, force: Bool, waited: Int) throws -> Bool {
         try session { registry, context in
             let controller = try context.controller(name)
             if controller.isDeclared && !force {
@@ -405,7 +421,9 @@ public final class ControllerRegistry: Sendable {
                     status: 409, code: "conflict", message: "\"\(detail)\" follows \"\(name)\"; remove it first.",
                     fields: ["controller": .string(name)])
             }
+            if registry.requestsInFlight[name] != nil, waited < Self.removalWaits { return false }
             Self.drop(controller, from: &registry, context: context)
+            return true
         }
     }
 

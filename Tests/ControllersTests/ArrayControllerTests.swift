@@ -1,4 +1,5 @@
 import Controllers
+import Foundation
 import GraphTestSupport
 import ObjectGraph
 import PropertyList
@@ -222,6 +223,32 @@ struct ControllerDefaultsTests {
         try h.registry.remove(named: "c0")
         try h.make(["name": "one-too-many", "content": "Employee"])
         #expect(h.registry.names.count == limit + 1)
+    }
+
+    /// Removing a controller waits for a request under way on it (between the sessions around its commit): that
+    /// request answers for the change it made, rather than 404, then the controller goes.
+    @Test func remove_whileARequestCommitsOnIt_waitsForTheRequest() throws {
+        let armed = Mutex(false)
+        let removed = Mutex<Bool?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let h = try Harness(beforeTransaction: { registry in
+            guard armed.withLock({ $0 }) else { return }
+            armed.withLock { $0 = false }
+            Thread.detachNewThread {
+                let succeeded = (try? registry.remove(named: "d")) != nil
+                removed.withLock { $0 = succeeded }
+                done.signal()
+            }
+            usleep(100_000)  // the removal has long tried by now
+            #expect(removed.withLock { $0 } == nil)
+        })
+        try h.make(["name": "d", "content": "Department"])
+        armed.withLock { $0 = true }
+        let state = try h.registry.perform("add", controller: "d", body: ["object": ["name": "Ops"]])
+        #expect(state["count"] == 4)
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(removed.withLock { $0 } == true)
+        #expect(h.registry.names.isEmpty)
     }
 
     @Test func remove_runtimeController_succeeds_declaredOrFollowed_refused() throws {
