@@ -98,10 +98,12 @@ extension BinderyService {
                 }
             default: throw badCoalesce
             }
-            // NSNotification's userInfo is a dictionary or nil.
+            // NSNotification's userInfo is a dictionary or nil; a reference (`{"$ref": ...}`) is an object.
             let userInfo = body["userInfo"] ?? .null
-            guard userInfo.isNull || userInfo.dictionaryValue != nil else {
-                throw invalid("userInfo", "\"userInfo\" must be a JSON object or null, not \(userInfo.typeName).")
+            let isReference = userInfo.dictionaryValue?.keys.contains("$ref") == true
+            guard userInfo.isNull || (userInfo.dictionaryValue != nil && !isReference) else {
+                let type = isReference ? "a reference" : userInfo.typeName
+                throw invalid("userInfo", "\"userInfo\" must be a JSON object or null, not \(type).")
             }
             let outcome = try center.post(
                 name: name, object: body["object"] ?? .null, userInfo: userInfo, style: style,

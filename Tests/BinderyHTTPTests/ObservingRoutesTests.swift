@@ -587,7 +587,7 @@ struct ObservingRoutesTests {
             )
             #expect(reference.status == 201)
             // NSNotification's userInfo is a dictionary (or nil).
-            for userInfo in ["[1]", "\"text\"", "5"] {
+            for userInfo in ["[1]", "\"text\"", "5", #"{"$ref": "Employee/1"}"#] {
                 let refused = try client.request(
                     "POST", "/notifications", json: #"{"name": "X", "userInfo": \#(userInfo)}"#)
                 #expect(refused.status == 422 && refused.json?["error"]?["keyPath"] == "userInfo", "\(userInfo)")

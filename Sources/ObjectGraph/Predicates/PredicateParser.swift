@@ -16,13 +16,14 @@ struct PredicateParser {
     /// How deep parentheses, `NOT`s and `{...}` may nest: the parser, the evaluator and the tree's release all
     /// recurse once per level, and a request must not be able to exhaust a thread's stack.
     static let maximumDepth = 100
-    /// Comparisons in one predicate: each is evaluated on every object filtered (an `IN` list is one).
-    static let maximumComparisons = 1_000
+    /// Terms (comparisons, `TRUEPREDICATE`, `FALSEPREDICATE`) in one predicate: each is evaluated on every object
+    /// filtered (an `IN` list is one comparison).
+    static let maximumTerms = 1_000
 
     private let tokens: [PredicateToken]
     private var position = 0
     private var depth = 0
-    private var comparisons = 0
+    private var terms = 0
 
     private init(tokens: [PredicateToken]) {
         self.tokens = tokens
@@ -112,6 +113,12 @@ struct PredicateParser {
             advance()
             return node
         }
+        terms += 1
+        guard terms <= Self.maximumTerms else {
+            throw ObjectGraphError.badPredicate(
+                "The predicate has more than \(Self.maximumTerms) comparisons and constants; an IN list is one.",
+                column: current.column)
+        }
         if isKeyword(.truePredicate) {
             advance()
             return .constant(true)
@@ -124,12 +131,6 @@ struct PredicateParser {
     }
 
     private mutating func parseComparison() throws -> ComparisonPredicate {
-        comparisons += 1
-        guard comparisons <= Self.maximumComparisons else {
-            throw ObjectGraphError.badPredicate(
-                "The predicate has more than \(Self.maximumComparisons) comparisons; an IN list is one.",
-                column: current.column)
-        }
         var modifier = ComparisonPredicate.Modifier.direct
         if case .keyword(let keyword) = current.kind {
             switch keyword {
