@@ -312,6 +312,38 @@ struct PersistenceTests {
         }
     }
 
+    /// A save with nothing changed since the last one (its snapshot is already `saved.bin`) leaves no temporary file.
+    @Test func aSaveWithNoChangeLeavesNoTemporaryFile() throws {
+        try withTemporaryDirectory { path in
+            let document = try openDocument(path)
+            try document.save()
+            try document.save()
+            #expect(try FileManager.default.contentsOfDirectory(atPath: path).filter { $0.hasSuffix(".tmp") }.isEmpty)
+        }
+    }
+
+    /// The newest snapshot removed while the server runs (the journal after it needs it) is written again within a
+    /// second: a crash after that keeps every change, where it left a journal no start could read.
+    @Test func aRemovedSnapshotIsWrittenAgain() throws {
+        try withTemporaryDirectory { path in
+            let document = try openDocument(path, fsync: .always)
+            try document.set(1, "salary", of: "Employee/5")
+            func snapshots() throws -> [String] {
+                try FileManager.default.contentsOfDirectory(atPath: path).filter { $0.hasPrefix("snapshot-") }
+            }
+            for snapshot in try snapshots() { try FileManager.default.removeItem(atPath: path + "/" + snapshot) }
+            let deadline = Date().addingTimeInterval(10)
+            while try snapshots().isEmpty, Date() < deadline { usleep(50_000) }
+            usleep(100_000)
+            try document.set(2, "salary", of: "Employee/6")
+            let copy = try crashCopy(of: path)
+            defer { try? FileManager.default.removeItem(atPath: copy) }
+            let recovered = try openDocument(copy)
+            #expect(try recovered.value("salary", of: "Employee/5") == 1)
+            #expect(try recovered.value("salary", of: "Employee/6") == 2)
+        }
+    }
+
     /// After a crash, a data directory without any journal segment lost it (a run always has one after its newest
     /// snapshot): the start says so rather than start silently at the snapshot.
     @Test func aCrashWithoutAnyJournalSegmentIsReported() throws {

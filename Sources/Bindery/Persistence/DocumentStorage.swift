@@ -31,8 +31,8 @@ final class DocumentStorage: Sendable {
     /// The directory's locks (`DataDirectory.lock()`), held while the storage lives.
     private let locks: [OwnedFileDescriptor]
     private let snapshots = DispatchQueue(label: "bindery.snapshots")
-    /// Looks at the journal's segment every second (`Journal.checkSegment`), so that one removed while no change
-    /// comes is recovered within a second, not at the next change. `nonisolated(unsafe)`: a dispatch source may be
+    /// Looks at the journal's segment and the newest snapshot every second (`checkFiles`), so that one removed while
+    /// no change comes is recovered within a second, not at the next change. `nonisolated(unsafe)`: a dispatch source may be
     /// used from any thread.
     nonisolated(unsafe) private let segmentWatch: any DispatchSourceTimer
     private let progress: Mutex<Progress>
@@ -171,8 +171,28 @@ final class DocumentStorage: Sendable {
             return nil
         }
         segmentWatch.schedule(deadline: .now() + 1, repeating: 1, leeway: .milliseconds(200))
-        segmentWatch.setEventHandler { [journal] in journal.checkSegment() }
+        segmentWatch.setEventHandler { [weak self] in self?.checkFiles(store, report: report) }
         segmentWatch.resume()
+    }
+
+    /// Every second, on the snapshot queue: the journal's segment (`Journal.checkSegment`), and the newest snapshot,
+    /// which the journal after it needs: one removed while in use (by hand, by a clean-up script) is written again at
+    /// once, since a crash would otherwise leave a journal that no start can read.
+    private func checkFiles(_ store: ObjectStore, report: (String) -> Void) {
+        journal.checkSegment()
+        let (seq, isClosed) = progress.withLock { ($0.snapshotSeq, $0.isClosed) }
+        let name = DataDirectory.snapshotName(seq)
+        guard !isClosed, journal.failure == nil, !journal.isSegmentLost, (try? directory.checkInPlace()) != nil,
+            access(directory.file(name), F_OK) != 0, errno == ENOENT
+        else { return }
+        do throws(ObjectGraphError) {
+            let written = try writeSnapshotNow(store, markSaved: false, recovering: true)
+            report("the snapshot \(name) was removed while in use; \(DataDirectory.snapshotName(written)) replaces it")
+        } catch {
+            // As for a removed segment: a crash could no longer recover what was acknowledged, so changes stop.
+            report("the snapshot \(name) was removed while in use, and no snapshot could replace it: \(error.message)")
+            journal.recoveryFailed(error)
+        }
     }
 
     // MARK: Recovery
@@ -479,6 +499,9 @@ final class DocumentStorage: Sendable {
             throw FileIO.error("link", temporary)
         }
         guard rename(temporary, target) == 0 else { throw FileIO.error("rename", temporary) }
+        // When both names already led to that snapshot (a save with no change since the last), `rename` succeeds
+        // and leaves both: the temporary one would hold the snapshot's space after it is removed.
+        unlink(temporary)
         try FileIO.syncDirectory(directory.path)
     }
 
