@@ -161,6 +161,9 @@ public final class BinderyService: HTTPResponder {
                 return .response(Self.errorResponse(error))
             }
         case .methodNotAllowed(let allowed):
+            if let unknownAction = Self.unknownAction(request.method, segments: segments, controllers) {
+                return .response(Self.errorResponse(unknownAction))
+            }
             return .response(.error(.methodNotAllowed(request.method, allowed: allowed)))
         case .notFound:
             if request.method == "GET" || request.method == "HEAD" {

@@ -71,7 +71,7 @@ extension Controller {
             return try tree.planTreeAction(action, values: values, index: index, in: context)
         }
         if action == "remove" {
-            return InsertionPlan(action: action, edit: try removalEdit(of: selectedObjects, model: context.model))
+            return InsertionPlan(action: action, edit: try removalEdit(of: selectedObjects, in: context))
         }
         guard let entity = contentEntity else {
             throw ObjectGraphError.actionDisabled(action, of: name, "the content's entity is not known.")
@@ -96,10 +96,15 @@ extension Controller {
         action == "remove" || options.selectsInsertedObjects || self is ObjectController
     }
 
-    /// Entity mode (and object controllers) delete; relationship mode removes from the relationship, refused with
-    /// 422 `cardinality` when the objects cannot live without it (a required to-one inverse).
-    func removalEdit(of objects: [ObjectID], model: ObjectModel) throws -> ModelEdit {
-        if isEntityMode || self is ObjectController { return .delete(objects) }
+    /// Entity mode (and object controllers over an object or a selection) delete; relationship mode removes from the
+    /// relationship, refused with 422 `cardinality` when the objects cannot live without it (a required to-one
+    /// inverse); an object controller over a key path sets it to null (`ObjectController.removalFromKeyPath`).
+    func removalEdit(of objects: [ObjectID], in context: ControllerContext) throws -> ModelEdit {
+        let model = context.model
+        if let objectController = self as? ObjectController {
+            return objectController.removalFromKeyPath(of: objects, in: context) ?? .delete(objects)
+        }
+        if isEntityMode { return .delete(objects) }
         guard let owner else {
             throw ObjectGraphError.actionDisabled("remove", of: name, "the content is not a to-many relationship.")
         }

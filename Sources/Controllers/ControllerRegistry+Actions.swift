@@ -36,15 +36,21 @@ extension ControllerRegistry {
                 throw ObjectGraphError.undefinedKey("selectionIndexes", entity: "Controller \(name)")
             }
             if controller is ObjectController, indexes.contains(0) == controller.selectedObjects.isEmpty {
-                throw ObjectGraphError(
-                    status: 422, code: "validation-failed",
-                    message: "An object controller's selection is its content; it cannot be changed.",
-                    fields: ["keyPath": "selectionIndexes"])
+                throw Self.fixedSelection("selectionIndexes")
             }
         }
         return try changingSelection(name, checking: check) { controller, context in
             (controller as? ArrayController)?.selectIndexes(indexes, in: context)
         }
+    }
+
+    /// 422 for a change of an object controller's selection, which is its content (setting it to what it is is
+    /// not a change).
+    private static func fixedSelection(_ key: String) -> ObjectGraphError {
+        ObjectGraphError(
+            status: 422, code: "validation-failed",
+            message: "An object controller's selection is its content; it cannot be changed.",
+            fields: ["keyPath": .string(key)])
     }
 
     /// `PUT /controllers/{name}/selectionIndexPaths` (tree controllers).
@@ -65,8 +71,13 @@ extension ControllerRegistry {
     /// nothing changes.
     @discardableResult
     public func setSelectedObjects(_ objects: [ObjectID], controller name: String) throws -> PropertyListValue {
-        let check = { (_: Controller, view: ReadView) throws(ObjectGraphError) in
+        let check = { (controller: Controller, view: ReadView) throws(ObjectGraphError) in
             if let missing = objects.first(where: { !view.contains($0) }) { throw .noSuchObject(missing) }
+            if controller is ObjectController,
+                Set(objects.filter(controller.content.contains)) != Set(controller.selectedObjects)
+            {
+                throw Self.fixedSelection("selectedObjects")
+            }
         }
         return try changingSelection(name, checking: check) { controller, context throws(ObjectGraphError) in
             try controller.setSelectedObjects(objects, in: context)

@@ -274,7 +274,8 @@ public final class ControllerRegistry: Sendable {
                     message: "The content \"\(description.content)\" follows \"\(master)\", which is not a controller.",
                     fields: ["content": .string(description.content.description)])
             }
-            try Self.checkContentKeyPath(description.content, controllers: registry.controllers, model: context.model)
+            try Self.checkContentKeyPath(
+                description.content, of: description.kind, controllers: registry.controllers, model: context.model)
             let controller: Controller
             switch description.kind {
             case .object: controller = ObjectController(description: description, isDeclared: declared)
@@ -300,16 +301,29 @@ public final class ControllerRegistry: Sendable {
         }
     }
 
-    /// 404 `undefined-key` for a content key path that names a key its objects do not have (a key path bound in
-    /// Cocoa raises `valueForUndefinedKey:`); it is followed through relationships, and what comes after a key that
-    /// is not one (an attribute, a derived key, a collection operator) is left to the key path's evaluation.
+    /// 404 `no-such-entity` for content naming an object of an entity the model does not have, 404 `undefined-key`
+    /// for a content key path that names a key its objects do not have (a key path bound in Cocoa raises
+    /// `valueForUndefinedKey:`), and for an object controller 400 `bad-binding` when the key path reaches a to-many
+    /// relationship or ends in an attribute (its content is one object, or a selection's objects). The key path is
+    /// followed through relationships; what comes after a key that is not one (an attribute, a derived key, a
+    /// collection operator) is left to the key path's evaluation.
     static func checkContentKeyPath(
-        _ content: ContentBinding, controllers: [String: Controller], model: ObjectModel
+        _ content: ContentBinding, of kind: ControllerDescription.Kind, controllers: [String: Controller],
+        model: ObjectModel
     ) throws(ObjectGraphError) {
+        func notOneObject(_ reason: String) -> ObjectGraphError {
+            ObjectGraphError(
+                status: 400, code: "bad-binding",
+                message: "An object controller's content is one object: \"\(content)\" \(reason); bind an array "
+                    + "controller to it instead.",
+                fields: ["content": .string(content.description)])
+        }
         var entity: String?
         let keyPath: String
         switch content {
-        case .object(let object, let path?):
+        case .object(let object, let path):
+            guard model.entity(named: object.entity) != nil else { throw .noSuchEntity(object.entity) }
+            guard let path else { return }
             (entity, keyPath) = (object.entity, path)
         case .selection(let master, let path?):
             (entity, keyPath) = (controllers[master]?.contentEntity, path)
@@ -323,8 +337,12 @@ public final class ControllerRegistry: Sendable {
         for key in keys {
             guard let name = entity, let description = model.entity(named: name), !key.hasPrefix("@") else { return }
             if let relationship = description.relationship(named: key) {
+                if kind == .object, relationship.isToMany { throw notOneObject("reaches the to-many \(key)") }
                 entity = relationship.destination
             } else if description.hasKey(key) {
+                if kind == .object, description.attribute(named: key) != nil {
+                    throw notOneObject("reaches the attribute \(key)")
+                }
                 return
             } else {
                 throw ObjectGraphError.undefinedKey(key, entity: name)

@@ -7,7 +7,8 @@ import PropertyList
 /// selection (`@employees.selection`). Bound to a selection of several objects, the content is that selection, as
 /// Cocoa's selection proxy is: the selection shows their common value or `MultipleValues`, and setting through it
 /// sets every one of them. In entity mode (`Employee`) the controller starts empty and `add` creates an object that
-/// becomes its content. `remove` deletes the content object (only when there is exactly one).
+/// becomes its content. `remove` deletes the content object (only when there is exactly one), or, bound to a key path,
+/// sets that key path to null.
 final class ObjectController: Controller {
     /// The object `add` created (entity mode).
     var addedObject: ObjectID?
@@ -45,6 +46,28 @@ final class ObjectController: Controller {
             return
         }
         if case .record = cause, !content.isEmpty { context.emit(self, .selection) }
+    }
+
+    /// `remove` with content bound to a key path (`Employee/9.manager`, `@employees.selection.manager`): the key path
+    /// is set to null on the objects it leads from to `objects` (one transaction), which stay in the store, as
+    /// NSObjectController's `remove:` pushes nil through its content binding; a required relationship refuses it
+    /// (422). Nil when the content has no key path.
+    func removalFromKeyPath(of objects: [ObjectID], in context: ControllerContext) -> ModelEdit? {
+        let sources: [ObjectID]
+        let keyPath: String
+        switch description.content {
+        case .object(let source, let path?): (sources, keyPath) = ([source], path)
+        case .selection(let master, let path?):
+            (sources, keyPath) = (context.controllers[master]?.selectedObjects ?? [], path)
+        default: return nil
+        }
+        let holding = sources.filter { source in
+            guard case .object(let value)? = try? context.view.value(forKeyPath: keyPath, of: source) else {
+                return false
+            }
+            return objects.contains(value)
+        }
+        return .setValues(objects: holding, edits: [PendingEdit(keyPath: keyPath, value: .null)])
     }
 
     /// Makes a newly created object the content (entity mode `add`).

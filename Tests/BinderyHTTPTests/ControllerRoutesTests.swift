@@ -279,8 +279,12 @@ struct ControllerRoutesTests {
             #expect(remove.status == 200)
             #expect(try client.request("GET", "/controllers/departments/arrangedObjects/@count").json == 5)
             #expect(try client.request("GET", "/controllers/departments/selection/name").json == "Research")
-            // No such action: the path is a key of the controller, which only GET reads.
-            for key in ["fly", "arrangedObjects", "selectedObjects"] {
+            // No such action, and no such key either: an action it does not have (404, listing those it has).
+            let fly = try client.request("POST", "/controllers/employees/fly")
+            #expect(fly.status == 404 && fly.errorCode == "not-found")
+            #expect(fly.json?["error"]?["allowed"]?.arrayValue?.contains("add") == true)
+            // No such action, but a key of the controller, which only GET reads.
+            for key in ["arrangedObjects", "selectedObjects", "canAdd"] {
                 let post = try client.request("POST", "/controllers/employees/\(key)")
                 #expect(post.status == 405, "\(key)")
                 #expect(post.header("Allow")?.hasPrefix("GET, ") == true, "\(key)")

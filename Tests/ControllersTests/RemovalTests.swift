@@ -236,3 +236,70 @@ struct InsertionTests {
         #expect(try h.value("selection.department") == ref("Department/2"))
     }
 }
+
+/// NSObjectController's `remove:`: over an object, it deletes it; over a key path from objects, it removes the
+/// content from that key path (API.md §5: "`remove` removes from it"), and the object stays.
+struct ObjectControllerRemovalTests {
+    @Test func remove_contentBoundToAToOneKeyPath_setsItToNull_objectStays() throws {
+        let h = try Harness()
+        try h.make(["name": "boss", "kind": "object", "content": "Employee/eve.manager"])
+        #expect(try h.value("selection.lastName", of: "boss") == "Baker")
+        try h.registry.perform("remove", controller: "boss")
+        #expect(try h.json("manager", of: "Employee/eve") == .null)
+        #expect(try h.json("lastName", of: "Employee/bob") == "Baker")
+        #expect(try h.value("selection.lastName", of: "boss") == ["$marker": "NoSelection"])
+    }
+
+    @Test func remove_contentBoundToAMastersSelection_requiredToOne_refused422_nothingChanged() throws {
+        let h = try Harness()
+        try h.employees(sort: "lastName")
+        try h.select([1])
+        try h.make(["name": "dept", "kind": "object", "content": "@e.selection.department"])
+        let seq = h.store.seq
+        let error = expectError("cardinality", status: 422) { try h.registry.perform("remove", controller: "dept") }
+        #expect(error?.fields["keyPath"] == "department")
+        #expect(h.store.seq == seq)
+        #expect(try h.json("name", of: "Department/1") == "Sales")
+    }
+
+    @Test func remove_contentIsAnObject_deletesIt() throws {
+        let h = try Harness()
+        try h.make(["name": "o", "kind": "object", "content": "Employee/dee"])
+        try h.registry.perform("remove", controller: "o")
+        #expect(h.store.read { $0.contains(ObjectID(entity: "Employee", id: "dee")) } == false)
+    }
+
+    /// An object controller's content is one object (or a selection's objects): a binding that cannot be one is
+    /// refused, as is content naming an entity the model does not have (any kind).
+    @Test func create_contentThatCannotBeAnObject_refused() throws {
+        let h = try Harness()
+        try h.employees()
+        for content in ["Department/1.employees", "@e.selection.directReports", "Employee/ann.lastName"] {
+            let error = expectError("bad-binding", status: 400) {
+                try h.make(["name": "o", "kind": "object", "content": .string(content)])
+            }
+            #expect(error?.fields["content"] == .string(content))
+        }
+        for kind in ["object", "array"] {
+            expectError("no-such-entity", status: 404) {
+                try h.make(["name": "n", "kind": .string(kind), "content": "Nope/1.employees"])
+            }
+        }
+        expectError("no-such-entity", status: 404) { try h.make(["name": "n", "kind": "object", "content": "Nope/1"]) }
+    }
+
+    /// Its selection is its content: `selectedObjects` refuses a change as `selectionIndexes` does, and takes the
+    /// selection it has.
+    @Test func setSelectedObjects_objectController_otherObjects_refused422() throws {
+        let h = try Harness()
+        try h.make(["name": "o", "kind": "object", "content": "Employee/cy"])
+        for objects in [[], [ObjectID(entity: "Employee", id: "ann")]] {
+            let error = expectError("validation-failed", status: 422) {
+                try h.registry.setSelectedObjects(objects, controller: "o")
+            }
+            #expect(error?.fields["keyPath"] == "selectedObjects")
+        }
+        try h.registry.setSelectedObjects([ObjectID(entity: "Employee", id: "cy")], controller: "o")
+        #expect(try h.value("selection.lastName", of: "o") == "Cole")
+    }
+}
