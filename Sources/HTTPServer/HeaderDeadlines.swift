@@ -47,11 +47,12 @@ final class HeaderDeadlines: @unchecked Sendable {
     private let clocks = Mutex<[ObjectIdentifier: Clock]>([:])
     private let timer: any DispatchSourceTimer
 
-    /// Looks for late connections every `timeout / 2` seconds (at most every 5 s) while it lives.
+    /// Looks for late connections, and for clients gone while a request was awaited, every `timeout / 2` seconds
+    /// (at most every second) while it lives.
     init(timeout seconds: Int) {
         timeout = UInt64(max(1, seconds)) * 1_000_000_000
         timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "bindery.header-deadlines"))
-        let interval = min(5.0, Double(max(1, seconds)) / 2)
+        let interval = min(1.0, Double(max(1, seconds)) / 2)
         timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(100))
         timer.setEventHandler { [weak self] in self?.shutDownLateConnections() }
         timer.resume()
@@ -73,19 +74,37 @@ final class HeaderDeadlines: @unchecked Sendable {
         _ = clocks.withLock { $0.removeValue(forKey: ObjectIdentifier(clock)) }
     }
 
-    /// Shuts down (both ways) the sockets of connections past their deadline: libmicrohttpd then reads the end of
-    /// the stream and closes them. Under the lock, so that no socket is closed (and its number reused) meanwhile.
+    /// Shuts down (both ways) the sockets of connections past their deadline, and of those waiting for a request
+    /// whose client has closed its side: libmicrohttpd then reads the end of the stream and closes them. Under the
+    /// lock, so that no socket is closed (and its number reused) meanwhile.
+    ///
+    /// A client that sends the last bytes of an unfinished request and closes at once (both in one segment) leaves
+    /// libmicrohttpd's edge-triggered epoll one event, on which it reads the bytes but not the end of the stream: the
+    /// connection would be held, half-closed, until its deadline. `poll` tells such a peer (`POLLRDHUP`).
     private func shutDownLateConnections() {
         let now = Self.now()
         clocks.withLock { clocks in
+            var waiting: [(clock: Clock, late: Bool)] = []
             for clock in clocks.values {
                 let since = clock.waitingSince.load(ordering: .relaxed)
-                guard since != 0, now > since, now - since > timeout else { continue }
-                clock.waitingSince.store(0, ordering: .relaxed)
-                shutdown(clock.socket, Int32(SHUT_RDWR))
+                guard since != 0 else { continue }
+                waiting.append((clock, now > since && now - since > timeout))
+            }
+            guard !waiting.isEmpty else { return }
+            var descriptors = waiting.map { pollfd(fd: $0.clock.socket, events: Self.peerClosed, revents: 0) }
+            if poll(&descriptors, nfds_t(descriptors.count), 0) < 0 { descriptors = [] }
+            for (index, entry) in waiting.enumerated() {
+                let gone = index < descriptors.count && descriptors[index].revents & Self.peerClosed != 0
+                guard entry.late || gone else { continue }
+                entry.clock.waitingSince.store(0, ordering: .relaxed)
+                shutdown(entry.clock.socket, Int32(SHUT_RDWR))
             }
         }
     }
+
+    /// `POLLRDHUP | POLLHUP`: the peer closed its side (or the whole connection). `POLLRDHUP` (Linux's 0x2000) is a
+    /// GNU extension that Swift's Glibc module leaves out.
+    private static let peerClosed = Int16(0x2000 | POLLHUP)
 
     static func now() -> UInt64 {
         var time = timespec()
