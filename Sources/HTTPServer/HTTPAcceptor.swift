@@ -89,6 +89,12 @@ final class HTTPAcceptor: Sendable {
 
     private func run(daemon: OpaquePointer, limit: Int, load: WorkerLoad) {
         var storage = sockaddr_storage()
+        // `accept` gives the lowest free descriptor: one this high means the table is nearly full. The ones left are
+        // kept for the store's files (journal segments, snapshots, saved defaults) and the static files, which
+        // clients holding every descriptor would make fail.
+        var files = rlimit()
+        let available = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &files) == 0 ? Int(clamping: files.rlim_cur) : 1 << 20
+        let descriptorCeiling = Int32(clamping: available - min(Self.reservedDescriptors, available / 4))
         while !stopping.load(ordering: .acquiring) {
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
             // (`accept4` is not in Swift's Glibc module.)
@@ -106,7 +112,7 @@ final class HTTPAcceptor: Sendable {
             // The limit is enforced here, not by libmicrohttpd: a 0.9.75 worker that reached its own share of the
             // limit could deadlock on one of its mutexes at shutdown (MHD_stop_daemon never returned). Only this
             // thread adds connections, so the count cannot rise between the check and the add.
-            if Int(bindery_mhd_connection_count(daemon)) >= limit {
+            if Int(bindery_mhd_connection_count(daemon)) >= limit || accepted >= descriptorCeiling {
                 close(accepted)
                 continue
             }
@@ -120,6 +126,9 @@ final class HTTPAcceptor: Sendable {
             }
         }
     }
+
+    /// Descriptors never given to connections (at most a quarter of the process's limit).
+    static let reservedDescriptors = 64
 
     private static func systemError() -> HTTPServerError {
         HTTPServerError(message: String(cString: strerror(errno)))

@@ -23,7 +23,13 @@ final class WorkerLoad: Sendable {
     /// worker's remainder, and the descriptors of that worker's connections may fill a run of them.
     static let steeringTries = 64
 
+    /// How far above an accepted descriptor the steering search may start (`nextDescriptor`): the kernel's table
+    /// of descriptors grows to the highest one in use.
+    static let searchSpan: Int32 = 1 << 16
+
     private let slots: [Slot]
+    /// Where `steer` looks first: past the last descriptor it made.
+    private let nextDescriptor = Atomic<Int32>(0)
 
     init(workers: Int) {
         slots = (0..<max(1, workers)).map { _ in Slot() }
@@ -44,33 +50,54 @@ final class WorkerLoad: Sendable {
         return handler()
     }
 
-    /// A worker that is not stuck, when the one `socket` would go to is and another is not.
+    /// When the worker `socket` would go to is stuck, the worker whose current handler has run the least (an idle
+    /// one first), if that is less than the stuck one's: a worker busy for a while with a large request is a better
+    /// place than one waiting seconds for a lock.
     func freeWorker(insteadOf socket: Int32) -> Int? {
         guard slots.count > 1 else { return nil }
         let target = worker(of: socket)
         let now = HeaderDeadlines.now()
-        guard isStuck(target, now: now) else { return nil }
-        return (1..<slots.count).lazy.map { (target + $0) % self.slots.count }.first { !self.isStuck($0, now: now) }
+        let stuckFor = busyTime(of: target, now: now)
+        guard stuckFor > Self.stuckAfter else { return nil }
+        var best: (worker: Int, busy: UInt64)?
+        for worker in slots.indices where worker != target {
+            let busy = busyTime(of: worker, now: now)
+            if busy < best?.busy ?? .max { best = (worker, busy) }
+        }
+        guard let best, best.busy < stuckFor else { return nil }
+        return best.worker
     }
 
-    private func isStuck(_ worker: Int, now: UInt64) -> Bool {
+    /// Nanoseconds the worker's current handler has run (0 between handlers).
+    private func busyTime(of worker: Int, now: UInt64) -> UInt64 {
         let since = slots[worker].since.load(ordering: .relaxed)
-        return since != 0 && now > since && now - since > Self.stuckAfter
+        return since != 0 && now > since ? now - since : 0
     }
 
-    /// `socket`, or a duplicate of it (the original closed) that libmicrohttpd will place on a worker that is not
-    /// stuck, when its own worker is stuck. Descriptors are duplicated upwards (`F_DUPFD_CLOEXEC` takes the lowest
+    /// `socket`, or a duplicate of it (the original closed) that libmicrohttpd will place on a better worker
+    /// (`freeWorker`), when its own is stuck. Descriptors are duplicated upwards (`F_DUPFD_CLOEXEC` takes the lowest
     /// free one from a bound) until one falls to the chosen worker; a few tries, then the socket stays as it is.
+    ///
+    /// The search starts past the last descriptor it made (`nextDescriptor`): the lowest free descriptors go to new
+    /// connections, and each steered one leaves a free descriptor of the stuck worker behind, so a search from the
+    /// accepted descriptor would step over them one try at a time. Only the accepting thread steers.
     func steer(_ socket: Int32) -> Int32 {
         guard let worker = freeWorker(insteadOf: socket) else { return socket }
         var misses: [Int32] = []
         defer { for miss in misses { close(miss) } }
-        var bound = socket + 1
+        let hint = nextDescriptor.load(ordering: .relaxed)
+        var bound = hint > socket && hint - socket < Self.searchSpan ? hint : socket + 1
         for _ in 0..<Self.steeringTries {
             let offset = (worker - Int(bound) % slots.count + slots.count) % slots.count
             let duplicate = fcntl(socket, F_DUPFD_CLOEXEC, bound + Int32(offset))
-            guard duplicate >= 0 else { break }
+            guard duplicate >= 0 else {
+                // Past the descriptor limit: once more from just above the accepted descriptor.
+                guard bound > socket + 1 else { break }
+                bound = socket + 1
+                continue
+            }
             if self.worker(of: duplicate) == worker {
+                nextDescriptor.store(duplicate + 1, ordering: .relaxed)
                 close(socket)
                 return duplicate
             }
