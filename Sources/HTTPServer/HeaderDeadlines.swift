@@ -26,6 +26,9 @@ final class HeaderDeadlines: @unchecked Sendable {
         let targetLength = Atomic<Int>(-1)
         /// The query as sent (after `?`) of the last request that had one, before libmicrohttpd decoded it in place.
         let rawQuery = Mutex<String?>(nil)
+        /// The `waitingSince` during which the client was last seen gone (0: not seen), by `shutDownLateConnections`
+        /// only.
+        let seenGoneWhileWaitingSince = Atomic<UInt64>(0)
 
         init(socket: Int32, now: UInt64) {
             self.socket = socket
@@ -80,26 +83,39 @@ final class HeaderDeadlines: @unchecked Sendable {
     ///
     /// A client that sends the last bytes of an unfinished request and closes at once (both in one segment) leaves
     /// libmicrohttpd's edge-triggered epoll one event, on which it reads the bytes but not the end of the stream: the
-    /// connection would be held, half-closed, until its deadline. `poll` tells such a peer (`POLLRDHUP`).
+    /// connection would be held, half-closed, until its deadline. `poll` tells such a peer (`POLLRDHUP`); it is let
+    /// go when, at two looks in a row while the same request is awaited, it is gone with nothing left unread (bytes
+    /// unread are libmicrohttpd's to read, perhaps a whole request whose answer the client still waits for).
     private func shutDownLateConnections() {
         let now = Self.now()
         clocks.withLock { clocks in
-            var waiting: [(clock: Clock, late: Bool)] = []
+            var waiting: [(clock: Clock, since: UInt64)] = []
             for clock in clocks.values {
                 let since = clock.waitingSince.load(ordering: .relaxed)
-                guard since != 0 else { continue }
-                waiting.append((clock, now > since && now - since > timeout))
+                if since != 0 { waiting.append((clock, since)) }
             }
             guard !waiting.isEmpty else { return }
             var descriptors = waiting.map { pollfd(fd: $0.clock.socket, events: Self.peerClosed, revents: 0) }
             if poll(&descriptors, nfds_t(descriptors.count), 0) < 0 { descriptors = [] }
-            for (index, entry) in waiting.enumerated() {
-                let gone = index < descriptors.count && descriptors[index].revents & Self.peerClosed != 0
-                guard entry.late || gone else { continue }
-                entry.clock.waitingSince.store(0, ordering: .relaxed)
-                shutdown(entry.clock.socket, Int32(SHUT_RDWR))
+            for (index, (clock, since)) in waiting.enumerated() {
+                var letGo = now > since && now - since > timeout
+                if !letGo, index < descriptors.count, descriptors[index].revents & Self.peerClosed != 0,
+                    !Self.hasUnreadBytes(clock.socket)
+                {
+                    letGo = clock.seenGoneWhileWaitingSince.exchange(since, ordering: .relaxed) == since
+                } else {
+                    clock.seenGoneWhileWaitingSince.store(0, ordering: .relaxed)
+                }
+                guard letGo else { continue }
+                clock.waitingSince.store(0, ordering: .relaxed)
+                shutdown(clock.socket, Int32(SHUT_RDWR))
             }
         }
+    }
+
+    private static func hasUnreadBytes(_ socket: Int32) -> Bool {
+        var byte: UInt8 = 0
+        return recv(socket, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) > 0
     }
 
     /// `POLLRDHUP | POLLHUP`: the peer closed its side (or the whole connection). `POLLRDHUP` (Linux's 0x2000) is a

@@ -352,6 +352,41 @@ struct HTTPServerTests {
         }
     }
 
+    /// A client that sends a whole request and closes its side is answered, even when its worker reads the request
+    /// only seconds later: unread bytes are not a client gone.
+    @Test func aWholeRequestThenAHalfCloseIsAnsweredEvenWhenReadLate() throws {
+        let responder = TestResponder()
+        let server = HTTPServer(
+            configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 1), responder: responder)
+        try server.start()
+        defer { server.stop() }
+        let client = TestHTTPClient(port: try #require(server.port), timeout: 10)
+        // A connection the worker knows (a first request answered), idle when the worker gets stuck.
+        let socket = try client.connect()
+        defer { close(socket) }
+        try client.send(Array("GET /echo/first HTTP/1.1\r\nHost: x\r\n\r\n".utf8), on: socket)
+        var first: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while !String(decoding: first, as: UTF8.self).contains("body=0") {
+            let count = recv(socket, &buffer, buffer.count, 0)
+            guard count > 0 else { break }
+            first += buffer[0..<count]
+        }
+        #expect(String(decoding: first, as: UTF8.self).hasPrefix("HTTP/1.1 200"))
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            _ = try? client.request("GET", "/block")
+            done.signal()
+        }
+        #expect(responder.blocked.wait(timeout: .now() + 10) == .success)
+        try client.send(Array("GET /echo/late HTTP/1.1\r\nHost: x\r\n\r\n".utf8), on: socket)
+        shutdown(socket, Int32(SHUT_WR))
+        usleep(2_500_000)  // two looks at the connections, and more
+        responder.unblock.signal()
+        #expect(String(decoding: client.receiveAll(on: socket), as: UTF8.self).contains("echo|late"))
+        #expect(done.wait(timeout: .now() + 10) == .success)
+    }
+
     @Test func suspendedRequestIsAnsweredWhenResumedFromAnotherThread() throws {
         try withServer { server, responder, client in
             let result = Mutex<TestResponse?>(nil)
