@@ -304,7 +304,7 @@ public final class ControllerRegistry: Sendable {
     /// 404 `no-such-entity` for content naming an object of an entity the model does not have, 404 `undefined-key`
     /// for a content key path that names a key its objects do not have (a key path bound in Cocoa raises
     /// `valueForUndefinedKey:`), and for an object controller 400 `bad-binding` when the key path reaches a to-many
-    /// relationship or ends in an attribute (its content is one object, or a selection's objects). The key path is
+    /// relationship or an attribute (its content is one object, or a selection's objects). The key path is
     /// followed through relationships; what comes after a key that is not one (an attribute, a derived key, a
     /// collection operator) is left to the key path's evaluation.
     static func checkContentKeyPath(

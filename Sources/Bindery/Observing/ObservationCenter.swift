@@ -663,7 +663,8 @@ public final class ObservationCenter: @unchecked Sendable {
                 try view.value(forKeyPath: entry.keyPath, of: entry.object, noting: &noted).json
             }
             values[entry.observerID] = read?.value ?? .null
-            reads[entry.observerID] = read == nil ? nil : noted
+            // `updateValue`: a failed read's nil is kept as a value (the subscript would drop the key instead).
+            reads.updateValue(read == nil ? nil : noted, forKey: entry.observerID)
         }
         guard !values.isEmpty else { return }
         keyPathReads.add(values.count, ordering: .relaxed)

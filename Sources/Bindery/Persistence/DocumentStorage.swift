@@ -32,8 +32,8 @@ final class DocumentStorage: Sendable {
     private let locks: [OwnedFileDescriptor]
     private let snapshots = DispatchQueue(label: "bindery.snapshots")
     /// Looks at the journal's segment and the newest snapshot every second (`checkFiles`), so that one removed while
-    /// no change comes is recovered within a second, not at the next change. `nonisolated(unsafe)`: a dispatch source may be
-    /// used from any thread.
+    /// no change comes is recovered within a second, not at the next change. `nonisolated(unsafe)`: a dispatch
+    /// source may be used from any thread.
     nonisolated(unsafe) private let segmentWatch: any DispatchSourceTimer
     private let progress: Mutex<Progress>
 
