@@ -62,8 +62,10 @@ extension BinderyService {
     ) throws -> (objects: [PropertyListValue], count: Int, seq: Int64) {
         try document.store.read { view throws -> ([PropertyListValue], Int, Int64) in
             // The client's key paths (filter, sort keys, projected keys) are evaluated on every object: one that fans
-            // out is refused at its first object rather than paid for on each (`KeyPathAllowance`).
+            // out is refused at its first object rather than paid for on each, and all of them together are bounded
+            // (`KeyPathAllowance`).
             try KeyPathAllowance.withLimit(
+                total: KeyPathAllowance.listingTotal(objectCount: view.objectCount),
                 perEvaluation: KeyPathAllowance.perEvaluation(objectCount: view.objectCount), cachingDerivedValues: true
             ) {
                 if let keys { try view.checkKeys(keys, of: entity) }

@@ -50,6 +50,21 @@ struct CollectionOperatorTests {
         #expect(try store.json("totalAge", of: "Group/g") == 105)
     }
 
+    /// A to-many's `@count` is its length: it takes none of a run's allowance of to-many values (a listing sorted
+    /// by `department.employees.@count` counts each employee's department, however large), while the same to-many
+    /// read whole does; from a collection, `@count` counts the collection (Cocoa).
+    @Test func countOfAToManyTakesNoAllowance() throws {
+        let store = try store()
+        let counted = try KeyPathAllowance.withLimit(total: 2, perEvaluation: 2) {
+            try store.json("people.@count", of: "Group/g")
+        }
+        #expect(counted.value == 3 && counted.used == 0)
+        expectError("bad-key-path", status: 400) {
+            _ = try KeyPathAllowance.withLimit(total: 2, perEvaluation: 2) { try store.json("people", of: "Group/g") }
+        }
+        #expect(try store.json("groups.people.@count", of: "Company/c") == 3)
+    }
+
     @Test func emptyCollections() throws {
         let store = try store()
         #expect(try store.json("people.@sum.age", of: "Group/empty") == 0)

@@ -22,11 +22,21 @@ extension GraphState {
         throws(ObjectGraphError) -> KeyPathNode
     {
         var current = node
-        for step in steps {
+        for (index, step) in steps.enumerated() {
             switch step {
             case .this:
                 continue
             case .key(let lookup):
+                // A to-many's `@count` straight after it is its length: no collection is made, and none of the run's
+                // allowance is taken (`sort=department.employees.@count` over many objects costs a count each).
+                if index + 1 == steps.count - 1, case .collectionOperator(.count, let rest) = steps[index + 1],
+                    rest.isEmpty, case .object(let handle) = current,
+                    case .relationship(let slot)? = lookup.properties[handle.entity],
+                    relationship(handle, slot).isToMany
+                {
+                    noteRead(of: handle, evaluation: &evaluation)
+                    return .value(.integer(Int64(toManyRows(handle, relationship(handle, slot)).count)))
+                }
                 current = try value(of: lookup, on: current, evaluation: &evaluation)
             case .collectionOperator(let op, let rest):
                 return try apply(op, rest: rest, to: current, evaluation: &evaluation)
@@ -75,11 +85,7 @@ extension GraphState {
         throws(ObjectGraphError)
         -> KeyPathNode
     {
-        if evaluation.tracksVersions {
-            let version = evaluation.uncommitted.contains(handle) ? .max : tables[handle.entity].versions[handle.row]
-            evaluation.newestVersion = max(evaluation.newestVersion, version)
-        }
-        evaluation.reads?.append(handle.key)
+        noteRead(of: handle, evaluation: &evaluation)
         switch property {
         case .attribute(let slot):
             return .value(attribute(handle, slot))
@@ -118,6 +124,15 @@ extension GraphState {
             allowance.derivedValues?[key] = value
             return value
         }
+    }
+
+    /// A property of `handle` is read: its version (when tracked) and the read (when noted).
+    private func noteRead(of handle: ObjectHandle, evaluation: inout KeyPathEvaluation) {
+        if evaluation.tracksVersions {
+            let version = evaluation.uncommitted.contains(handle) ? .max : tables[handle.entity].versions[handle.row]
+            evaluation.newestVersion = max(evaluation.newestVersion, version)
+        }
+        evaluation.reads?.append(handle.key)
     }
 
     // MARK: Collection operators

@@ -37,6 +37,16 @@ public final class KeyPathAllowance: @unchecked Sendable {
         min(GraphState.maximumValues, max(100_000, 2 * objectCount))
     }
 
+    /// What all the evaluations of one listing (its filter, sort keys and projected keys over every object) may
+    /// produce together in a store of `objectCount` objects: fifty per stored object, at least 10,000,000. Each
+    /// evaluation is bounded by `perEvaluation`, but a key path that goes up a to-one and down a large to-many from
+    /// every object (`ANY department.employees.lastName` with 16,000 employees in one department: 256,000,000
+    /// values, 19 s under the store's lock) multiplies it by the objects; this stops such a listing within about a
+    /// second at its first 10,000,000 (a few seconds in a store of millions).
+    public static func listingTotal(objectCount: Int) -> Int {
+        max(10_000_000, 50 * objectCount)
+    }
+
     /// Runs `body` with this allowance for all its evaluations (nested runs draw on the innermost one only); answers
     /// its result and the to-many elements its evaluations produced. `cachingDerivedValues` only where the store
     /// does not change during `body` (one read).
