@@ -18,7 +18,8 @@ struct JournalTests {
     private func journal(_ policy: FsyncPolicy, rolledBack: RollBacks = RollBacks()) throws -> Journal {
         Journal(
             directory: DataDirectory(path: NSTemporaryDirectory()), policy: policy,
-            file: try FileIO.open("/dev/full", O_WRONLY), firstSeq: 1, size: 0, seq: 0, recordsSinceSnapshot: 0,
+            file: try FileIO.open("/dev/full", O_WRONLY), firstSeq: 1, size: 0, seq: 0, snapshotSeq: nil,
+            recordsSinceSnapshot: 0,
             snapshotRecords: 1_000, snapshotBytes: 1 << 20, deliver: { _ in },
             rollBack: { [rolledBack] in rolledBack.count.withLock { $0 += 1 } })
     }
@@ -75,7 +76,8 @@ struct JournalTests {
         let journal = Journal(
             directory: DataDirectory(path: NSTemporaryDirectory()), policy: policy,
             file: try FileIO.open(path, O_WRONLY | O_CREAT | O_APPEND), firstSeq: 1, size: 0, seq: 0,
-            recordsSinceSnapshot: 0, snapshotRecords: 1_000, snapshotBytes: 1 << 20, deliver: { _ in },
+            snapshotSeq: nil, recordsSinceSnapshot: 0, snapshotRecords: 1_000, snapshotBytes: 1 << 20,
+            deliver: { _ in },
             rollBack: { [rollBacks] in rollBacks.count.withLock { $0 += 1 } },
             syncFile: { fd in failing.load(ordering: .relaxed) ? EIO : FileIO.sync(fd) })
         defer { journal.close() }

@@ -137,7 +137,7 @@ final class DocumentStorage: Sendable {
         }
         journal = Journal(
             directory: directory, policy: options.fsync, file: file, firstSeq: firstSeq, size: size, seq: store.seq,
-            recordsSinceSnapshot: replayed, snapshotRecords: options.snapshotRecords,
+            snapshotSeq: snapshotSeq, recordsSinceSnapshot: replayed, snapshotRecords: options.snapshotRecords,
             snapshotBytes: options.snapshotBytes, deliver: { store.deliverCommitted(through: $0) },
             rollBack: { [rolledBack] in
                 Self.reload(store, from: directory, report: report)
@@ -450,6 +450,10 @@ final class DocumentStorage: Sendable {
         _ store: ObjectStore, markSaved: Bool, recovering: Bool = false
     ) throws(ObjectGraphError) -> Int64 {
         var seq = progress.withLock { $0.snapshotSeq }
+        // The newest snapshot removed by hand (before the look every second found it) is written again, as for a
+        // removed segment: `save` links `saved.bin` to it, and the journal needs it.
+        let recovering =
+            recovering || (access(directory.file(DataDirectory.snapshotName(seq)), F_OK) != 0 && errno == ENOENT)
         if store.seq != seq || recovering {
             let journal = journal
             let directory = directory

@@ -90,15 +90,20 @@ final class Journal: Sendable {
         var rollingBack = false
         /// Whether the store was rolled back since the journal failed (once is enough: every later commit is refused).
         var rolledBack = false
-        /// Whether the current segment was removed from the directory: what was written since the last snapshot is
-        /// durable again only once a snapshot is (`rotate` leaves the segment, `snapshotWritten` counts it durable).
+        /// Whether the current segment, or the snapshot the segments follow, was removed from the directory: what was
+        /// written since the last snapshot is durable again only once a snapshot is (`rotate` leaves the segment,
+        /// `snapshotWritten` counts it durable).
         var segmentLost = false
+        /// The newest durable snapshot, which the segments follow: without it no start can read them (nil: none
+        /// to watch).
+        var snapshotPath: String?
     }
 
-    /// Continues the segment `file` (`size` bytes long, first seq `firstSeq`), whose records end at `seq`.
+    /// Continues the segment `file` (`size` bytes long, first seq `firstSeq`), whose records end at `seq` and follow
+    /// the snapshot of `snapshotSeq` (nil: none to watch).
     init(
         directory: DataDirectory, policy: FsyncPolicy, file: OwnedFileDescriptor, firstSeq: Int64, size: Int,
-        seq: Int64, recordsSinceSnapshot: Int, snapshotRecords: Int, snapshotBytes: Int,
+        seq: Int64, snapshotSeq: Int64?, recordsSinceSnapshot: Int, snapshotRecords: Int, snapshotBytes: Int,
         deliver: @escaping @Sendable (_ durableSeq: Int64) -> Void, rollBack: @escaping @Sendable () -> Void,
         syncFile: @escaping @Sendable (Int32) -> Int32? = FileIO.sync
     ) {
@@ -110,7 +115,9 @@ final class Journal: Sendable {
         self.snapshotBytes = snapshotBytes
         self.deliver = deliver
         self.rollBack = rollBack
-        var initial = State(lifecycle: .open(file, firstSeq: firstSeq), size: size, writtenSeq: seq, durableSeq: seq)
+        var initial = State(
+            lifecycle: .open(file, firstSeq: firstSeq), size: size, writtenSeq: seq, durableSeq: seq,
+            snapshotPath: snapshotSeq.map { directory.file(DataDirectory.snapshotName($0)) })
         initial.recordsSinceSnapshot = recordsSinceSnapshot
         initial.bytesSinceSnapshot = size
         state = Mutex(initial)
@@ -180,13 +187,13 @@ final class Journal: Sendable {
     /// (so that a restart does not replay a change that was refused); a failed cut or flush also puts the journal in
     /// the `failed` state.
     private func writeQueued(sync: Bool) throws(ObjectGraphError) {
-        let (records, file, size) = try state.withLock {
+        let (records, file, size, snapshotPath) = try state.withLock {
             (state: inout State) throws(ObjectGraphError) -> (
-                [(record: ChangeRecord, encoded: [UInt8]?)], OwnedFileDescriptor, Int
+                [(record: ChangeRecord, encoded: [UInt8]?)], OwnedFileDescriptor, Int, String?
             ) in
             state.flusherWoken = false
             let file = try Self.openFile(state)
-            return (state.queued.takeAll(), file, state.size)
+            return (state.queued.takeAll(), file, state.size, state.snapshotPath)
         }
         var frames: [UInt8] = []
         if !records.isEmpty {
@@ -211,7 +218,17 @@ final class Journal: Sendable {
             // Best effort: the journal fails either way, and what a failed flush left on the disk is unknown.
             _ = ftruncate(file.fd, off_t(size))
         }
-        let lost = countsLinks && failure == nil && (needsSync || !frames.isEmpty) && Self.linkCount(of: file) == 0
+        // Before anything is acknowledged: the segment still linked, and the snapshot it follows still there (one
+        // `access` per flush; a removed one is written again, as a removed segment is recovered).
+        var removed: String?
+        if failure == nil, needsSync || !frames.isEmpty {
+            if countsLinks, Self.linkCount(of: file) == 0 {
+                removed = file.path
+            } else if let snapshotPath, access(snapshotPath, F_OK) != 0, errno == ENOENT {
+                removed = snapshotPath
+            }
+        }
+        let lost = removed != nil
         state.withLock { state in
             if let failure {
                 state.lifecycle = .failed(failure)
@@ -233,7 +250,7 @@ final class Journal: Sendable {
             }
         }
         if let failure { throw Self.refusal(failure) }
-        if lost { throw Self.segmentLost(file.path) }
+        if let removed { throw Self.segmentLost(removed) }
     }
 
     private static let segmentLostCode = "journal-segment-removed"
@@ -241,8 +258,8 @@ final class Journal: Sendable {
     private static func segmentLost(_ path: String) -> ObjectGraphError {
         ObjectGraphError(
             status: 503, code: segmentLostCode,
-            message: "The journal segment \(path) was removed while in use; a snapshot is being written to recover "
-                + "it, and changes are refused until it is.")
+            message: "\(path), which the journal needs, was removed while in use; a snapshot is being written to "
+                + "recover what it held, and changes are refused until it is.")
     }
 
     /// Looks whether the data directory is still in place (else the journal fails) and whether the current segment
@@ -284,9 +301,11 @@ final class Journal: Sendable {
         fail(error)
     }
 
-    /// The snapshot of `seq` is durable: so is every record through `seq` (those of a removed segment too).
+    /// The snapshot of `seq` is durable: so is every record through `seq` (those of a removed segment too), and the
+    /// segments follow it.
     func snapshotWritten(through seq: Int64) {
         state.withLock { state in
+            state.snapshotPath = directory.file(DataDirectory.snapshotName(seq))
             guard case .open = state.lifecycle, state.durableSeq < seq else { return }
             state.writtenSeq = max(state.writtenSeq, seq)
             state.durableSeq = seq
