@@ -100,6 +100,26 @@ struct JournalTests {
         #expect(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int == durableSize)
     }
 
+    /// The snapshot the segments follow is gone: a change is refused (the snapshot that recovers is the journal's
+    /// to write), and its frame is cut back off the segment, which a start still reads: a refused change left there
+    /// would come back, or meet the next change given its seq.
+    @Test(arguments: [FsyncPolicy.always, .never])
+    func aMissingSnapshotRefusesTheChangeAndCutsItOff(_ policy: FsyncPolicy) throws {
+        let directory = NSTemporaryDirectory() + "bindery-journal-\(UUID())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/journal.log"
+        let journal = Journal(
+            directory: DataDirectory(path: directory), policy: policy,
+            file: try FileIO.open(path, O_WRONLY | O_CREAT | O_APPEND), firstSeq: 1, size: 0, seq: 0,
+            snapshotSeq: 0, recordsSinceSnapshot: 0, snapshotRecords: 1_000, snapshotBytes: 1 << 20,
+            deliver: { _ in }, rollBack: {})
+        defer { journal.close() }
+        let refused = #expect(throws: ObjectGraphError.self) { try journal.append(record(1)) }
+        #expect(refused?.code == "journal-segment-removed")
+        #expect(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int == 0)
+    }
+
     @Test(arguments: [FsyncPolicy.always, .never])
     func inlineWriteFailureFailsTheTransaction(_ policy: FsyncPolicy) throws {
         let journal = try journal(policy)

@@ -224,21 +224,20 @@ final class Journal: Sendable {
         if failure == nil, needsSync || !frames.isEmpty {
             if countsLinks, Self.linkCount(of: file) == 0 {
                 removed = file.path
-            } else if let snapshotPath, access(snapshotPath, F_OK) != 0, errno == ENOENT {
-                removed = snapshotPath
+            } else {
+                removed = missingSnapshot(snapshotPath)
             }
         }
-        let lost = removed != nil
-        state.withLock { state in
+        let discarded = state.withLock { state -> Bool in
             if let failure {
                 state.lifecycle = .failed(failure)
                 hasFailed.store(true, ordering: .releasing)
-                return
+                return false
             }
-            if lost || state.segmentLost {
+            if removed != nil || state.segmentLost {
                 // What is in the removed file is nowhere: it becomes durable with the snapshot that recovers it.
                 state.segmentLost = true
-                return
+                return true
             }
             state.size += frames.count
             state.recordsSinceSnapshot += records.count
@@ -248,9 +247,28 @@ final class Journal: Sendable {
                 state.durableSeq = state.writtenSeq
                 publishedDurableSeq.store(state.durableSeq, ordering: .releasing)
             }
+            return false
+        }
+        // The frames are cut back off: when only the snapshot went, the segment is still read at a start, and must
+        // hold no change that was refused (`always`, `never`) or that the recovering snapshot makes durable instead.
+        if discarded, !frames.isEmpty, ftruncate(file.fd, off_t(size)) != 0 {
+            fail(FileIO.error("ftruncate", file.path))
         }
         if let failure { throw Self.refusal(failure) }
         if let removed { throw Self.segmentLost(removed) }
+    }
+
+    /// The snapshot the segments follow when it is not in the directory. `path` is the one noted when the flush
+    /// began: a snapshot written meanwhile replaces it, and the old one is removed only once the new one is noted,
+    /// so a missing `path` is taken for removed only while it is still the one noted.
+    private func missingSnapshot(_ path: String?) -> String? {
+        var path = path
+        while let current = path, access(current, F_OK) != 0, errno == ENOENT {
+            let noted = state.withLock { $0.snapshotPath }
+            if noted == current { return current }
+            path = noted
+        }
+        return nil
     }
 
     private static let segmentLostCode = "journal-segment-removed"
