@@ -157,15 +157,19 @@ extension BinderyService {
         }
     }
 
-    /// `POST /controllers/{name}/{word}` is where actions go: a word that is not an action and that the controller
-    /// cannot read either is an action it does not have (404 `not-found` listing its actions, as for another kind's
-    /// action), where a key it reads (`arrangedObjects`) is 405 with `Allow`. Nil for every other request.
-    static func unknownAction(_ method: String, segments: [String], _ controllers: ControllerRegistry) -> (any Error)? {
-        guard method == "POST", segments.count == 3, segments[0] == "controllers" else { return nil }
+    /// A request that no route takes on `/controllers/{name}/{word}` (a `POST`, `PUT` or `DELETE`), where `word` is
+    /// not a key the controller reads either: there is nothing there, as a `GET` says (404 `undefined-key`; for a
+    /// `POST`, where actions go, an action it does not have: 404 `not-found` listing its actions, as for another
+    /// kind's action), where a key it reads (`arrangedObjects`) is 405 with `Allow`. Nil for every other request.
+    static func missingControllerKey(
+        _ method: String, segments: [String], _ controllers: ControllerRegistry
+    ) -> (any Error)? {
+        guard method != "GET", method != "HEAD", segments.count == 3, segments[0] == "controllers" else { return nil }
         do {
             _ = try controllers.valueAndSeq(forKeyPath: segments[2], controller: segments[1])
             return nil
         } catch let error as ObjectGraphError where error.code == "undefined-key" {
+            guard method == "POST" else { return error }
             do {
                 try controllers.perform(segments[2], controller: segments[1])
                 return nil

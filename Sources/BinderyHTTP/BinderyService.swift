@@ -161,8 +161,8 @@ public final class BinderyService: HTTPResponder {
                 return .response(Self.errorResponse(error))
             }
         case .methodNotAllowed(let allowed):
-            if let unknownAction = Self.unknownAction(request.method, segments: segments, controllers) {
-                return .response(Self.errorResponse(unknownAction))
+            if let missing = Self.missingControllerKey(request.method, segments: segments, controllers) {
+                return .response(Self.errorResponse(missing))
             }
             return .response(.error(.methodNotAllowed(request.method, allowed: allowed)))
         case .notFound:

@@ -35,7 +35,9 @@ extension ControllerRegistry {
             if controller is TreeController {
                 throw ObjectGraphError.undefinedKey("selectionIndexes", entity: "Controller \(name)")
             }
-            if controller is ObjectController, indexes.contains(0) == controller.selectedObjects.isEmpty {
+            if controller is ObjectController,
+                Set(indexes.filter { $0 < controller.content.count }) != Set(controller.selectedObjects.indices)
+            {
                 throw Self.fixedSelection("selectionIndexes")
             }
         }
@@ -247,7 +249,7 @@ extension ControllerRegistry {
             // its masters. A value of another type is kept, as an editor holds text its formatter has not accepted.
             try context.view.model.checkSettable(keyPath, on: first.entity)
             _ = try context.view.value(forKeyPath: keyPath, of: first)
-            if let reserved = value.reservedKey(allowingReferences: true) {
+            if let reserved = value.reservedKey(allowingReferences: true, isReference: ObjectID.isReference) {
                 throw ObjectGraphError.typeMismatch(
                     keyPath, of: nil, "\(keyPath) may not hold a dictionary key \"\(reserved)\" starting with $.")
             }

@@ -334,15 +334,21 @@ public final class ControllerRegistry: Sendable {
         if let last = keys.last, last.hasPrefix("@"), last != "@count" {
             throw ObjectGraphError.operatorWithoutKeyPath(last, in: keyPath)
         }
-        for key in keys {
+        // For an object controller a derived key is followed through its own key path (`departmentName` is
+        // `department.name`, an attribute); the model has no cycles of derived keys, and the steps are bounded anyway.
+        var pending = keys[...]
+        var steps = 0
+        while let key = pending.popFirst(), steps < 1_000 {
+            steps += 1
             guard let name = entity, let description = model.entity(named: name), !key.hasPrefix("@") else { return }
             if let relationship = description.relationship(named: key) {
                 if kind == .object, relationship.isToMany { throw notOneObject("reaches the to-many \(key)") }
                 entity = relationship.destination
+            } else if let derived = description.derivedKeys.first(where: { $0.name == key }) {
+                guard kind == .object else { return }
+                pending = derived.keyPath.split(separator: ".").map(String.init) + pending
             } else if description.hasKey(key) {
-                if kind == .object, description.attribute(named: key) != nil {
-                    throw notOneObject("reaches the attribute \(key)")
-                }
+                if kind == .object { throw notOneObject("reaches the attribute \(key)") }
                 return
             } else {
                 throw ObjectGraphError.undefinedKey(key, entity: name)

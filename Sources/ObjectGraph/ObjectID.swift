@@ -10,6 +10,11 @@ public struct ObjectID: Hashable, Sendable, Comparable, CustomStringConvertible 
         self.id = id
     }
 
+    /// Whether `text` is a reference `Entity/id` (`init(reference:)` takes it).
+    public static func isReference(_ text: String) -> Bool {
+        ObjectID(reference: text) != nil
+    }
+
     /// Parses `Entity/id`; nil unless both parts are present and the id is well formed.
     public init?(reference: String) {
         guard let slash = reference.firstIndex(of: "/") else { return nil }

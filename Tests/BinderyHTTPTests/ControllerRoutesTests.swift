@@ -283,6 +283,10 @@ struct ControllerRoutesTests {
             let fly = try client.request("POST", "/controllers/employees/fly")
             #expect(fly.status == 404 && fly.errorCode == "not-found")
             #expect(fly.json?["error"]?["allowed"]?.arrayValue?.contains("add") == true)
+            // Nor any other write to a word that is not a key: there is nothing there, as a GET says.
+            for method in ["PUT", "DELETE"] {
+                #expect(try client.request(method, "/controllers/employees/fly").errorCode == "undefined-key")
+            }
             // No such action, but a key of the controller, which only GET reads.
             for key in ["arrangedObjects", "selectedObjects", "canAdd"] {
                 let post = try client.request("POST", "/controllers/employees/\(key)")

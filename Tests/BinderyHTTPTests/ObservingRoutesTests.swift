@@ -587,6 +587,13 @@ struct ObservingRoutesTests {
             )
             #expect(reference.status == 201)
             // NSNotification's userInfo is a dictionary (or nil).
+            // A malformed reference is no reference: its `$ref` is a reserved key (API.md §1).
+            for body in [
+                #"{"name": "T", "object": {"$ref": "garbage"}}"#,
+                #"{"name": "T", "userInfo": {"r": {"$ref": "E/a b"}}}"#,
+            ] {
+                #expect(try client.request("POST", "/notifications", json: body).status == 422, "\(body)")
+            }
             for userInfo in ["[1]", "\"text\"", "5", #"{"$ref": "Employee/1"}"#] {
                 let refused = try client.request(
                     "POST", "/notifications", json: #"{"name": "X", "userInfo": \#(userInfo)}"#)

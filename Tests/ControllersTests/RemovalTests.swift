@@ -274,7 +274,11 @@ struct ObjectControllerRemovalTests {
     @Test func create_contentThatCannotBeAnObject_refused() throws {
         let h = try Harness()
         try h.employees()
-        for content in ["Department/1.employees", "@e.selection.directReports", "Employee/ann.lastName"] {
+        for content in [
+            "Department/1.employees", "@e.selection.directReports", "Employee/ann.lastName",
+            // Derived keys, followed through their own key paths: an attribute, a to-many's count.
+            "Employee/ann.departmentName", "Department/1.headcount", "@e.selection.departmentName",
+        ] {
             let error = expectError("bad-binding", status: 400) {
                 try h.make(["name": "o", "kind": "object", "content": .string(content)])
             }
@@ -301,5 +305,15 @@ struct ObjectControllerRemovalTests {
         }
         try h.registry.setSelectedObjects([ObjectID(entity: "Employee", id: "cy")], controller: "o")
         #expect(try h.value("selection.lastName", of: "o") == "Cole")
+        // Bound to a selection of two, it holds both: selecting one of them is a change too.
+        try h.employees()
+        try h.select([0, 1])
+        try h.make(["name": "both", "kind": "object", "content": "@e.selection"])
+        let error = expectError("validation-failed", status: 422) {
+            try h.registry.setSelectionIndexes([0], controller: "both")
+        }
+        #expect(error?.fields["keyPath"] == "selectionIndexes")
+        try h.registry.setSelectionIndexes([1, 0], controller: "both")
+        #expect(try h.value("selection.lastName", of: "both") == ["$marker": "MultipleValues"])
     }
 }

@@ -1001,9 +1001,11 @@ public final class ObservationCenter: @unchecked Sendable {
             }
         }
         for (field, value) in [("object", object), ("userInfo", userInfo)] {
-            if let reserved = value.reservedKey(allowingReferences: true) {
+            if let reserved = value.reservedKey(allowingReferences: true, isReference: ObjectID.isReference) {
                 throw ObjectGraphError.typeMismatch(
-                    field, of: nil, "\(field) may not hold a dictionary key \"\(reserved)\" starting with $.")
+                    field, of: nil,
+                    "\(field) may not hold a dictionary key \"\(reserved)\" starting with $ (a reference is "
+                        + "{\"$ref\": \"Entity/id\"}).")
             }
         }
         if postingStyle == .now {
