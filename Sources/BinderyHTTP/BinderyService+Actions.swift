@@ -62,7 +62,7 @@ extension BinderyService {
                 fields["object"] = .dictionary(object)
                 checked = .dictionary(fields)
             }
-            if let reserved = checked.reservedKey(allowingReferences: true, isReference: ObjectID.isReference) {
+            if let reserved = checked.reservedKey(allowingReferences: ObjectID.isReference) {
                 throw APIError(
                     status: 422, code: "type-mismatch",
                     message: "sender may not hold a dictionary key \"\(reserved)\" starting with $.",

@@ -249,7 +249,7 @@ extension ControllerRegistry {
             // its masters. A value of another type is kept, as an editor holds text its formatter has not accepted.
             try context.view.model.checkSettable(keyPath, on: first.entity)
             _ = try context.view.value(forKeyPath: keyPath, of: first)
-            if let reserved = value.reservedKey(allowingReferences: true, isReference: ObjectID.isReference) {
+            if let reserved = value.reservedKey(allowingReferences: ObjectID.isReference) {
                 throw ObjectGraphError.typeMismatch(
                     keyPath, of: nil, "\(keyPath) may not hold a dictionary key \"\(reserved)\" starting with $.")
             }

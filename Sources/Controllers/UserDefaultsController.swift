@@ -204,7 +204,7 @@ public final class UserDefaultsController: Sendable {
     /// Why `key` cannot name a default or `value` cannot be one, or nil when both can.
     static func problem(key: String, value: PropertyListValue) -> String? {
         if key.isEmpty || key.hasPrefix("$") { return "\"\(key)\" cannot name a default." }
-        if let reserved = value.reservedKey(allowingReferences: false) {
+        if let reserved = value.reservedKey() {
             return "\(key) may not hold a dictionary key \"\(reserved)\" starting with $."
         }
         return nil

@@ -121,26 +121,21 @@ public enum PropertyListValue: Sendable, Hashable {
     public var equalityKey: EqualityKey { EqualityKey(self) }
 
     /// The first dictionary key anywhere inside the value that starts with `$` (API.md §1: such keys are reserved
-    /// for the tags); with `allowingReferences`, an object reference `{"$ref": "Entity/id"}` whose text
-    /// `isReference` takes is not one (a malformed one's `$ref` is).
-    public func reservedKey(allowingReferences: Bool, isReference: (String) -> Bool = { _ in true }) -> String? {
+    /// for the tags); with `allowingReferences`, an object reference `{"$ref": "Entity/id"}` whose text it takes is
+    /// not one (a malformed one's `$ref` is).
+    public func reservedKey(allowingReferences isReference: ((String) -> Bool)? = nil) -> String? {
         switch self {
         case .array(let elements):
             for element in elements {
-                if let key = element.reservedKey(allowingReferences: allowingReferences, isReference: isReference) {
-                    return key
-                }
+                if let key = element.reservedKey(allowingReferences: isReference) { return key }
             }
         case .dictionary(let dictionary):
-            if allowingReferences, dictionary.count == 1, case .string(let text) = dictionary["$ref"], isReference(text)
-            {
+            if let isReference, dictionary.count == 1, case .string(let text) = dictionary["$ref"], isReference(text) {
                 return nil
             }
             for (key, element) in dictionary {
                 if key.hasPrefix("$") { return key }
-                if let found = element.reservedKey(allowingReferences: allowingReferences, isReference: isReference) {
-                    return found
-                }
+                if let found = element.reservedKey(allowingReferences: isReference) { return found }
             }
         default: break
         }

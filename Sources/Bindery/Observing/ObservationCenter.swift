@@ -1001,7 +1001,7 @@ public final class ObservationCenter: @unchecked Sendable {
             }
         }
         for (field, value) in [("object", object), ("userInfo", userInfo)] {
-            if let reserved = value.reservedKey(allowingReferences: true, isReference: ObjectID.isReference) {
+            if let reserved = value.reservedKey(allowingReferences: ObjectID.isReference) {
                 throw ObjectGraphError.typeMismatch(
                     field, of: nil,
                     "\(field) may not hold a dictionary key \"\(reserved)\" starting with $ (a reference is "

@@ -24,7 +24,7 @@ extension AttributeDescription {
             if let data = Base64.decode(text) { return .data(data) }
             throw .typeMismatch(name, of: object, "\(name) must be data; the string is not base64.")
         case (.any, _):
-            if let key = value.reservedKey(allowingReferences: false) {
+            if let key = value.reservedKey() {
                 throw .typeMismatch(
                     name, of: object, "\(name) may not hold a dictionary key \"\(key)\" starting with $.")
             }
