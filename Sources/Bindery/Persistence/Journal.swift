@@ -186,7 +186,11 @@ final class Journal: Sendable {
     /// the segment if anything in it is not durable yet. A failed write or flush is cut back off the file and thrown
     /// (so that a restart does not replay a change that was refused); a failed cut or flush also puts the journal in
     /// the `failed` state.
-    private func writeQueued(sync: Bool) throws(ObjectGraphError) {
+    ///
+    /// `rollsBack` (the flusher): a failed flush puts the journal in the `failed` state and holds waiting requests
+    /// (`rollingBack`) in the same step, until the flusher has rolled the store back: a request answered in between
+    /// would read the change it was told was refused.
+    private func writeQueued(sync: Bool, rollsBack: Bool = false) throws(ObjectGraphError) {
         let (records, file, size, snapshotPath) = try state.withLock {
             (state: inout State) throws(ObjectGraphError) -> (
                 [(record: ChangeRecord, encoded: [UInt8]?)], OwnedFileDescriptor, Int, String?
@@ -205,7 +209,10 @@ final class Journal: Sendable {
                 var failure = FileIO.error("write", file.path, errno: code)
                 failure.status = 503
                 if ftruncate(file.fd, off_t(size)) != 0 {
-                    state.withLock { $0.lifecycle = .failed(FileIO.error("ftruncate", file.path)) }
+                    state.withLock { state in
+                        state.lifecycle = .failed(FileIO.error("ftruncate", file.path))
+                        if rollsBack, !state.rolledBack { state.rollingBack = true }
+                    }
                     hasFailed.store(true, ordering: .releasing)
                 }
                 throw failure
@@ -231,6 +238,7 @@ final class Journal: Sendable {
         let discarded = state.withLock { state -> Bool in
             if let failure {
                 state.lifecycle = .failed(failure)
+                if rollsBack, !state.rolledBack { state.rollingBack = true }
                 hasFailed.store(true, ordering: .releasing)
                 return false
             }
@@ -440,7 +448,7 @@ final class Journal: Sendable {
             if isClosed { return }
             do throws(ObjectGraphError) {
                 do throws(ObjectGraphError) {
-                    try io.withLock { _ throws(ObjectGraphError) in try writeQueued(sync: true) }
+                    try io.withLock { _ throws(ObjectGraphError) in try writeQueued(sync: true, rollsBack: true) }
                 } catch  where error.code == Self.segmentLostCode {
                     // Recovered before the group is answered: its changes are in the snapshot.
                     guard let recover = recovery.withLock({ $0 }) else { throw error }
