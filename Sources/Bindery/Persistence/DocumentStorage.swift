@@ -163,7 +163,8 @@ final class DocumentStorage: Sendable {
                     try recoverLostSegment(store, report: report)
                 } catch {
                     report(
-                        "a journal segment was removed while in use, and no snapshot could replace it: \(error.message)"
+                        "a journal segment, or the snapshot it follows, was removed while in use, and no snapshot "
+                            + "could replace it: \(error.message)"
                     )
                     journal.recoveryFailed(error)
                 }
@@ -441,7 +442,9 @@ final class DocumentStorage: Sendable {
     private func recoverLostSegment(_ store: ObjectStore, report: (String) -> Void) throws(ObjectGraphError) {
         guard journal.isSegmentLost else { return }
         _ = try writeSnapshotNow(store, markSaved: false, recovering: true)
-        report("a journal segment was removed while in use; a snapshot now holds what it held")
+        report(
+            "a journal segment, or the snapshot it follows, was removed while in use; a snapshot now holds what it held"
+        )
     }
 
     /// Runs on the snapshot queue. `recovering` (a journal segment was removed) writes one even at the newest
