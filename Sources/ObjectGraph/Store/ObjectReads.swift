@@ -58,18 +58,16 @@ public struct ChangedObjects: Sendable {
 extension ReadView {
     /// The objects `record` changed, `record` being the commit this view is right after.
     public func changedObjects(in record: ChangeRecord) -> ChangedObjects {
-        var targets: Set<ObjectID> = []
-        var replacesGraph = false
-        for change in record.changes {
-            if let target = change.target {
-                targets.insert(target)
-            } else {
-                replacesGraph = true
-            }
+        // A whole-graph replacement (a change without a target) may change anything: no sets to build, under the
+        // store's lock, for an import of many objects.
+        guard record.changes.allSatisfy({ $0.target != nil }) else {
+            return ChangedObjects(
+                targets: [], objects: [], replacesGraph: true, layoutGeneration: state.layoutGeneration)
         }
+        let targets = Set(record.changes.compactMap(\.target))
         return ChangedObjects(
             targets: targets, objects: Set(targets.compactMap { state.existingHandle(of: $0)?.key }),
-            replacesGraph: replacesGraph, layoutGeneration: state.layoutGeneration)
+            replacesGraph: false, layoutGeneration: state.layoutGeneration)
     }
 
     /// `value(forKeyPath:of:)`, noting what it read: `reads` is nil when the evaluation failed (anything may change
