@@ -100,12 +100,14 @@ enum {
     BINDERY_FRAMING_UNKNOWN_CODING = 3,
     BINDERY_FRAMING_BAD_FIELD_NAME = 4,
     BINDERY_FRAMING_BAD_FIELD_VALUE = 5,
+    BINDERY_FRAMING_BAD_HOST = 6,
 };
 
 struct bindery_framing_scan {
     const char *length;
     int problem;
     int has_coding;
+    int hosts;
     /* Where the previous field's value ends in the read buffer. */
     const char *previous_end;
 };
@@ -190,14 +192,17 @@ static inline enum MHD_Result bindery_framing_field(void *cls, enum MHD_ValueKin
             return MHD_NO;
         }
         scan->has_coding = 1;
+    } else if (strcasecmp(key, "Host") == 0) {
+        scan->hosts += 1;
     }
     return MHD_YES;
 }
 
 /* `method`: the request's method as the access handler got it, where the head starts in the read buffer (the request
-   header size counts from there), or NULL. */
-static inline int bindery_mhd_framing_problem(struct MHD_Connection *connection, const char *method) {
-    struct bindery_framing_scan scan = {NULL, BINDERY_FRAMING_OK, 0, NULL};
+   header size counts from there), or NULL. `needs_host`: the request is HTTP/1.1, which must have one Host field;
+   any request may have at most one (RFC 9112 §3.2). */
+static inline int bindery_mhd_framing_problem(struct MHD_Connection *connection, const char *method, int needs_host) {
+    struct bindery_framing_scan scan = {NULL, BINDERY_FRAMING_OK, 0, 0, NULL};
     MHD_get_connection_values_n(connection, MHD_HEADER_KIND, bindery_framing_field, &scan);
     if (scan.problem == BINDERY_FRAMING_OK && scan.previous_end != NULL) {
         const union MHD_ConnectionInfo *info =
@@ -212,6 +217,9 @@ static inline int bindery_mhd_framing_problem(struct MHD_Connection *connection,
     }
     if (scan.problem == BINDERY_FRAMING_OK && scan.has_coding && scan.length != NULL) {
         scan.problem = BINDERY_FRAMING_LENGTH_AND_CHUNKED;
+    }
+    if (scan.problem == BINDERY_FRAMING_OK && (scan.hosts > 1 || (needs_host && scan.hosts == 0))) {
+        scan.problem = BINDERY_FRAMING_BAD_HOST;
     }
     return scan.problem;
 }

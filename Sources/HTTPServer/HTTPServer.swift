@@ -268,7 +268,8 @@ public final class HTTPServer: Sendable {
                 reason: "The request line and its \(fields) header fields and query arguments take \(headSize) bytes "
                     + "of the connection's memory; at most \(configuration.maximumRequestHeadSize) are taken.")
         }
-        switch Int(bindery_mhd_framing_problem(connection, method)) {
+        let needsHost = version.map { strcmp($0, "HTTP/1.1") == 0 } ?? false
+        switch Int(bindery_mhd_framing_problem(connection, method, needsHost ? 1 : 0)) {
         case Int(BINDERY_FRAMING_OK): break
         case Int(BINDERY_FRAMING_CONFLICTING_LENGTHS):
             return .malformed(status: 400, reason: "The request has Content-Length fields that differ.")
@@ -278,6 +279,8 @@ public final class HTTPServer: Sendable {
             return .malformed(status: 501, reason: "The only transfer coding taken is chunked.")
         case Int(BINDERY_FRAMING_BAD_FIELD_VALUE):
             return .malformed(status: 400, reason: "A header field value holds a control character.")
+        case Int(BINDERY_FRAMING_BAD_HOST):
+            return .malformed(status: 400, reason: "An HTTP/1.1 request has one Host field; no request has two.")
         default:
             return .malformed(
                 status: 400, reason: "A header field name is not a token, or a header line is folded (obs-fold).")

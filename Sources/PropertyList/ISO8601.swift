@@ -78,12 +78,16 @@ public enum ISO8601 {
         parts.tm_mday = Int32(day)
         parts.tm_hour = Int32(hour)
         parts.tm_min = Int32(minute)
-        parts.tm_sec = Int32(second)
+        // A leap second (`:60`) is the next minute's first second, as a Date has no leap seconds: it is added after
+        // the day is checked, so that `23:59:60` on the last day of a month is not refused as the next day.
+        let leapSecond = second == 60 ? 1 : 0
+        parts.tm_sec = Int32(second - leapSecond)
         let epoch = timegm(&parts)
         // timegm normalises out-of-range days (Feb 30 → Mar 2); refuse those.
         guard parts.tm_mday == Int32(day), parts.tm_mon == Int32(month - 1) else { return nil }
         let milliseconds = (fraction * 1000).rounded()
-        let seconds = Double(Int64(epoch) - Int64(offsetSeconds)) + milliseconds / 1000
+        let seconds =
+            Double(Int64(epoch) + Int64(leapSecond) - Int64(offsetSeconds)) + milliseconds / 1000
         // What the zone and the rounding make of it must be writable again in four digits of year.
         guard Self.range.contains(seconds) else { return nil }
         return Date(timeIntervalSince1970: seconds)

@@ -195,6 +195,26 @@ struct HTTPServerTests {
         }
     }
 
+    /// RFC 9112 §3.2: an HTTP/1.1 request without a Host field, or any request with two, is 400 before anything is
+    /// done; HTTP/1.0 may leave it out.
+    @Test func hostFieldIsRequiredOnce() throws {
+        try withServer { _, _, client in
+            let cases: [(head: String, status: String)] = [
+                ("PUT /echo HTTP/1.1\r\nContent-Length: 2", "400"),
+                ("PUT /echo HTTP/1.1\r\nHost: a\r\nhost: b\r\nContent-Length: 2", "400"),
+                ("PUT /echo HTTP/1.0\r\nHost: a\r\nHost: a\r\nContent-Length: 2", "400"),
+                ("PUT /echo HTTP/1.0\r\nContent-Length: 2", "200"),
+                ("PUT /echo HTTP/1.1\r\nHOST: a\r\nContent-Length: 2", "200"),
+            ]
+            for (head, status) in cases {
+                let request = "\(head)\r\nConnection: close\r\n\r\nok"
+                let answer = String(decoding: try client.exchange(Array(request.utf8)), as: UTF8.self)
+                #expect(answer.hasPrefix("HTTP/1.1 \(status)"), "\(head): \(answer)")
+                #expect(answer.contains("body=2") == (status == "200"), "\(head): \(answer)")
+            }
+        }
+    }
+
     /// A raw NUL in the request target is refused: libmicrohttpd would hand on the target cut at it, and the shorter
     /// path would be answered (a `DELETE` of `/objects/E/1\0/rest` deleting E/1).
     @Test func aRawNULInTheTargetIsRefused() throws {

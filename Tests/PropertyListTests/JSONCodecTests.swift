@@ -66,6 +66,17 @@ struct JSONCodecTests {
         #expect(ISO8601.date(from: "2026-01-02T03:04:05.5Zjunk") == nil)
     }
 
+    /// A leap second is the next minute's first second wherever it falls, the end of a year (where real ones fall)
+    /// included; second 61 is refused.
+    @Test func leapSecondIsTheNextMinutesFirst() {
+        #expect(ISO8601.date(from: "2016-12-31T23:59:60Z") == ISO8601.date(from: "2017-01-01T00:00:00Z"))
+        #expect(ISO8601.date(from: "2016-12-31T23:59:60.5Z") == ISO8601.date(from: "2017-01-01T00:00:00.500Z"))
+        #expect(ISO8601.date(from: "2026-11-21T22:12:60Z") == ISO8601.date(from: "2026-11-21T22:13:00Z"))
+        #expect(ISO8601.date(from: "2017-01-01T00:59:60+01:00") == ISO8601.date(from: "2017-01-01T00:00:00Z"))
+        #expect(ISO8601.date(from: "2026-11-21T22:12:61Z") == nil)
+        #expect(ISO8601.date(from: "9999-12-31T23:59:60Z") == nil)
+    }
+
     /// Strict base64: Foundation on Linux decodes `====` as a zero byte; such text is refused, as unpadded and
     /// white-spaced text is.
     @Test func base64IsStrict() {
