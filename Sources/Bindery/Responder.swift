@@ -53,12 +53,6 @@ public struct ActionValidation: Sendable, Hashable {
 
 /// Errors of the responder chain (API.md §2, §9).
 extension ObjectGraphError {
-    static func noSuchController(_ name: String) -> ObjectGraphError {
-        ObjectGraphError(
-            status: 404, code: "no-such-controller", message: "There is no controller named \"\(name)\".",
-            fields: ["controller": .string(name)])
-    }
-
     static func noResponder(_ action: String) -> ObjectGraphError {
         ObjectGraphError(
             status: 404, code: "no-responder", message: "No responder handles the action \"\(action)\".",

@@ -58,13 +58,6 @@ public struct ControllerNotification: Sendable, Hashable {
 }
 
 extension ObjectGraphError {
-    /// 404 `no-such-controller`.
-    public static func noSuchController(_ name: String) -> ObjectGraphError {
-        ObjectGraphError(
-            status: 404, code: "no-such-controller", message: "There is no controller \"\(name)\".",
-            fields: ["controller": .string(name)])
-    }
-
     /// 409 `action-disabled`: the action is not enabled now (nothing selected to remove, no next object, ...).
     static func actionDisabled(_ action: String, of controller: String, _ reason: String) -> ObjectGraphError {
         ObjectGraphError(

@@ -246,10 +246,12 @@ extension ControllerRegistry {
             }
             // An edit that no commit could apply (a derived key, a collection operator, a dictionary with a key of
             // API.md §1's tags, such as a marker) would block every later selection change of this controller and
-            // its masters. A value of another type is kept, as an editor holds text its formatter has not accepted.
-            try context.view.model.checkSettable(keyPath, on: first.entity)
+            // its masters, as would a reference for an attribute. A value of another type is kept, as an editor
+            // holds text its formatter has not accepted.
+            let setsRelationship = try context.view.model.checkSettable(keyPath, on: first.entity)
             _ = try context.view.value(forKeyPath: keyPath, of: first)
-            if let reserved = value.reservedKey(allowingReferences: ObjectID.isReference) {
+            let references: ((String) -> Bool)? = setsRelationship ? { ObjectID.isReference($0) } : nil
+            if let reserved = value.reservedKey(allowingReferences: references) {
                 throw ObjectGraphError.typeMismatch(
                     keyPath, of: nil, "\(keyPath) may not hold a dictionary key \"\(reserved)\" starting with $.")
             }

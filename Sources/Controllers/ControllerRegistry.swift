@@ -243,7 +243,7 @@ public final class ControllerRegistry: Sendable {
     /// Creates a controller (`POST /controllers`); answers its state.
     ///
     /// Errors: 409 `conflict` for a name in use, 404 `no-such-entity` for entity mode over an unknown entity,
-    /// 422 `bad-binding` for a binding to an unknown controller, 400 `bad-controller` for a children key path that is
+    /// 404 `no-such-controller` for a binding to an unknown controller, 400 `bad-controller` for a children key path that is
     /// not a to-many of the content, the errors of evaluating the filter or sort keys on the content, and 503
     /// `too-many-controllers` (with `limit`) when `runtimeControllerLimit` run-time controllers exist already.
     @discardableResult
@@ -269,10 +269,7 @@ public final class ControllerRegistry: Sendable {
                 throw ObjectGraphError.noSuchEntity(entity)
             }
             if let master = description.content.master, registry.controllers[master] == nil {
-                throw ObjectGraphError(
-                    status: 422, code: "bad-binding",
-                    message: "The content \"\(description.content)\" follows \"\(master)\", which is not a controller.",
-                    fields: ["content": .string(description.content.description)])
+                throw ObjectGraphError.noSuchController(master)
             }
             try Self.checkContentKeyPath(
                 description.content, of: description.kind, controllers: registry.controllers, model: context.model)

@@ -9,6 +9,13 @@ extension ObjectGraphError {
             fields: ["entity": .string(entity)])
     }
 
+    /// 404 `no-such-controller`.
+    public static func noSuchController(_ name: String) -> ObjectGraphError {
+        ObjectGraphError(
+            status: 404, code: "no-such-controller", message: "There is no controller \"\(name)\".",
+            fields: ["controller": .string(name)])
+    }
+
     /// 404 `no-such-object`: the object a request addresses does not exist.
     public static func noSuchObject(_ object: ObjectID) -> ObjectGraphError {
         ObjectGraphError(

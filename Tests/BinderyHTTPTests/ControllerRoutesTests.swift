@@ -577,15 +577,26 @@ struct ControllerRoutesTests {
         }
     }
 
-    /// API.md §1 reserves `$` keys: an edit holding one (a marker sent back) could never be committed.
+    /// API.md §1 reserves `$` keys: an edit holding one (a marker sent back, or a reference for an attribute, which
+    /// only a relationship takes) could never be committed.
     @Test func editHoldingAReservedKey_refusedAtOnce() throws {
         try withService { client in
-            for body in [#"{"$x": 1}"#, #"{"$marker": "NoSelection"}"#, #"[{"a": {"$thing": 1}}]"#] {
+            let bodies = [
+                #"{"$x": 1}"#, #"{"$marker": "NoSelection"}"#, #"[{"a": {"$thing": 1}}]"#, #"{"$ref": "Employee/1"}"#,
+            ]
+            for body in bodies {
                 let answer = try client.request("PUT", "/controllers/employee/edits/lastName", json: body)
                 #expect(answer.status == 422, "\(body)")
                 #expect(answer.json?["error"]?["code"] == "type-mismatch", "\(body)")
             }
+            let malformed = try client.request("PUT", "/controllers/employee/edits/manager", json: #"{"$ref": "x"}"#)
+            #expect(malformed.status == 422)
             #expect(try client.request("GET", "/controllers/employee/edits").json == [:])
+            // A relationship's edit is a reference.
+            let manager = try client.request(
+                "PUT", "/controllers/employee/edits/manager", json: #"{"$ref": "Employee/1"}"#)
+            #expect(manager.status == 200)
+            #expect(try client.request("POST", "/controllers/employee/discardEditing").status == 200)
             #expect(try client.request("GET", "/controllers/employee/isEditing").json == false)
         }
     }

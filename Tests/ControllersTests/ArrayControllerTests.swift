@@ -193,7 +193,7 @@ struct ControllerDefaultsTests {
         let h = try Harness()
         expectError("no-such-entity", status: 404) { try h.employees(content: "Nope") }
         expectError("bad-binding", status: 400) { try h.employees(content: "Department/1..employees") }
-        expectError("bad-binding", status: 422) { try h.employees(content: "@nobody.selection.employees") }
+        expectError("no-such-controller", status: 404) { try h.employees(content: "@nobody.selection.employees") }
         expectError("bad-predicate", status: 400) { try h.employees(filter: "salary >") }
         expectError("undefined-key", status: 404) { try h.employees(sort: "nope") }
         expectError("bad-controller", status: 400) { try h.make(["name": "x", "kind": "nope", "content": "Employee"]) }

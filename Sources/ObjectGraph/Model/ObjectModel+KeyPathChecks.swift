@@ -29,15 +29,18 @@ extension ObjectModel {
     /// Throws what `Transaction.setValue(_:forKeyPath:of:)` would throw for the shape of `keyPath` on any object of
     /// `entityName`, without a transaction: 400 `bad-key-path` through an attribute or at a collection operator,
     /// `read-only-key` at a derived key, 404 `undefined-key` for a key the entity does not have. (Values, and nil
-    /// to-ones on the way, are checked when the value is set.)
-    public func checkSettable(_ keyPath: String, on entityName: String) throws(ObjectGraphError) {
+    /// to-ones on the way, are checked when the value is set.) Returns whether the key path ends at a relationship
+    /// (its values are references) rather than an attribute.
+    @discardableResult
+    public func checkSettable(_ keyPath: String, on entityName: String) throws(ObjectGraphError) -> Bool {
         let keys = try KeyPathCompiler.keys(of: keyPath)
         var entity = entities[try entityIndex(entityName)]
         for (position, key) in keys.enumerated() {
             let isLast = position == keys.count - 1
             switch entity.properties[key] {
             case .relationship(let index):
-                if !isLast { entity = entities[entity.relationships[index].destinationIndex] }
+                if isLast { return true }
+                entity = entities[entity.relationships[index].destinationIndex]
             case .attribute:
                 guard isLast else {
                     throw .badKeyPath(
@@ -50,6 +53,7 @@ extension ObjectModel {
                 throw .undefinedKey(key, entity: entity.name)
             }
         }
+        return false
     }
 
     /// Checks what Foundation refuses in a filter and sort keys by their shape on `entityName` (after
