@@ -78,6 +78,12 @@ extension BinderyService {
         } else {
             graph = try request.jsonBody(maximumDepth: PropertyListValue.documentDepthLimit)
         }
+        // An export's keys (a misspelt or foreign one would be dropped without a word).
+        if case .dictionary(let fields) = graph {
+            try APIError.checkBodyKeys(fields, allowed: ["objects", "seq"]) {
+                "A graph has \"objects\" (and an export's \"seq\"), not \"\($0)\"."
+            }
+        }
         let result: TransactionResult<Int>
         do {
             result = try document.transaction { transaction throws -> Int in

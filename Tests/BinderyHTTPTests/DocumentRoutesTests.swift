@@ -326,6 +326,10 @@ struct DocumentRoutesTests {
             let unknownKey = try client.request(
                 "PUT", "/store", json: #"{"objects": [{"$id": "Department/1", "x": 1}]}"#)
             #expect(unknownKey.status == 422)
+            // A key beside `objects` that is not an export's `seq` (a misspelling) is refused, not dropped.
+            let extra = try client.request("PUT", "/store", json: #"{"objects": [], "objcts": [], "seq": 1}"#)
+            #expect(extra.status == 422)
+            #expect(extra.json?["error"]?["keyPath"] == "objcts")
             #expect(try client.request("PUT", "/store", json: "{\"objects\": [").status == 400)
             #expect(
                 try client.request("PUT", "/store", headers: ["Content-Type": "application/x-plist"], body: [1, 2])
