@@ -47,9 +47,11 @@ final class ArrayController: Controller {
 
     override var selectedObjects: [ObjectID] { selectionIndexes.map { arranged[$0] } }
 
+    /// As NSArrayController's: relative to `selectionIndex`, the first selected index, also when several are
+    /// selected (`selectNext:` from `[2, 4]` selects `[3]`).
     override var canSelectNext: Bool {
-        guard let last = selectionIndexes.last else { return false }
-        return last + 1 < arranged.count
+        guard let first = selectionIndexes.first else { return false }
+        return first + 1 < arranged.count
     }
 
     override var canSelectPrevious: Bool {

@@ -437,12 +437,10 @@ extension ControllerRegistry {
                     action, of: name, "there is no \(action == "selectNext" ? "next" : "previous") object.")
             }
             return try changingSelection(name) { controller, context throws(ObjectGraphError) in
-                guard let array = controller as? ArrayController else { return }
-                if action == "selectNext", let last = array.selectionIndexes.last {
-                    array.selectIndexes([last + 1], in: context)
-                } else if let first = array.selectionIndexes.first {
-                    array.selectIndexes([first - 1], in: context)
+                guard let array = controller as? ArrayController, let first = array.selectionIndexes.first else {
+                    return
                 }
+                array.selectIndexes([action == "selectNext" ? first + 1 : first - 1], in: context)
             }
         case "rearrangeObjects", "fetch":
             return try session { registry, context in

@@ -472,11 +472,21 @@ struct SelectionIndexesTests {
         #expect(try h.value("canSelectPrevious") == false)
         try h.registry.perform("selectNext", controller: "e")
         #expect(try h.selection() == [1])
+        // From several selected, both move from the first (NSArrayController's `selectionIndex`).
         try h.select([2, 4])
-        #expect(try h.value("canSelectNext") == false)
-        expectError("action-disabled", status: 409) { try h.registry.perform("selectNext", controller: "e") }
+        #expect(try h.value("canSelectNext") == true)
+        try h.registry.perform("selectNext", controller: "e")
+        #expect(try h.selection() == [3])
+        try h.select([2, 4])
         try h.registry.perform("selectPrevious", controller: "e")
         #expect(try h.selection() == [1])
+        let count = Int(try #require(h.value("count").integerValue))
+        try h.select([count - 1])
+        #expect(try h.value("canSelectNext") == false)
+        expectError("action-disabled", status: 409) { try h.registry.perform("selectNext", controller: "e") }
+        try h.select([0, count - 1])
+        #expect(try h.value("canSelectNext") == true)
+        #expect(try h.value("canSelectPrevious") == false)
         expectError("not-found", status: 404) { try h.registry.perform("fly", controller: "e") }
     }
 }
