@@ -60,23 +60,21 @@ extension Document {
             switch target {
             case "document": return [DocumentResponder(document: self)]
             case "application": return [ApplicationResponder()]
-            default:
-                // `controllers/NAME` or a bare `NAME`, as `X-First-Responder` takes it: a controller either way.
-                let name = target.hasPrefix("controllers/") ? String(target.dropFirst("controllers/".count)) : target
-                guard let controller = responders.responder(named: name) else { throw .noSuchController(name) }
-                return [controller]
+            default: return [try controller(named: target)]
             }
         }
         var chain: [any Responder] = []
-        if let firstResponder, !firstResponder.isEmpty {
-            guard let controller = responders.responder(named: firstResponder) else {
-                throw .noSuchController(firstResponder)
-            }
-            chain.append(controller)
-        }
+        if let firstResponder, !firstResponder.isEmpty { chain.append(try controller(named: firstResponder)) }
         chain.append(DocumentResponder(document: self))
         chain.append(ApplicationResponder())
         return chain
+    }
+
+    /// The controller named `controllers/NAME` or a bare `NAME` (404 `no-such-controller`, also for an empty NAME).
+    private func controller(named reference: String) throws(ObjectGraphError) -> any Responder {
+        let name = reference.hasPrefix("controllers/") ? String(reference.dropFirst("controllers/".count)) : reference
+        guard let controller = responders.responder(named: name) else { throw .noSuchController(name) }
+        return controller
     }
 
     /// Sends `action` to the first responder in the chain that handles it (NSApplication's `sendAction`); returns

@@ -18,8 +18,7 @@ extension BinderyService {
     private static func firstResponder(_ request: RouteRequest) -> String? {
         guard let header = request.request.header("X-First-Responder") else { return nil }
         let name = String(header.drop(while: { $0 == " " }).reversed().drop(while: { $0 == " " }).reversed())
-        guard !name.isEmpty else { return nil }
-        return name.hasPrefix("controllers/") ? String(name.dropFirst("controllers/".count)) : name
+        return name.isEmpty ? nil : name
     }
 
     private static func listActions(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {

@@ -102,7 +102,11 @@ struct DocumentRoutesTests {
             #expect(unknown.errorCode == "no-such-controller")
             let listing = try client.request("GET", "/actions", headers: ["X-First-Responder": "nope"])
             #expect(listing.errorCode == "no-such-controller")
-            for target in ["controllers/nope", "nope"] {
+            // A prefix with no name names no controller, in the header as in a target; an empty header is none.
+            let noName = try client.request("POST", "/actions/save", headers: ["X-First-Responder": "controllers/"])
+            #expect(noName.errorCode == "no-such-controller")
+            #expect(try client.request("POST", "/actions/save", headers: ["X-First-Responder": " "]).status == 200)
+            for target in ["controllers/nope", "nope", "controllers/"] {
                 let targeted = try client.request(
                     "POST", "/actions/add", json: #"{"target": "\#(target)", "sender": null}"#)
                 #expect(targeted.status == 404)
