@@ -243,8 +243,8 @@ public final class ControllerRegistry: Sendable {
     /// Creates a controller (`POST /controllers`); answers its state.
     ///
     /// Errors: 409 `conflict` for a name in use, 404 `no-such-entity` for entity mode over an unknown entity,
-    /// 404 `no-such-controller` for a binding to an unknown controller, 400 `bad-controller` for a children key path that is
-    /// not a to-many of the content, the errors of evaluating the filter or sort keys on the content, and 503
+    /// 404 `no-such-controller` for a binding to an unknown controller, 400 `bad-controller` for a children key path
+    /// that is not a to-many of the content, the errors of evaluating the filter or sort keys on the content, and 503
     /// `too-many-controllers` (with `limit`) when `runtimeControllerLimit` run-time controllers exist already.
     @discardableResult
     public func create(_ description: ControllerDescription, declared: Bool = false) throws -> PropertyListValue {
