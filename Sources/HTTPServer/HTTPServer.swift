@@ -254,6 +254,12 @@ public final class HTTPServer: Sendable {
         {
             return .malformed(status: 400, reason: "The request target holds a NUL byte.")
         }
+        // A target has no white space (RFC 9112 §3.2): libmicrohttpd splits the line at its first and last space, so
+        // `GET /a  HTTP/1.1` would be answered for the path `/a ` and `GET /a b HTTP/1.1` for `/a b`. (Only the path
+        // is looked at: libmicrohttpd has decoded the query's `%20`s in place by now.)
+        if let url, strpbrk(url, " \t") != nil {
+            return .malformed(status: 400, reason: "The request target holds white space.")
+        }
         // The request head and the response's header fields share the connection's memory pool: a head that leaves
         // too little of it would be handled, and its answer then fail for want of memory (nothing sent). Such heads
         // are refused before anything is done. Each header field, query argument and cookie takes a record of
