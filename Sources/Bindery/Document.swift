@@ -47,6 +47,9 @@ public final class Document: Sendable {
     public let responders = ResponderRegistry()
     private let commitHooks: CommitHooks
     let storage: DocumentStorage
+    /// Problems the opening recovered from (a torn journal tail cut off, an unreadable older snapshot), each told to
+    /// `options.report`; `/metrics` shows the count, as a log may not be looked at.
+    public let problemsRecoveredAtOpen: Int
     /// Set for the convenience initializer's temporary directory, removed when the document goes.
     private let temporaryDirectory: String?
     let notificationHandler = Mutex<NotificationHook?>(nil)
@@ -107,6 +110,7 @@ public final class Document: Sendable {
                 awaitsDelivery: { seq in hooks.awaitsDelivery(seq) }))
         self.store = store
         let dataPath = fixtureDirectory + "/data.json"
+        let recovered = Mutex(0)
         do {
             storage = try DocumentStorage(
                 path: dataDirectory,
@@ -124,13 +128,17 @@ public final class Document: Sendable {
                         throw failure
                     }
                 },
-                report: options.report)
+                report: { [report = options.report] line in
+                    recovered.withLock { $0 += 1 }
+                    report(line)
+                })
         } catch let error as ObjectGraphError {
             if isTemporary { try? FileManager.default.removeItem(atPath: dataDirectory) }
             throw error
         } catch {
             throw ObjectGraphError(status: 500, code: "internal-error", message: "\(dataDirectory): \(error)")
         }
+        problemsRecoveredAtOpen = recovered.withLock { $0 }
         let undoManager = DocumentUndoManager(
             levelsOfUndo: options.undoDepth, openedAt: store.seq,
             editedBeforeOpening: storage.uneditedContentSeq.map { store.read { $0.contentSeq } != $0 } ?? false)

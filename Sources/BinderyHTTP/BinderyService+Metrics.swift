@@ -29,6 +29,11 @@ extension BinderyService {
                 "bindery_journal_failed", "gauge", "1 while the journal refuses every change (until restart), else 0.",
                 [("", document.journalFailure == nil ? "0" : "1")])
             metric(
+                "bindery_problems_recovered_at_start", "gauge",
+                "Problems the start recovered from (a torn journal tail cut off, an unreadable older snapshot); "
+                    + "each is on standard error.",
+                [("", String(document.problemsRecoveredAtOpen))])
+            metric(
                 "bindery_objects", "gauge", "Objects in the store, by entity.",
                 objects.map { ("{entity=\"\($0.0)\"}", String($0.1)) })
             let statistics = observations.statistics

@@ -17,6 +17,7 @@ struct MetricsAndOpenAPITests {
             #expect(metrics.text.contains("bindery_objects{entity=\"Employee\"} 32\n"))
             #expect(metrics.text.contains("bindery_store_seq 1\n"))
             #expect(metrics.text.contains("bindery_journal_failed 0\n"))
+            #expect(metrics.text.contains("bindery_problems_recovered_at_start 0\n"))
             #expect(metrics.text.contains("process_resident_memory_bytes "))
             #expect(metrics.text.contains("# TYPE bindery_http_unsent_bytes gauge\nbindery_http_unsent_bytes "))
             // At least the connection asking (every server of the test process counts).

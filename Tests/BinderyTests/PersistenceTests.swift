@@ -428,6 +428,7 @@ struct PersistenceTests {
                 #expect(recovered.store.seq == expectedSeq + Document.seqsSkippedAfterACrash)
                 if damage != "garbage" { #expect(recovered.graphWithVersions == kept.afterCrash) }
                 #expect(reports.all.count == 1)
+                #expect(recovered.problemsRecoveredAtOpen == 1)
                 #expect(reports.all.first?.contains("cut off") == true)
                 // Cut where the damage began; the record that skips seqs after the crash follows.
                 let after = [UInt8](try Data(contentsOf: URL(fileURLWithPath: segment)))
@@ -437,6 +438,7 @@ struct PersistenceTests {
             let again = try openDocument(copy, reports: reports)
             #expect(try again.value("salary", of: "Employee/1") == 7)
             #expect(reports.all.count == 1)
+            #expect(again.problemsRecoveredAtOpen == 0)
         }
     }
 
