@@ -294,7 +294,9 @@ struct PersistenceTests {
             #expect(document.journalFailure?.message.contains("removed or replaced") == true)
             #expect(throws: ObjectGraphError.self) { try document.set(2, "salary", of: "Employee/6") }
             document.close()
-            #expect(try openDocument(crashCopy(of: moved)).value("salary", of: "Employee/5") == 1)
+            let copy = try crashCopy(of: moved)
+            defer { try? FileManager.default.removeItem(atPath: copy) }
+            #expect(try openDocument(copy).value("salary", of: "Employee/5") == 1)
         }
     }
 

@@ -5,13 +5,14 @@ import PropertyList
 import Synchronization
 import Testing
 
-struct UserDefaultsControllerTests {
+final class UserDefaultsControllerTests {
     let initial: [String: PropertyListValue] = ["pageSize": 25, "theme": "light"]
+    /// Where this test's defaults files go; removed when the test ends.
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("defaults-\(UUID().uuidString)").path
 
-    func temporaryPath() -> String {
-        FileManager.default.temporaryDirectory.appendingPathComponent("defaults-\(UUID().uuidString)/defaults.json")
-            .path
-    }
+    deinit { try? FileManager.default.removeItem(atPath: directory) }
+
+    func temporaryPath() -> String { directory + "/\(UUID().uuidString)/defaults.json" }
 
     @Test func appliesImmediately_setValue_savedAndPersisted_notificationPosted() throws {
         let path = temporaryPath()
