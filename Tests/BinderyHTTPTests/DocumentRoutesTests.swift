@@ -177,6 +177,26 @@ struct DocumentRoutesTests {
         }
     }
 
+    /// An undone delete brings its object back at the end of the listing; restoring an export taken before the
+    /// delete differs only in that order, so it is no change: no seq, redo kept, the document not edited.
+    @Test func importOfTheSameObjectsInAnotherOrderIsNoChange() throws {
+        try withService { client in
+            let before = try client.request("GET", "/store").body
+            #expect(try client.request("DELETE", "/objects/Employee/2").status == 204)
+            #expect(try client.request("POST", "/actions/undo").status == 200)
+            let put = try client.request("PUT", "/store", body: before)
+            #expect(put.json == ["seq": 3, "count": 37])
+            let actions = try client.request("GET", "/actions").json?["actions"]?.arrayValue ?? []
+            let enabled = Dictionary(
+                uniqueKeysWithValues: actions.compactMap { action in
+                    action["action"]?.stringValue.map { ($0, action["enabled"]) }
+                })
+            #expect(enabled["redo"] == true)
+            #expect(enabled["revertToSaved"] == false)
+            #expect(try client.request("GET", "/changes?since=3&timeout=0").json?["changes"] == [])
+        }
+    }
+
     @Test func saveAndRevertToSaved() throws {
         try withService { client in
             #expect(try client.request("PUT", "/objects/Employee/3/salary", json: "1").status == 200)

@@ -9,9 +9,11 @@ extension Transaction {
     /// given, they must agree (422 otherwise). The change record holds one `reset` change with the old and
     /// new graphs instead of one change per object; versions of all objects become the transaction's seq.
     ///
-    /// With `unlessIdentical` (an import), a graph that exports exactly as the current one (the same objects, in the
-    /// same order, with the same values) changes nothing: no change is recorded and the versions stay, as a `PUT`
-    /// of an attribute's own value does nothing.
+    /// With `unlessIdentical` (an import), a graph that exports as the current one (the same objects with the same
+    /// values, in any order) changes nothing: no change is recorded and the versions stay, as a `PUT` of an
+    /// attribute's own value does nothing. The listing order is left as it is then: it is insertion order, not part
+    /// of the graph (an undone delete's object comes back at the end of its entity's listing, and restoring an export
+    /// taken before the delete is no change).
     public func replaceGraph(with graph: PropertyListValue, unlessIdentical: Bool = false) throws(ObjectGraphError) {
         let objects = try Self.objectList(graph)
         let old: PropertyListValue = ["objects": .array(state.exportObjects())]
@@ -24,7 +26,7 @@ extension Transaction {
         defer { recording = true }
         try load(objects)
         let new: PropertyListValue = ["objects": .array(state.exportObjects())]
-        if unlessIdentical, resetStep == 0, new.isIdentical(to: old) {
+        if unlessIdentical, resetStep == 0, Self.sameObjects(old, new) {
             state.tables = Self.oldTables(of: steps[resetStep])
             state.lastAssignedID = oldLastAssignedID
             steps.removeLast()
@@ -32,6 +34,19 @@ extension Transaction {
             return
         }
         steps[resetStep] = .reset(oldTables: Self.oldTables(of: steps[resetStep]), old: old, new: new)
+    }
+
+    /// Whether two exports hold the same objects with the same values, in whatever order.
+    private static func sameObjects(_ old: PropertyListValue, _ new: PropertyListValue) -> Bool {
+        guard case .array(let oldObjects)? = old["objects"], case .array(let newObjects)? = new["objects"],
+            oldObjects.count == newObjects.count
+        else { return false }
+        var byID: [String: PropertyListValue] = [:]
+        byID.reserveCapacity(oldObjects.count)
+        for object in oldObjects { byID[object["$id"]?.stringValue ?? ""] = object }
+        return newObjects.allSatisfy { object in
+            byID[object["$id"]?.stringValue ?? ""].map { $0.isIdentical(to: object) } ?? false
+        }
     }
 
     /// Replaces the graph with a snapshot written by `ReadView.snapshot()`, restoring each object's `$version`;
