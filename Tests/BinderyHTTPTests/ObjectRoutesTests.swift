@@ -234,6 +234,39 @@ struct ObjectRoutesTests {
         }
     }
 
+    /// A literal a typed key path cannot be compared with is refused as Foundation raises, with its column; a date
+    /// compared with a string that is not ISO 8601 too (it would match nothing, where writing it is refused).
+    @Test func literalsOfTheWrongTypeAreRefused() throws {
+        try withService { client in
+            func get(_ filter: String) throws -> TestResponse {
+                let query = "filter=" + filter.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+                return try client.request("GET", "/objects/Employee?keys=&" + query)
+            }
+            let refused: [(filter: String, column: Int64)] = [
+                ("hireDate > '2015-1-1'", 12), ("hireDate == '2015'", 13), ("'2015' < hireDate", 1),
+                ("hireDate IN {'2015-01-01', 'bad'}", 13), ("salary < 'abc'", 10), ("lastName >= 5", 13),
+                ("salary BETWEEN {1, 'x'}", 16), ("salary BEGINSWITH '1'", 19), ("lastName CONTAINS 5", 19),
+                ("salary IN 'abc'", 11), ("ANY directReports.salary > 'x'", 28), ("directReports.@count < 'x'", 24),
+                ("department.headcount LIKE '1*'", 27),
+            ]
+            for (filter, column) in refused {
+                let answer = try get(filter)
+                #expect(answer.errorCode == "bad-predicate", "\(filter)")
+                #expect(answer.json?["error"]?["column"] == .integer(column), "\(filter)")
+            }
+            let taken = [
+                "hireDate > '2015-01-01'", "hireDate BETWEEN {'2010-01-01', '2020-01-01T00:00:00Z'}",
+                "salary < 5.5", "5 < salary", "salary == 'abc'", "salary IN {1, 'x'}", "lastName IN 'Hopper'",
+                "salary < nil", "lastName CONTAINS nil", "departmentName BEGINSWITH 'S'", "active == 1",
+            ]
+            for filter in taken { #expect(try get(filter).status == 200, "\(filter)") }
+            // The same through a controller.
+            let filtered = try client.request(
+                "PUT", "/controllers/employees/filterPredicate", json: #""hireDate < '31/12/2015'""#)
+            #expect(filtered.errorCode == "bad-predicate")
+        }
+    }
+
     /// A request head that would leave too little of the connection's 16 KiB pool for the answer's header fields is
     /// refused (431) before anything is done: libmicrohttpd would have let it be handled and then sent nothing, so a
     /// client retrying a POST would have created the object twice. Many small fields fill the pool as surely as a

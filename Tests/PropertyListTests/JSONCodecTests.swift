@@ -5,7 +5,8 @@ import Testing
 struct JSONCodecTests {
     @Test(arguments: [
         PropertyListValue.null, true, false, 0, -1, 42, .integer(Int64.max), .integer(Int64.min),
-        0.5, 3.0, -2.25, 0.1, 1e300, 5e-324, -1e-7, "", "héllo \"quoted\" \\ back\nline\ttab \u{1}", "😀 emoji",
+        0.5, 3.0, -2.25, 0.1, 1e300, .real(.leastNonzeroMagnitude), -1e-7, "",
+        "héllo \"quoted\" \\ back\nline\ttab \u{1}", "😀 emoji",
         .date(Date(timeIntervalSince1970: 1_795_558_340.123)), .date(Date(timeIntervalSince1970: -86_400.5)),
         .data(Data([0, 1, 2, 255])), .data(Data()),
         [], [1, "two", 3.5, nil, [true]], [:], ["a": 1, "b": ["c": [nil, 2.5]], "$id": "Employee/1"],

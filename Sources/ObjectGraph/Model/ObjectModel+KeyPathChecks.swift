@@ -1,3 +1,5 @@
+import PropertyList
+
 extension ObjectModel {
     /// Throws 404 `undefined-key` when `keyPath` names a key that objects of `entityName` (or the relationships on the
     /// way) cannot have, however the data stands: what evaluating it would throw on any object (and 400 `bad-key-path`
@@ -57,9 +59,9 @@ extension ObjectModel {
     }
 
     /// Checks what Foundation refuses in a filter and sort keys by their shape on `entityName` (after
-    /// `checkReadable`): `ANY`, `ALL`, `NONE` or `SOME` over a key path of one value is 400 `bad-predicate`, and a sort
-    /// key that gives several values (a to-many) or an object 400 `bad-query`. What the model cannot tell is left to
-    /// evaluation.
+    /// `checkReadable`): `ANY`, `ALL`, `NONE` or `SOME` over a key path of one value, or a literal a typed key path
+    /// cannot be compared with (`checkLiterals`), is 400 `bad-predicate`, and a sort key that gives several values (a
+    /// to-many) or an object 400 `bad-query`. What the model cannot tell is left to evaluation.
     public func checkArrangement(
         filter: Predicate?, sortKeys: [String], on entityName: String
     ) throws(ObjectGraphError) {
@@ -77,6 +79,7 @@ extension ObjectModel {
                 continue
             }
         }
+        if let filter { try checkLiterals(of: filter, type: type) }
         for keyPath in sortKeys {
             switch type(of: keyPath) {
             case .collection?:
@@ -92,6 +95,78 @@ extension ObjectModel {
             default:
                 continue
             }
+        }
+    }
+
+    /// Refuses, as Foundation raises, a literal that a key path of a typed attribute cannot be compared with: an
+    /// order (`<`, `>=`, `BETWEEN`) across types (`salary < 'abc'`, `lastName > 5`), a string operator (`BEGINSWITH`,
+    /// `CONTAINS`, `LIKE`, `MATCHES`, `IN 'text'`) on a value that is not a string or with a literal that is not one,
+    /// and a `date` compared with a string that is not ISO 8601 (`hireDate > '2015-1-1'`), which would match nothing
+    /// where writing that string is refused. `==`, `!=` and `IN {...}` across other types stay NO and YES, as
+    /// `isEqual:` answers. `NIL` compares with anything.
+    private func checkLiterals(of filter: Predicate, type: (String) -> StaticType?) throws(ObjectGraphError) {
+        for comparison in filter.comparisons {
+            let op = comparison.op
+            let keyPath: String
+            let literal: PropertyListValue
+            let column: Int
+            switch (comparison.left, comparison.right) {
+            case (.keyPath(let path), .constant(let value)):
+                (keyPath, literal, column) = (path, value, comparison.rightColumn)
+            case (.constant(let value), .keyPath(let path)) where comparison.modifier == .direct && op.isOrdering:
+                (keyPath, literal, column) = (path, value, comparison.leftColumn)
+            default:
+                continue
+            }
+            var keyType = type(keyPath)
+            if comparison.modifier != .direct, case .collection(let element)? = keyType { keyType = element }
+            guard case .scalar(let attributeType)? = keyType, attributeType != .any else { continue }
+            func refuse(_ message: String) -> ObjectGraphError {
+                ObjectGraphError(
+                    status: 400, code: "bad-predicate", message: message,
+                    fields: ["keyPath": .string(keyPath), "column": .integer(Int64(column))])
+            }
+            let isSubstring = op == .in && literal.stringValue != nil
+            if op.isStringOperator || isSubstring {
+                guard attributeType == .string else {
+                    throw refuse(
+                        "\(keyPath) is of type \(attributeType.rawValue), not string: a string operator cannot apply to it."
+                    )
+                }
+                guard literal.stringValue != nil || literal.isNull else {
+                    throw refuse(
+                        "A string operator needs a string to compare \(keyPath) with, not \(literal.typeName).")
+                }
+                continue
+            }
+            let literals = op == .between || op == .in ? literal.arrayValue ?? [literal] : [literal]
+            for value in literals where !value.isNull {
+                if attributeType == .date, let text = value.stringValue, ISO8601.date(from: text) == nil {
+                    throw refuse(
+                        "\(keyPath) is a date; \"\(text)\" is not ISO 8601 (such as 2015-01-31 or 2015-01-31T09:00:00Z)."
+                    )
+                }
+                if op.isOrdering || op == .between, !attributeType.orders(with: value) {
+                    throw refuse(
+                        "\(keyPath) is of type \(attributeType.rawValue) and cannot be ordered against \(value.typeName)."
+                    )
+                }
+            }
+        }
+    }
+}
+
+extension AttributeType {
+    /// Whether a value of this type can be ordered against `literal` (`compare:` between them is defined); dates
+    /// against ISO 8601 strings.
+    fileprivate func orders(with literal: PropertyListValue) -> Bool {
+        switch (self, literal) {
+        case (.integer, .integer), (.integer, .real), (.integer, .boolean), (.real, .integer), (.real, .real),
+            (.real, .boolean), (.boolean, .integer), (.boolean, .real), (.boolean, .boolean), (.string, .string),
+            (.date, .string), (.date, .date):
+            true
+        default:
+            false
         }
     }
 }

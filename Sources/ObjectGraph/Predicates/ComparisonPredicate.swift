@@ -17,6 +17,16 @@ final class ComparisonPredicate: Sendable {
     enum Operator: Sendable, Hashable {
         case equalTo, notEqualTo, lessThan, lessThanOrEqualTo, greaterThan, greaterThanOrEqualTo
         case matches, like, beginsWith, endsWith, contains, `in`, between
+
+        /// `<`, `<=`, `>`, `>=` (`compare:`).
+        var isOrdering: Bool {
+            self == .lessThan || self == .lessThanOrEqualTo || self == .greaterThan || self == .greaterThanOrEqualTo
+        }
+
+        /// The operators that only strings answer (`CONTAINS` too, unless the left side is a collection).
+        var isStringOperator: Bool {
+            self == .matches || self == .like || self == .beginsWith || self == .endsWith || self == .contains
+        }
     }
 
     /// `[c]`, `[d]` and `[n]` (the last is accepted and has no effect: strings already compare canonically).

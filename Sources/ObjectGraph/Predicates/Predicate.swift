@@ -110,6 +110,13 @@ public struct Predicate: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// Every comparison of the predicate, in order of appearance.
+    var comparisons: [ComparisonPredicate] {
+        var comparisons: [ComparisonPredicate] = []
+        Predicate.forEachComparison(in: root) { comparisons.append($0) }
+        return comparisons
+    }
+
     private static func forEachComparison(in node: Node, _ body: (ComparisonPredicate) -> Void) {
         switch node {
         case .constant: break
