@@ -138,7 +138,7 @@ class Controller {
         case .object(let object, nil):
             return (view.contains(object) ? [object] : [], object.entity, nil)
         case .object(let object, let keyPath?):
-            let entity = model.destinationEntity(from: object.entity, keyPath: keyPath)
+            let entity = model.contentEntity(from: object.entity, keyPath: keyPath)
             guard view.contains(object), let value = try? view.value(forKeyPath: keyPath, of: object) else {
                 return ([], entity, nil)
             }
@@ -148,7 +148,7 @@ class Controller {
             let selected = master.selectedObjects
             guard let keyPath else { return (selected, master.contentEntity ?? selected.first?.entity, nil) }
             var entity = (master.contentEntity ?? selected.first?.entity).flatMap {
-                model.destinationEntity(from: $0, keyPath: keyPath)
+                model.contentEntity(from: $0, keyPath: keyPath)
             }
             guard case .value(let value)? = try? master.selectionValue(keyPath, in: view) else {
                 return ([], entity, nil)
@@ -283,6 +283,14 @@ extension ObjectModel {
             current = relationship.destination
         }
         return current
+    }
+
+    /// The entity of the objects `keyPath` from `entity` gives: through relationships, or through collection
+    /// operators that gather objects (`employees.@distinctUnionOfArrays.directReports`); nil for anything else.
+    func contentEntity(from entity: String, keyPath: String) -> String? {
+        if let destination = destinationEntity(from: entity, keyPath: keyPath) { return destination }
+        guard case .objects(let destination)? = try? yield(of: keyPath, from: entity) else { return nil }
+        return destination
     }
 
     /// The relationship at the end of `keyPath` from `entity` (through to-ones), if every step is one.

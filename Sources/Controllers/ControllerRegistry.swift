@@ -300,10 +300,12 @@ public final class ControllerRegistry: Sendable {
 
     /// 404 `no-such-entity` for content naming an object of an entity the model does not have, 404 `undefined-key`
     /// for a content key path that names a key its objects do not have (a key path bound in Cocoa raises
-    /// `valueForUndefinedKey:`), and for an object controller 400 `bad-binding` when the key path reaches a to-many
-    /// relationship or an attribute (its content is one object, or a selection's objects). The key path is
-    /// followed through relationships; what comes after a key that is not one (an attribute, a derived key, a
-    /// collection operator) is left to the key path's evaluation.
+    /// `valueForUndefinedKey:`), for an object controller 400 `bad-binding` when the key path reaches a to-many
+    /// relationship or an attribute (its content is one object, or a selection's objects), and for an array or tree
+    /// controller 400 `bad-binding` when the model tells that it gives no objects (values, or a collection per
+    /// object), which would leave it silently empty. For an object controller the key path is followed through
+    /// relationships and derived keys; what comes after an attribute or a collection operator is left to the key
+    /// path's evaluation.
     static func checkContentKeyPath(
         _ content: ContentBinding, of kind: ControllerDescription.Kind, controllers: [String: Controller],
         model: ObjectModel
@@ -330,6 +332,24 @@ public final class ControllerRegistry: Sendable {
         let keys = keyPath.split(separator: ".").map(String.init)
         if let last = keys.last, last.hasPrefix("@"), last != "@count" {
             throw ObjectGraphError.operatorWithoutKeyPath(last, in: keyPath)
+        }
+        if kind != .object, let entity {
+            func notObjects(_ reason: String) -> ObjectGraphError {
+                ObjectGraphError(
+                    status: 400, code: "bad-binding",
+                    message: "An array or tree controller arranges objects: \"\(content)\" \(reason).",
+                    fields: ["content": .string(content.description)])
+            }
+            switch try model.yield(of: keyPath, from: entity) {
+            case .values:
+                throw notObjects("gives values, not objects")
+            case .collections:
+                throw notObjects(
+                    "gives a collection of objects per object; flatten them with @distinctUnionOfArrays or "
+                        + "@unionOfArrays (employees.@distinctUnionOfArrays.directReports)")
+            case .objects, .unknown:
+                return
+            }
         }
         // For an object controller a derived key is followed through its own key path (`departmentName` is
         // `department.name`, an attribute); the model has no cycles of derived keys, and the steps are bounded anyway.

@@ -189,6 +189,31 @@ struct ControllerDefaultsTests {
         #expect(try h.value("selection.lastName") == marker("NoSelection"))
     }
 
+    /// An array or tree controller arranges objects: content the model tells gives none (values, or one collection
+    /// per object) is refused rather than left silently empty; objects gathered by a collection operator are taken,
+    /// with their entity.
+    @Test func create_arrayContentThatGivesNoObjects_refused() throws {
+        let h = try Harness()
+        try h.employees()
+        for content in [
+            "Department/1.employees.lastName", "Department/1.employees.@count", "Employee/ann.departmentName",
+            "@e.selection.lastName", "Department/1.employees.directReports",
+        ] {
+            for kind: PropertyListValue in ["array", "tree"] {
+                let error = expectError("bad-binding", status: 400) {
+                    try h.make([
+                        "name": "a", "kind": kind, "content": .string(content), "childrenKeyPath": "directReports",
+                    ])
+                }
+                #expect(error?.fields["content"] == .string(content))
+            }
+        }
+        let gathered = try h.make([
+            "name": "g", "kind": "array", "content": "Department/1.employees.@distinctUnionOfArrays.directReports",
+        ])
+        #expect(gathered["entity"] == "Employee")
+    }
+
     @Test func create_badDeclarations_areRefused() throws {
         let h = try Harness()
         expectError("no-such-entity", status: 404) { try h.employees(content: "Nope") }
