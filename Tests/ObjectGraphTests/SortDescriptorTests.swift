@@ -179,8 +179,20 @@ struct SortDescriptorTests {
         #expect(try sortedValues(["a1", "a-b", "a b"], .localizedStandardCompare) == ["a b", "a-b", "a1"])
         #expect(
             try sortedValues(["~tilde", "z", "#tag", "1abc", "$5", "{brace"], .localizedStandardCompare) == [
-                "#tag", "{brace", "$5", "~tilde", "1abc", "z",
+                "{brace", "#tag", "~tilde", "$5", "1abc", "z",
             ])
+        // Within each group, the root collation's order (ICU 72, numeric), not code points.
+        let icu = [
+            "_zzz", "-zzz", ",zzz", ";zzz", ":zzz", "!zzz", "?zzz", ".zzz", "'zzz", "\"zzz", "(zzz", ")zzz", "[zzz",
+            "]zzz", "{zzz", "}zzz", "@zzz", "*zzz", "/zzz", "\\zzz", "&zzz", "#zzz", "%zzz", "`zzz", "^zzz", "+zzz",
+            "<zzz", "=zzz", ">zzz", "|zzz", "~zzz", "$zzz", "0zzz", "zzz",
+        ]
+        #expect(
+            try sortedValues(icu.reversed().map { .string($0) }, .localizedStandardCompare) == icu.map { .string($0) })
+        let latin = ["-b", "–a", "!b", "¡a", "?b", "¿a", "\"b", "«a", "§a", "&b", "°a", "+b", "$b", "€a"]
+        #expect(
+            try sortedValues(latin.reversed().map { .string($0) }, .localizedStandardCompare)
+                == latin.map { .string($0) })
         #expect(
             try sortedValues(["x\u{663}", "x10", "x\u{662}"], .localizedStandardCompare) == [
                 "x\u{662}", "x\u{663}", "x10",

@@ -130,7 +130,8 @@ extension ObjectModel {
             if op.isStringOperator || isSubstring {
                 guard attributeType == .string else {
                     throw refuse(
-                        "\(keyPath) is of type \(attributeType.rawValue), not string: a string operator cannot apply to it."
+                        "\(keyPath) is of type \(attributeType.rawValue), not string: a string operator cannot apply "
+                            + "to it."
                     )
                 }
                 guard literal.stringValue != nil || literal.isNull else {
@@ -143,7 +144,8 @@ extension ObjectModel {
             for value in literals where !value.isNull {
                 if attributeType == .date, let text = value.stringValue, ISO8601.date(from: text) == nil {
                     throw refuse(
-                        "\(keyPath) is a date; \"\(text)\" is not ISO 8601 (such as 2015-01-31 or 2015-01-31T09:00:00Z)."
+                        "\(keyPath) is a date; \"\(text)\" is not ISO 8601 (such as 2015-01-31 or "
+                            + "2015-01-31T09:00:00Z)."
                     )
                 }
                 if op.isOrdering || op == .between, !attributeType.orders(with: value) {

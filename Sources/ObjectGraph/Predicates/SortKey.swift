@@ -51,14 +51,16 @@ enum SortKey: Sendable {
     /// Folded scalars weighted so that a plain lexicographic comparison follows the root collation's groups and is
     /// numeric-aware, as the Finder sorts names.
     ///
-    /// Each scalar's weight is its group (white space and controls, then punctuation, then symbols, then digits,
-    /// then letters and everything else), then its code point within the group. A run of decimal digits (of any
-    /// script) becomes the digits' weight, its length without leading zeros, then its digit values: a shorter number
-    /// is smaller, and equal lengths compare digit by digit. Without `diacriticInsensitive`, accents count (the first
-    /// tie-break); with it, compatibility forms count as what they stand for (full-width `Ａ`, `ℌ`, `ﬁ`:
-    /// `NSWidthInsensitiveSearch` and the root collation's primary weights) except numbers, which no run of digits
-    /// takes in (`²`, `③`, `½` stay symbols of their own, as ICU sorts them), and the letters that have no
-    /// decomposition but sort with a base letter in the root collation (`ø`, `æ`, `ł`...) are spelled with it.
+    /// Each scalar's weight is its group (white space and controls, then punctuation, then symbols, then currency
+    /// symbols, then digits, then letters and everything else), then its place within the group: the root
+    /// collation's order for common punctuation and symbols (`_ - , ; : ! ? . ' " ( ) [ ] { } @ * / \ & # %`, then
+    /// `` ` ^ + < = > | ~ ``, then `$`: `collationRanks`), before the rest of the group by code point. A run of
+    /// decimal digits (of any script) becomes the digits' weight, its length without leading zeros, then its digit
+    /// values: a shorter number is smaller, and equal lengths compare digit by digit. Without `diacriticInsensitive`,
+    /// accents count (the first tie-break); with it, compatibility forms count as what they stand for (full-width
+    /// `Ａ`, `ℌ`, `ﬁ`: `NSWidthInsensitiveSearch` and the root collation's primary weights) except numbers, which no
+    /// run of digits takes in (`²`, `③`, `½` stay symbols of their own, as ICU sorts them), and the letters that have
+    /// no decomposition but sort with a base letter in the root collation (`ø`, `æ`, `ł`...) are spelled with it.
     private static func standardScalars(_ string: String, diacriticInsensitive: Bool) -> [UInt32] {
         var folded: String
         if diacriticInsensitive, !StringFolding.isASCII(string) {
@@ -100,7 +102,8 @@ enum SortKey: Sendable {
                 digits.append(scalar.value < 0x80 ? scalar.value - 0x30 : UInt32(scalar.properties.numericValue ?? 0))
             } else {
                 flushDigits()
-                result.append(group.weight | scalar.value)
+                result.append(
+                    group.weight | (group == .letter ? scalar.value : Self.collationRanks[scalar] ?? scalar.value))
             }
         }
         flushDigits()
@@ -109,7 +112,7 @@ enum SortKey: Sendable {
 
     /// The groups of the root collation, in their order (code points fit in 21 bits; the group is above them).
     private enum Group: UInt32 {
-        case space = 1, punctuation, symbol, digit, letter
+        case space = 1, punctuation, symbol, currency, digit, letter
 
         var weight: UInt32 { rawValue << 21 }
 
@@ -118,7 +121,8 @@ enum SortKey: Sendable {
             case 0x30...0x39: self = .digit
             case 0x61...0x7A, 0x41...0x5A: self = .letter
             case 0...0x20, 0x7F: self = .space
-            case 0x24, 0x2B, 0x3C...0x3E, 0x5E, 0x60, 0x7C, 0x7E: self = .symbol
+            case 0x24: self = .currency
+            case 0x2B, 0x3C...0x3E, 0x5E, 0x60, 0x7C, 0x7E: self = .symbol
             case 0x21...0x7D: self = .punctuation
             default:
                 let properties = scalar.properties
@@ -131,12 +135,32 @@ enum SortKey: Sendable {
                 case .connectorPunctuation, .dashPunctuation, .openPunctuation, .closePunctuation,
                     .initialPunctuation, .finalPunctuation, .otherPunctuation:
                     self = .punctuation
-                case .mathSymbol, .currencySymbol, .modifierSymbol, .otherSymbol: self = .symbol
+                case .currencySymbol: self = .currency
+                case .mathSymbol, .modifierSymbol, .otherSymbol: self = .symbol
                 default: self = .letter
                 }
             }
         }
     }
+
+    /// The places of punctuation and symbols (ASCII, Latin-1, General Punctuation) within their groups: the root
+    /// collation's order (ICU 72, primary strength; the scalars of one string are equal), below every other scalar's
+    /// code point.
+    private static let collationRanks: [Unicode.Scalar: UInt32] = {
+        let order = [
+            "‾", "_", "‗", "-", "‐‑", "‒", "–", "—", "―", "⁓", ",", ";", "⁏", ":", "!", "‼", "⁉", "¡", "?", "⁈", "⁇",
+            "¿", "‽", ".․", "‥", "…", "·", "⁕", "⁖", "⁘", "⁙", "⁚", "⁛", "⁜", "⁝", "⁞", "'", "‘", "’", "‚", "‛", "‹",
+            "›", "\"", "“", "”", "„", "‟", "«", "»", "(", ")", "[", "]", "{", "}", "⁅", "⁆", "‖", "§", "¶", "⁋", "@",
+            "*", "⁎", "⁑", "/", "\\", "&", "⁊", "#", "%", "‰", "‱", "†", "‡", "•", "‣", "‧", "⁃", "⁌", "⁍", "′", "″",
+            "‴", "⁗", "‵", "‶", "‷", "‸", "※", "‿", "⁔", "⁀", "⁐", "⁁", "⁂", "`", "´", "^", "¯", "¨", "¸", "°", "©",
+            "®", "+", "±", "÷", "×", "<", "=", ">", "¬", "|", "¦", "~", "⁒", "⁄", "¤", "¢", "$", "£", "¥",
+        ]
+        var ranks: [Unicode.Scalar: UInt32] = [:]
+        for (rank, scalars) in order.enumerated() {
+            for scalar in scalars.unicodeScalars { ranks[scalar] = UInt32(rank) }
+        }
+        return ranks
+    }()
 
     /// Letters without a canonical decomposition that the root collation sorts as (or after) base letters.
     private static let baseLetters: [Unicode.Scalar: String] = [
