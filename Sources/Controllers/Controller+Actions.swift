@@ -76,6 +76,11 @@ extension Controller {
         guard let entity = contentEntity else {
             throw ObjectGraphError.actionDisabled(action, of: name, "the content's entity is not known.")
         }
+        if let objectController = self as? ObjectController,
+            let edit = objectController.additionThroughKeyPath(entity: entity, values: values)
+        {
+            return InsertionPlan(action: action, edit: edit)
+        }
         guard action == "insert", let array = self as? ArrayController else {
             return InsertionPlan(
                 action: action, edit: .create(entity: entity, values: values, owner: owner, index: nil))

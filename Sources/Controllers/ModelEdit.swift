@@ -6,6 +6,8 @@ import PropertyList
 enum ModelEdit: Sendable {
     /// Insert an object of `entity` with `values`; with `owner`, also into `owner.keyPath` at `index` (nil: the end).
     case create(entity: String, values: [String: PropertyListValue], owner: RelationshipOwner?, index: Int?)
+    /// Insert an object of `entity` with `values` and set it as the to-one `key` of each of `objects`.
+    case createAndSet(entity: String, values: [String: PropertyListValue], objects: [ObjectID], key: String)
     /// Delete objects, applying delete rules.
     case delete([ObjectID])
     /// Remove objects from a to-many relationship (they stay in the store).
@@ -15,7 +17,7 @@ enum ModelEdit: Sendable {
     /// Several edits in turn.
     case sequence([ModelEdit])
 
-    /// Applies the edit; answers the created object for `create`.
+    /// Applies the edit; answers the created object for `create` and `createAndSet`.
     ///
     /// `setValues` gathers the errors of every edit (422 `validation-failed` with `errors`) instead of stopping at
     /// the first, with the constraint errors of the edits that applied; when every value fits its type, constraint
@@ -39,6 +41,12 @@ enum ModelEdit: Sendable {
             let object = try transaction.insert(entity, values: values)
             if let owner {
                 try transaction.insert(object, at: index, intoKeyPath: owner.keyPath, of: owner.object)
+            }
+            return object
+        case .createAndSet(let entity, let values, let holders, let key):
+            let object = try transaction.insert(entity, values: values)
+            for holder in holders {
+                try transaction.setValue(["$ref": .string(object.description)], forKeyPath: key, of: holder)
             }
             return object
         case .delete(let objects):

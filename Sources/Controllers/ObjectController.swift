@@ -7,18 +7,25 @@ import PropertyList
 /// selection (`@employees.selection`). Bound to a selection of several objects, the content is that selection, as
 /// Cocoa's selection proxy is: the selection shows their common value or `MultipleValues`, and setting through it
 /// sets every one of them. In entity mode (`Employee`) the controller starts empty and `add` creates an object that
-/// becomes its content. `remove` deletes the content object (only when there is exactly one), or, bound to a key path,
-/// sets that key path to null.
+/// becomes its content. Bound to a key path ending in a to-one (`Employee/42.manager`, `@employees.selection.department`),
+/// `add` creates an object and sets that to-one to it on the objects holding it, as NSObjectController's `addObject:`
+/// changes the relationship of the primary object. `remove` deletes the content object (only when there is exactly
+/// one), or, bound to a key path, sets that key path to null.
 final class ObjectController: Controller {
     /// The object `add` created (entity mode).
     var addedObject: ObjectID?
+    /// Bound to a key path ending in a to-one: the objects holding that to-one (the content's key path less its last
+    /// key, from the bound object or from each selected object of the master) and the last key; nil otherwise.
+    private(set) var holders: (objects: [ObjectID], key: String)?
 
     override var selectedObjects: [ObjectID] {
         if case .selection(_, nil) = description.content { return content }
         return content.count == 1 ? content : []
     }
 
-    override var canAdd: Bool { options.editable && isEntityMode }
+    override var canAdd: Bool {
+        options.editable && (isEntityMode || (contentEntity != nil && holders.map { !$0.objects.isEmpty } ?? false))
+    }
     /// NSObjectController has no `insert:`.
     override var canInsert: Bool { false }
     override var canRemove: Bool { options.editable && selectedObjects.count == 1 }
@@ -26,9 +33,49 @@ final class ObjectController: Controller {
     override func resolveContent(in context: ControllerContext) -> (
         objects: [ObjectID], entity: String?, owner: RelationshipOwner?
     ) {
-        guard case .entity(let entity) = description.content else { return super.resolveContent(in: context) }
+        guard case .entity(let entity) = description.content else {
+            holders = Self.holders(of: description.content, in: context)
+            return super.resolveContent(in: context)
+        }
         if let added = addedObject, !context.view.contains(added) { addedObject = nil }
         return (addedObject.map { [$0] } ?? [], entity, nil)
+    }
+
+    /// The objects holding the to-one a content key path ends in, and its key; nil when the content has no key path
+    /// or it does not end in a to-one reached through to-ones.
+    private static func holders(of content: ContentBinding, in context: ControllerContext) -> (
+        objects: [ObjectID], key: String
+    )? {
+        let sources: [ObjectID]
+        let keyPath: String
+        switch content {
+        case .object(let source, let path?):
+            (sources, keyPath) = (context.view.contains(source) ? [source] : [], path)
+        case .selection(let master, let path?):
+            (sources, keyPath) = (context.controllers[master]?.selectedObjects ?? [], path)
+        default:
+            return nil
+        }
+        let prefix = keyPath.lastIndex(of: ".").map { String(keyPath[..<$0]) }
+        let key = prefix.map { String(keyPath.dropFirst($0.count + 1)) } ?? keyPath
+        guard let entity = sources.first?.entity,
+            let relationship = context.model.relationship(from: entity, keyPath: keyPath), !relationship.isToMany
+        else { return (objects: [], key: key) }
+        guard let prefix else { return (objects: sources, key: key) }
+        let objects = sources.compactMap { source -> ObjectID? in
+            guard case .object(let holder)? = try? context.view.value(forKeyPath: prefix, of: source) else {
+                return nil
+            }
+            return holder
+        }
+        return (objects: objects, key: key)
+    }
+
+    /// `add` bound to a key path ending in a to-one: a new object of `entity` with `values`, set as that to-one of
+    /// every holder (one transaction). Nil in entity mode.
+    func additionThroughKeyPath(entity: String, values: [String: PropertyListValue]) -> ModelEdit? {
+        guard let holders, !holders.objects.isEmpty else { return nil }
+        return .createAndSet(entity: entity, values: values, objects: holders.objects, key: holders.key)
     }
 
     override func contentMayHaveChanged(_ cause: UpdateCause) -> Bool {

@@ -125,6 +125,35 @@ struct MasterDetailTests {
         #expect(try h.value("selection.name", of: "fresh") == "Ops")
         #expect(try h.value("arrangedObjects.name", of: "departments") == ["Legal", "Ops", "Research", "Sales"])
     }
+
+    /// Bound to a key path ending in a to-one, `add` creates an object and sets that to-one to it on the objects
+    /// holding it (NSObjectController's `addObject:` changes the primary object's relationship), in one transaction;
+    /// with nobody holding it (a nil to-one on the way) it is disabled.
+    @Test func objectController_addThroughAToOneKeyPath_setsTheRelationship() throws {
+        let h = try harness()
+        try h.make(["name": "boss", "kind": "object", "content": "Employee/dee.manager"])
+        #expect(try h.value("canAdd", of: "boss") == true)
+        try h.registry.perform(
+            "add", controller: "boss",
+            body: ["object": ["firstName": "Max", "lastName": "Moss", "department": ref("Department/2")]])
+        #expect(try h.value("selection.lastName", of: "boss") == "Moss")
+        #expect(try h.json("manager.lastName", of: "Employee/dee") == "Moss")
+        // Through a master's selection: the selected employee's department.
+        try h.select([2], "departments")
+        try h.select([0], "staff")
+        try h.make(["name": "dept", "kind": "object", "content": "@staff.selection.department"])
+        try h.registry.perform("add", controller: "dept", body: ["object": ["name": "Ops"]])
+        #expect(try h.json("department.name", of: "Employee/ann") == "Ops")
+        #expect(try h.names("staff") == ["Baker", "Cole", "Evans"])
+        // An invalid new object changes nothing.
+        #expect(throws: ObjectGraphError.self) {
+            try h.registry.perform("add", controller: "boss", body: ["object": ["firstName": "No"]])
+        }
+        #expect(try h.json("manager.lastName", of: "Employee/dee") == "Moss")
+        // Nobody holds the last to-one: Ann has no manager.
+        try h.make(["name": "far", "kind": "object", "content": "Employee/ann.manager.department"])
+        #expect(try h.value("canAdd", of: "far") == false)
+    }
 }
 
 struct AutomaticRearrangingTests {
