@@ -489,6 +489,32 @@ struct ObservingRoutesTests {
         }
     }
 
+    /// The to-many of an object a replacement adds or removes is told from or to `[]`, its value in KVC, not null.
+    @Test func replacingTheStoreTellsAToManyOfAnAddedObjectFromEmpty() throws {
+        try withService { client in
+            let original = try #require(try client.request("GET", "/store").json?["objects"]?.arrayValue)
+            let moved: PropertyListValue = ["$ref": "Employee/4"]
+            let objects = original.map { object -> PropertyListValue in
+                var values = object.dictionaryValue ?? [:]
+                if object["$id"] == "Employee/4" { values["department"] = ["$ref": "Department/99"] }
+                if object["$id"] == "Department/1" {
+                    values["employees"] = .array((object["employees"]?.arrayValue ?? []).filter { $0 != moved })
+                }
+                return .dictionary(values)
+            }
+            let added: PropertyListValue = ["$id": "Department/99", "name": "Ops", "employees": [moved]]
+            let graph: PropertyListValue = ["objects": .array(objects + [added])]
+            #expect(try client.request("PUT", "/store", body: graph.jsonBytes()).status == 200)
+            let back: PropertyListValue = ["objects": .array(original)]
+            #expect(try client.request("PUT", "/store", body: back.jsonBytes()).status == 200)
+            let feed = changes(try client.request("GET", "/changes?since=1&timeout=0"))
+            #expect(
+                feed.filter { $0["target"] == "Department/99" && $0["keyPath"] == "employees" }.map {
+                    [$0["seq"], $0["old"], $0["new"]]
+                } == [[2, [], [moved]], [3, [moved], []]])
+        }
+    }
+
     /// Coalescing never delays: an `asap` post that matches a queued `whenIdle` one brings that one forward (the
     /// first queued is kept).
     @Test func anAsapPostBringsAMatchingIdleOneForward() throws {

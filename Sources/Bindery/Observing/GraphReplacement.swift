@@ -45,10 +45,12 @@ struct GraphReplacement {
         let entity = ObjectID(reference: id).flatMap { model.entity(named: $0.entity) }
         var changed = false
         for key in keys {
-            let before = old[key] ?? .null
-            let after = new[key] ?? .null
-            // An empty to-many of an object added or removed is no change, as for created and deleted objects.
+            // An empty to-many of an object added or removed is no change, as for created and deleted objects; a
+            // to-many an object added or removed had is told from or to `[]` (its value in KVC), never null.
             let toMany = entity?.relationship(named: key)?.isToMany == true
+            let missing: PropertyListValue = toMany ? [] : .null
+            let before = old[key] ?? missing
+            let after = new[key] ?? missing
             guard toMany ? Self.normalized(before) != Self.normalized(after) : before != after else { continue }
             changed = true
             settings.append((id, key, before, after))
