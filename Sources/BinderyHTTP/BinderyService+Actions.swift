@@ -64,7 +64,8 @@ extension BinderyService {
             if let reserved = checked.reservedKey(allowingReferences: ObjectID.isReference) {
                 throw APIError(
                     status: 422, code: "type-mismatch",
-                    message: "sender may not hold a dictionary key \"\(reserved)\" starting with $.",
+                    message: "sender may not hold a dictionary key \"\(reserved)\" starting with $ (a reference is "
+                        + "{\"$ref\": \"Entity/id\"}).",
                     fields: ["keyPath": "sender"])
             }
         }
