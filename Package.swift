@@ -8,7 +8,7 @@ let package = Package(
         .executable(name: "bindery", targets: ["bindery"])
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2")
+        .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2")
     ],
     targets: [
         .systemLibrary(
