@@ -7,10 +7,10 @@ import PropertyList
 /// selection (`@employees.selection`). Bound to a selection of several objects, the content is that selection, as
 /// Cocoa's selection proxy is: the selection shows their common value or `MultipleValues`, and setting through it
 /// sets every one of them. In entity mode (`Employee`) the controller starts empty and `add` creates an object that
-/// becomes its content. Bound to a key path ending in a to-one (`Employee/42.manager`, `@employees.selection.department`),
-/// `add` creates an object and sets that to-one to it on the objects holding it, as NSObjectController's `addObject:`
-/// changes the relationship of the primary object. `remove` deletes the content object (only when there is exactly
-/// one), or, bound to a key path, sets that key path to null.
+/// becomes its content. Bound to a key path ending in a to-one (`Employee/42.manager`,
+/// `@employees.selection.department`), `add` creates an object and sets that to-one to it on the objects holding it,
+/// as NSObjectController's `addObject:` changes the relationship of the primary object. `remove` deletes the content
+/// object (only when there is exactly one), or, bound to a key path, sets that key path to null.
 final class ObjectController: Controller {
     /// The object `add` created (entity mode).
     var addedObject: ObjectID?
@@ -41,8 +41,9 @@ final class ObjectController: Controller {
         return (addedObject.map { [$0] } ?? [], entity, nil)
     }
 
-    /// The objects holding the to-one a content key path ends in, and its key; nil when the content has no key path
-    /// or it does not end in a to-one reached through to-ones.
+    /// The objects holding the to-one a content key path ends in, and its key; nil when the content has no key path,
+    /// no objects when it does not end in a to-one reached through to-ones or nobody holds it (a nil to-one on the
+    /// way, an empty master selection).
     private static func holders(of content: ContentBinding, in context: ControllerContext) -> (
         objects: [ObjectID], key: String
     )? {
