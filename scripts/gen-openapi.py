@@ -22,7 +22,12 @@ def ok(schema=None, desc="OK", code="200", headers=(), alternatives=None):
         r["content"] = {**({"application/json": {"schema": schema}} if schema is not None else {}), **(alternatives or {})}
     if headers: r["headers"] = {h: header(h) for h in headers}
     return {code: r}
-ERR = {"default": {"description": "An error (API.md §2)", "content": {"application/json": {"schema": ref("Error")}}}}
+ERR = {"default": {"description": "An error (API.md §2)", "content": {"application/json": {"schema": ref("Error")}},
+                   "headers": {"Retry-After": header("Retry-After")}}}
+# 412 precondition-failed (If-Match / If-None-Match): the error has `current` (the object, or the key path's value) and
+# `etag`, and the ETag header is the object's current one.
+PRECONDITION = {"412": {"description": "precondition-failed: If-Match or If-None-Match does not hold; `current` and `etag` in the error",
+                        "content": {"application/json": {"schema": ref("Error")}}, "headers": {"ETag": header("ETag")}}}
 ANY = {}
 SSE = {"text/event-stream": {"schema": {"type": "string", "description": "Server-sent events (with Accept: text/event-stream): "
         "`id:` the seq (on the last event of a seq only), `event: change`, `data:` the item's JSON; "
@@ -34,7 +39,11 @@ name = param("name", desc="Controller name")
 since = param("since", "query", "Sequence number to answer after (default: now)", {"type": "integer", "minimum": 0})
 lastEventID = param("Last-Event-ID", "header", "With Accept: text/event-stream: the seq to resume after (replaces since)", {"type": "integer", "minimum": 0})
 timeout = param("timeout", "query", "Seconds to wait (default 30, max 300)", {"type": "number", "minimum": 0})
-ifmatch = param("If-Match", "header", "ETag the object must have")
+ifmatch = param("If-Match", "header", "ETags (comma list) one of which the object must have, compared strongly (a weak W/\"n\" never matches; * matches any "
+                "object); else 412 precondition-failed. On a key path, the ETag of the object the path starts at")
+ifnonematch = param("If-None-Match", "header", "ETags (comma list) the object must not have, compared weakly (* matches any object); "
+                    "a match is 412 precondition-failed")
+index = param("index", "path", "The index of the element to remove", {"type": "integer", "minimum": 0})
 feed = {"type": "object", "required": ["changes", "last"], "properties": {"changes": {"type": "array", "items": ref("Change")}, "last": {"type": "integer"}}}
 notificationFeed = {"type": "object", "required": ["notifications", "last"],
         "properties": {"notifications": {"type": "array", "items": ref("Notification")}, "last": {"type": "integer"}}}
@@ -54,9 +63,11 @@ def op(summary, params=(), body=None, responses=None, tags=(), description=None)
 
 etag, location = ["ETag"], ["Location"]
 paths = {
-  "/healthz": {"get": op("Health", responses={**ok({"type": "object", "properties": {"status": {"const": "ok"}}}),
-        **ok({"type": "object", "required": ["status", "message"], "properties": {"status": {"const": "journal-failed"}, "message": {"type": "string"}}},
-             "The journal refuses every change until restart", "503")}, tags=["service"])},
+  "/healthz": {"get": op("Health", responses={**ok({"type": "object", "required": ["status"], "properties": {"status": {"const": "ok"}}}),
+        # An API.md §2 error with the status beside it: {"status": "journal-failed", "error": {"code": "journal-failed", "message"}}.
+        **ok({"allOf": [ref("Error"), {"type": "object", "required": ["status"], "properties": {"status": {"const": "journal-failed"},
+                                                                                          "error": {"properties": {"code": {"const": "journal-failed"}}}}}]},
+             "The journal refuses every change until restart (no Retry-After: it lasts until the server is restarted)", "503")}, tags=["service"])},
   "/metrics": {"get": op("Prometheus metrics", responses={"200": {"description": "Prometheus text", "content": {"text/plain": {"schema": {"type": "string"}}}}}, tags=["service"])},
   "/model": {"get": op("The model", responses=ok(ref("Model")), tags=["model"])},
   "/model/{entity}": {"get": op("One entity of the model", [entity], responses=ok({"type": "object"}), tags=["model"])},
@@ -66,20 +77,28 @@ paths = {
         param("offset", "query", schema={"type": "integer", "minimum": 0}), param("limit", "query", schema={"type": "integer", "minimum": 0}),
         param("keys", "query", "Comma list of key paths to project")],
         responses=ok({"type": "object", "required": ["objects", "count"], "properties": {"objects": {"type": "array", "items": ref("Object")}, "count": {"type": "integer"}}}), tags=["objects"]),
-    "post": op("Insert an object", [entity, param("If-None-Match", "header", "* makes it create-only")], json_body(ref("Object")),
-        responses=ok(ref("Object"), "Created", "201", headers=location + etag), tags=["objects"])},
+    "post": op("Insert an object", [entity, param("If-None-Match", "header", "* makes it create-only: an object with the body's $id is 412 precondition-failed")],
+        json_body(ref("Object")), responses={**ok(ref("Object"), "Created", "201", headers=location + etag), **PRECONDITION}, tags=["objects"])},
   "/objects/{entity}/{id}": {
-    "get": op("An object (ETag; If-None-Match → 304)", [entity, oid, param("If-None-Match", "header")],
-        responses={**ok(ref("Object"), headers=etag), **ok(desc="Not modified: If-None-Match names the current ETag", code="304", headers=etag)}, tags=["objects"]),
-    "patch": op("Set several keys atomically", [entity, oid, ifmatch], json_body({"type": "object"}), ok(ref("Object"), headers=etag), tags=["objects"]),
-    "delete": op("Delete, applying delete rules", [entity, oid, ifmatch], responses=ok(desc="Deleted", code="204"), tags=["objects"])},
+    "get": op("An object (ETag; If-None-Match → 304, If-Match → 412)", [entity, oid,
+        param("If-None-Match", "header", "ETags (comma list), compared weakly (* matches any object): a match is 304 Not Modified"), ifmatch],
+        responses={**ok(ref("Object"), headers=etag), **ok(desc="Not modified: If-None-Match names the current ETag", code="304", headers=etag),
+                   **PRECONDITION}, tags=["objects"]),
+    "patch": op("Set several keys atomically", [entity, oid, ifmatch, ifnonematch], json_body({"type": "object"}),
+        {**ok(ref("Object"), headers=etag), **PRECONDITION}, tags=["objects"]),
+    "delete": op("Delete, applying delete rules", [entity, oid, ifmatch, ifnonematch], responses={**ok(desc="Deleted", code="204"), **PRECONDITION}, tags=["objects"])},
   "/objects/{entity}/{id}/{keyPath}": {
     "get": op("value(forKeyPath:)", [entity, oid, kp], tags=["objects"]),
-    "put": op("setValue(_:forKeyPath:)", [entity, oid, kp, ifmatch], json_body(ANY), ok(ANY, "The new value", headers=etag), tags=["objects"]),
-    "post": op("Insert into a to-many", [entity, oid, kp, ifmatch, param("index", "query", schema={"type": "integer", "minimum": 0})], json_body(ref("Reference")),
-        ok(ANY, "The relationship's new value", headers=etag), tags=["objects"]),
-    "delete": op("Remove the element at the index that ends the path (…/{toManyKeyPath}/{index})", [entity, oid, kp, ifmatch],
-        responses=ok(ANY, "The relationship's new value", headers=etag), tags=["objects"])},
+    "put": op("setValue(_:forKeyPath:)", [entity, oid, kp, ifmatch, ifnonematch], json_body(ANY),
+        {**ok(ANY, "The new value", headers=etag), **PRECONDITION}, tags=["objects"]),
+    "post": op("Insert into a to-many", [entity, oid, kp, ifmatch, ifnonematch,
+        param("index", "query", "Where to insert (default: at the end)", {"type": "integer", "minimum": 0})], json_body(ref("Reference")),
+        {**ok(ANY, "The relationship's new value", headers=etag), **PRECONDITION}, tags=["objects"])},
+  "/objects/{entity}/{id}/{keyPath}/{index}": {
+    "delete": op("Remove the element at index of a to-many", [entity, oid, kp, index, ifmatch, ifnonematch],
+        responses={**ok(ANY, "The relationship's new value", headers=etag), **PRECONDITION}, tags=["objects"],
+        description="removeObjectAtIndex: on the to-many at keyPath (`directReports`, `manager.directReports`). An index past the end is 422; "
+                    "an index beyond 64 bits is 400 bad-path.")},
   "/controllers": {
     "get": op("All controllers", responses=ok({"type": "object", "required": ["controllers"], "properties": {"controllers": {"type": "array", "items": ref("ControllerState")}}}), tags=["controllers"]),
     "post": op("Create a controller (at most 1,000 created at run time; one more is 503 too-many-controllers)", body=json_body(ref("ControllerDescription")),
@@ -87,21 +106,38 @@ paths = {
   "/controllers/{name}": {"get": op("Controller state", [name], responses=ok(ref("ControllerState")), tags=["controllers"]),
                           "delete": op("Remove a run-time controller", [name], responses=ok(desc="Removed", code="204"), tags=["controllers"])},
   "/controllers/{name}/arrangedObjects": {"get": op("Arranged objects (tree: nested nodes)",
-        [name, param("offset", "query", schema={"type": "integer", "minimum": 0}), param("limit", "query", schema={"type": "integer", "minimum": 0})],
-        responses=ok({"type": "array"}, headers=["X-Total-Count"]), tags=["controllers"])},
+        [name, param("offset", "query", "Arranged objects to skip (default 0). Not applied by a tree controller", {"type": "integer", "minimum": 0}),
+         param("limit", "query", "At most this many arranged objects (default: all). Not applied by a tree controller", {"type": "integer", "minimum": 0})],
+        responses=ok({"type": "array"}, headers=["X-Total-Count"]), tags=["controllers"],
+        description="Array and object controllers: the arranged objects from `offset`, at most `limit` of them; `X-Total-Count` is the number of "
+                    "arranged objects before paging. Tree controllers: every root as a nested node `{object, indexPath, count, isLeaf, children}`; "
+                    "`offset` and `limit` are checked but not applied, and `X-Total-Count` is the number of roots. On any controller an `offset` or "
+                    "`limit` that is not a non-negative integer is 400 bad-query. Only this path pages: KVC below it "
+                    "(GET /controllers/{name}/arrangedObjects.lastName) answers every value and has no X-Total-Count.")},
   "/controllers/{name}/selectedObjects": {"get": op("Selected objects", [name], responses=ok({"type": "array", "items": ref("Object")}), tags=["controllers"]),
         "put": op("Select these objects", [name], json_body({"type": "array", "items": ref("Reference")}), ok({"type": "array", "items": ref("Object")}), tags=["controllers"])},
   # One path item for both: OpenAPI forbids two templated paths that differ only in their parameter names.
   "/controllers/{name}/{keyPathOrAction}": {
     "get": op("KVC on the controller", [name, param("keyPathOrAction", desc="A key path of the controller; its segments are joined with '.'")],
-        description="value(forKeyPath:) on the controller: `arrangedObjects/lastName`, `arrangedObjects/@count`, `selection` (a dictionary of every key), "
-                    "`selection/firstName` (a value or a `{\"$marker\"}`), `selectionIndexes`, `canRemove`, … The answer is the raw JSON value.",
+        description="value(forKeyPath:) on the controller: `arrangedObjects.lastName`, `arrangedObjects.@count`, `selection` (a dictionary of every key), "
+                    "`selection.firstName` (a value or a `{\"$marker\"}`), `selectionIndexes`, `canRemove`, … The answer is the raw JSON value. "
+                    "The slash forms of API.md (`arrangedObjects/lastName`) are the same key paths when the '/' is sent unencoded. "
+                    "No query parameter is read: `arrangedObjects.lastName?offset=1&limit=2` answers every value (paging is only on "
+                    "GET /controllers/{name}/arrangedObjects).",
         tags=["controllers"]),
     "post": op("Target-action on the controller",
-        [name, param("keyPathOrAction", desc="The action", schema={"enum": controllerActions})], {"required": False, "content": {"application/json": {"schema": {"type": "object"}}}},
+        [name, param("keyPathOrAction", desc="The action", schema={"enum": controllerActions}),
+         param("index", "query", "insert and insertChild only (other actions ignore it): the index to insert at, as the body's `index` "
+               "(both given and different: 400 bad-query). A tree controller's insert goes to the selection's index path whatever the index",
+               {"type": "integer", "minimum": 0})],
+        {"required": False, "content": {"application/json": {"schema": {"type": "object", "additionalProperties": False, "properties": {
+            "object": {"type": "object", "description": "add, insert, addChild, insertChild: the new object's values"},
+            "index": {"type": "integer", "minimum": 0, "description": "insert, insertChild: where (past the end: at the end)"}}}}}},
         ok(ref("ControllerState")), tags=["controllers"],
         description="Performs an action: " + ", ".join(controllerActions[:-2]) + "; tree controllers also " + " and ".join(controllerActions[-2:]) + ". "
-                    "The body is optional (`{\"object\": {...}}` for the values of add and insert). Answers the controller's state."),
+                    "The body is optional: `{\"object\": {...}}` for the values of add and addChild, and also `index` for insert and insertChild "
+                    "(another key is 422). `insert` places the object at the first selected index, or at `index` (body or query; past the end: at the end), "
+                    "unsorted until the next re-arrangement. Answers the controller's state."),
   },
   "/controllers/{name}/selection/{keyPath}": {"put": op("Set through the selection", [name, kp], json_body(ANY), ok(ANY, "The new value"), tags=["controllers"])},
   "/controllers/{name}/selectionIndexes": {"put": op("Select by indexes", [name], json_body({"type": "array", "items": {"type": "integer"}}), ok({"type": "array", "items": {"type": "integer"}}), tags=["controllers"])},
@@ -149,7 +185,9 @@ if clashes: raise SystemExit(f"identical templated paths: {clashes}")
 schemas = {
   "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "object", "required": ["code", "message"],
             "properties": {"code": {"type": "string"}, "message": {"type": "string"}, "keyPath": {"type": "string"}, "line": {"type": "integer"}, "column": {"type": "integer"},
-                           "oldest": {"type": "integer"}, "current": {}, "allowed": {"type": "array"}, "errors": {"type": "array"}}}}},
+                           "oldest": {"type": "integer"}, "current": {}, "allowed": {"type": "array"}, "errors": {"type": "array"},
+                           "etag": {"type": "string", "description": "412: the object's current ETag"},
+                           "limit": {"type": "integer", "description": "413 body-too-large, 503 too-many-observers and too-many-controllers: the limit"}}}}},
   "Reference": {"type": "object", "required": ["$ref"], "properties": {"$ref": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*/[A-Za-z0-9_.-]{1,64}$"}}},
   "Object": {"type": "object", "properties": {"$id": {"type": "string"}}, "additionalProperties": True},
   "Graph": {"type": "object", "properties": {"seq": {"type": "integer"}, "objects": {"type": "array", "items": ref("Object")}}},
@@ -189,6 +227,9 @@ headers = {
   "ETag": {"description": "\"<seq of the object's last change>\"", "schema": {"type": "string"}},
   "Location": {"description": "Where the created resource is", "schema": {"type": "string"}},
   "X-Total-Count": {"description": "The number of arranged objects (tree: root nodes), before offset and limit", "schema": {"type": "integer"}},
+  "Retry-After": {"description": "Seconds to wait before retrying, on a 503 that passes: server-busy (unread answers over --max-unsent), "
+                  "too-many-waiters (long-polls over --max-waiters), storage-error (a full disk) and journal-segment-removed. Not on the other "
+                  "503s: journal-failed and document-closed last until restart, too-many-observers and too-many-controllers until one is deleted", "schema": {"type": "integer", "minimum": 0}},
 }
 doc = {"openapi": "3.1.0", "info": {"title": "Bindery", "version": "1.0.0",
         "description": "Cocoa Bindings as an HTTP service. The contract is API.md; this document describes the routes the server has."},

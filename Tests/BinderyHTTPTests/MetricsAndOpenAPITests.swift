@@ -39,14 +39,13 @@ struct MetricsAndOpenAPITests {
         let openAPI = try PropertyListValue(jsonBytes: bytes)
         #expect(openAPI["openapi"] == "3.1.0")
         let paths = try #require(openAPI["paths"]?.dictionaryValue)
-        // A route's `*keyPath` and what follows it (`/#index`) are one OpenAPI `{keyPath}`, which holds slashes.
+        // Segment for segment: a route's `*keyPath` is one OpenAPI `{keyPath}` (its keys joined with '.', as a
+        // generated client sends it: an encoded '/' stays in its segment), so `*keyPath/#index` is `{keyPath}/{index}`.
         func hierarchy(_ path: String) -> String {
-            var parts: [String] = []
-            for part in path.split(separator: "/") {
-                parts.append(part.first.map { ":*#{".contains($0) } == true ? "{}" : String(part))
-                if part.hasPrefix("*") { break }
-            }
-            return "/" + parts.joined(separator: "/")
+            "/"
+                + path.split(separator: "/").map { part in
+                    part.first.map { ":*#{".contains($0) } == true ? "{}" : String(part)
+                }.joined(separator: "/")
         }
         var documented: [String: PropertyListValue] = [:]
         for (path, item) in paths {
