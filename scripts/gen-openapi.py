@@ -106,12 +106,12 @@ paths = {
   "/controllers/{name}": {"get": op("Controller state", [name], responses=ok(ref("ControllerState")), tags=["controllers"]),
                           "delete": op("Remove a run-time controller", [name], responses=ok(desc="Removed", code="204"), tags=["controllers"])},
   "/controllers/{name}/arrangedObjects": {"get": op("Arranged objects (tree: nested nodes)",
-        [name, param("offset", "query", "Arranged objects to skip (default 0). Not applied by a tree controller", {"type": "integer", "minimum": 0}),
-         param("limit", "query", "At most this many arranged objects (default: all). Not applied by a tree controller", {"type": "integer", "minimum": 0})],
+        [name, param("offset", "query", "Arranged objects (tree: roots) to skip (default 0)", {"type": "integer", "minimum": 0}),
+         param("limit", "query", "At most this many arranged objects (tree: roots; default: all)", {"type": "integer", "minimum": 0})],
         responses=ok({"type": "array"}, headers=["X-Total-Count"]), tags=["controllers"],
         description="Array and object controllers: the arranged objects from `offset`, at most `limit` of them; `X-Total-Count` is the number of "
-                    "arranged objects before paging. Tree controllers: every root as a nested node `{object, indexPath, count, isLeaf, children}`; "
-                    "`offset` and `limit` are checked but not applied, and `X-Total-Count` is the number of roots. On any controller an `offset` or "
+                    "arranged objects before paging. Tree controllers: the roots from `offset`, at most `limit` of them, each a nested node "
+                    "`{object, indexPath, count, isLeaf, children}` with its whole subtree, and `X-Total-Count` is the number of roots. On any controller an `offset` or "
                     "`limit` that is not a non-negative integer is 400 bad-query. Only this path pages: KVC below it "
                     "(GET /controllers/{name}/arrangedObjects.lastName) answers every value and has no X-Total-Count.")},
   "/controllers/{name}/selectedObjects": {"get": op("Selected objects", [name], responses=ok({"type": "array", "items": ref("Object")}), tags=["controllers"]),

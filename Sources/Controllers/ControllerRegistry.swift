@@ -563,20 +563,24 @@ public final class ControllerRegistry: Sendable {
     }
 
     /// The arranged objects in their JSON form (API.md §4), `offset` and `limit` applied, with the total count;
-    /// for a tree, the nested nodes `{"object", "indexPath", "children"}` (no paging).
+    /// for a tree, the nested nodes `{"object", "indexPath", "children"}` of the roots `offset` and `limit` give,
+    /// with the number of roots.
     public func arrangedObjects(controller name: String, offset: Int = 0, limit: Int? = nil) throws -> (
         value: PropertyListValue, count: Int, seq: Int64
     ) {
         try session { _, context in
             let controller = try context.controller(name)
+            func page(_ count: Int) -> Range<Int> {
+                let start = min(max(offset, 0), count)
+                // `limit` may be as large as Int allows: never add it to anything.
+                return start..<(limit.map { start + min(max($0, 0), count - start) } ?? count)
+            }
             if let tree = controller as? TreeController {
-                return (try tree.arrangedJSON(view: context.view, objects: true), tree.roots.count, context.view.seq)
+                let json = try tree.arrangedJSON(view: context.view, objects: true, roots: page(tree.roots.count))
+                return (json, tree.roots.count, context.view.seq)
             }
             let objects = controller.arrangedIDs
-            let start = min(max(offset, 0), objects.count)
-            // `limit` may be as large as Int allows: never add it to anything.
-            let end = limit.map { start + min(max($0, 0), objects.count - start) } ?? objects.count
-            let json = try objects[start..<end].map { try context.view.json(of: $0) }
+            let json = try objects[page(objects.count)].map { try context.view.json(of: $0) }
             return (.array(json), objects.count, context.view.seq)
         }
     }

@@ -590,15 +590,15 @@ final class TreeController: Controller {
 
     /// The nested arranged objects: `[{"object", "indexPath", "children"}]`, objects in their JSON form when
     /// `objects`, else as references; `"count"` when there is a `countKeyPath`.
-    func arrangedJSON(view: ReadView, objects: Bool) throws -> PropertyListValue {
-        func json(_ nodes: [Node], prefix: [Int]) throws -> PropertyListValue {
+    func arrangedJSON(view: ReadView, objects: Bool, roots range: Range<Int>? = nil) throws -> PropertyListValue {
+        func json(_ nodes: ArraySlice<Node>, prefix: [Int]) throws -> PropertyListValue {
             var result: [PropertyListValue] = []
-            for (index, node) in nodes.enumerated() {
+            for (index, node) in zip(nodes.indices, nodes) {
                 let path = prefix + [index]
                 var entry: [String: PropertyListValue] = [
                     "object": objects ? try view.json(of: node.object) : ["$ref": .string(node.object.description)],
                     "indexPath": .array(path.map { .integer(Int64($0)) }),
-                    "children": try json(node.children, prefix: path),
+                    "children": try json(node.children[...], prefix: path),
                     // With a leafKeyPath, its value says (a node may be a non-leaf without children yet), as
                     // NSTreeNode's isLeaf; without one, having no children does (shown or not).
                     "isLeaf": .boolean(
@@ -611,7 +611,7 @@ final class TreeController: Controller {
             }
             return .array(result)
         }
-        return try json(roots, prefix: [])
+        return try json(roots[range ?? roots.indices], prefix: [])
     }
 
     override func stateFields(in context: ControllerContext) -> [String: PropertyListValue] {

@@ -91,6 +91,13 @@ struct ControllerRoutesTests {
             #expect(arranged.json?.arrayValue?.first?["lastName"] == "Hertzfeld")
             #expect(arranged.header("X-Total-Count") == "8")
             #expect(try client.request("GET", "/controllers/employees/arrangedObjects/@count").json == 8)
+            // A tree pages its roots, each with its subtree and its own index path.
+            let roots = try #require(try client.request("GET", "/controllers/org/arrangedObjects").json?.arrayValue)
+            #expect(roots.count > 2)
+            let page = try client.request("GET", "/controllers/org/arrangedObjects?offset=1&limit=1")
+            #expect(page.json == [roots[1]])
+            #expect(page.header("X-Total-Count") == String(roots.count))
+            #expect(try client.request("GET", "/controllers/org/arrangedObjects?offset=99").json == [])
         }
     }
 
