@@ -61,6 +61,7 @@
     commit: $('commit'),
     discard: $('discard'),
     error: $('error'),
+    notice: $('notice'),
     edited: $('edited'),
     summary: $('selection-summary'),
     undo: $('undo'),
@@ -75,6 +76,7 @@
   const state = {
     departments: [],
     depSelection: [],
+    dep: null, // the departments controller's description
     employees: [],
     emp: null, // the employees controller's description
     selection: null, // the selection proxy: key → value or {$marker}
@@ -291,6 +293,7 @@
       return seqs.length ? Math.min(...seqs) : null;
     }
     state.departments = deps.data || [];
+    state.dep = dep.data;
     state.depSelection = (dep.data && dep.data.selectionIndexes) || [];
     state.emp = emp.data;
     state.employees = emps.data || [];
@@ -306,6 +309,8 @@
       state.actions = { undo: enabled('undo'), redo: enabled('redo') };
     }
     state.ready = true;
+    // Read at one seq: the reads in parallel may straddle a change (edits already dropped, the row still there).
+    noticeDroppedEdits(seqs.length > 0 && Math.min(...seqs) === Math.max(...seqs));
     render();
     return seqs.length ? Math.min(...seqs) : null;
   }
@@ -313,6 +318,8 @@
   // A local mutation: invalidates reads in flight, then re-reads.
   async function mutate(fn) {
     generation += 1;
+    pendingShown = null; // what becomes of the pending edits now is the user's doing
+    showNotice(null);
     try {
       return await fn();
     } finally {
@@ -334,7 +341,23 @@
   const dateFormat = new Intl.DateTimeFormat('en-US', { year: 'numeric', month: 'short', day: 'numeric', timeZone: 'UTC' });
 
   const personName = (p) => (p ? [p.firstName, p.lastName].filter((s) => s).join(' ') : '');
-  const initials = (p) => ((p.firstName || ' ')[0] + (p.lastName || ' ')[0]).trim().toUpperCase() || '?';
+  // The first character as the reader sees it (a grapheme: an emoji with its modifiers, a letter with its accents),
+  // not a UTF-16 unit, which would split an emoji into a lone surrogate.
+  const graphemes = typeof Intl.Segmenter === 'function' ? new Intl.Segmenter('en', { granularity: 'grapheme' }) : null;
+  const firstCharacter = (s) => {
+    if (!s) return '';
+    if (graphemes) {
+      const first = graphemes.segment(s)[Symbol.iterator]().next();
+      return first.done ? '' : first.value.segment;
+    }
+    return Array.from(s)[0]; // by code point
+  };
+  // Upper-casing can lengthen a character ("ß" is "SS"): one character of it.
+  const initial = (s) => firstCharacter(firstCharacter((s || '').trim()).toUpperCase());
+  const initials = (p) => initial(p.firstName) + initial(p.lastName) || '?';
+  // A date's day where the user is, as YYYY-MM-DD (toISOString would give UTC's, a day off near midnight).
+  const localDate = (d) =>
+    `${String(d.getFullYear()).padStart(4, '0')}-${String(d.getMonth() + 1).padStart(2, '0')}-${String(d.getDate()).padStart(2, '0')}`;
   const formatDate = (v) => (v && v.$date ? dateFormat.format(new Date(v.$date)) : '');
 
   function h(tag, attrs = {}, ...children) {
@@ -537,7 +560,10 @@
       showValue(key, input, noSelection ? { $marker: 'NoSelection' } : value);
     }
 
-    const editing = Object.keys(state.edits).length > 0 || dirty.size > 0 || (state.emp && state.emp.isEditing);
+    // A field that says what the server refused (or what does not read) is an edit too: Discard takes it
+    // back, and Commit points at it.
+    const editing =
+      Object.keys(state.edits).length > 0 || dirty.size > 0 || invalid.size > 0 || (state.emp && state.emp.isEditing);
     el.edited.hidden = !editing;
     el.form.classList.toggle('is-editing', !!editing);
     el.commit.disabled = noSelection || !editing;
@@ -603,9 +629,34 @@
     el.error.hidden = false;
     for (const key of FIELDS) if (!invalid.has(key)) field[key].removeAttribute('aria-invalid');
     for (const x of list) {
-      const key = x.keyPath && x.keyPath.split('.')[0];
-      if (field[key]) field[key].setAttribute('aria-invalid', 'true');
+      const key = fieldOfError(x);
+      if (key) field[key].setAttribute('aria-invalid', 'true');
     }
+  }
+
+  // The other end of a relationship the form edits, as `Entity.key` → the field (`Employee.directReports` →
+  // manager), read from the model: an error about it (a manager whose directReports would hold too many) is
+  // that field's.
+  const inverseFields = new Map();
+
+  async function readModel() {
+    try {
+      const { data } = await api('GET', '/model/Employee');
+      for (const [key, rel] of Object.entries((data && data.relationships) || {})) {
+        if (FIELDS.includes(key) && rel.inverse) inverseFields.set(`${rel.destination}.${rel.inverse}`, key);
+      }
+    } catch {
+      // without it, such an error is named above the form only
+    }
+  }
+
+  // The field an error of a refused commit is about (its keyPath, or the inverse of a field's relationship), or null.
+  function fieldOfError(x) {
+    const key = x && typeof x.keyPath === 'string' ? x.keyPath.split('.')[0] : null;
+    if (!key) return null;
+    if (FIELDS.includes(key)) return key;
+    const entity = typeof x.object === 'string' ? x.object.split('/')[0] : 'Employee';
+    return inverseFields.get(`${entity}.${key}`) || null;
   }
 
   // Clears the error shown if it only said that the server was away (or had lost the page's
@@ -651,6 +702,77 @@
       }
       return undefined;
     }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Pending edits dropped by another client's change
+
+  // The pending edits the page last showed, for whom. When they go while the page did nothing (another client
+  // moved or deleted the employee, or selected another department, and the server dropped them), the page says
+  // so. What the page itself does (a commit, a discard, a selection, a removal) clears it (see mutate).
+  let pendingShown = null;
+
+  const selectedIds = () => ((state.emp && state.emp.selectionIndexes) || []).map((i) => idOf(state.employees[i])).filter((x) => x);
+  const sameJSON = (a, b) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
+
+  // The pending edits the server answered to one the page sent: they may go before a sync shows them.
+  function recordPending(edits) {
+    if (!edits || typeof edits !== 'object' || !Object.keys(edits).length || formSubject === null) return;
+    pendingShown = { ids: JSON.parse(formSubject), dep: idOf(state.departments[state.depSelection[0]]), edits };
+  }
+
+  // `consistent`: what the sync read is of one moment (else a sync follows the change it straddled).
+  function noticeDroppedEdits(consistent) {
+    if (!consistent) return;
+    const before = pendingShown;
+    const dep = idOf(state.departments[state.depSelection[0]]);
+    pendingShown = Object.keys(state.edits).length ? { ids: selectedIds(), dep, edits: state.edits } : null;
+    if (!before || pendingShown) return; // there were none, or there still are
+    if (before.dep !== dep) {
+      tellDropped(before, 'Another department was selected elsewhere');
+      return;
+    }
+    const arranged = new Set(state.employees.map(idOf));
+    const gone = before.ids.filter((id) => !arranged.has(id));
+    if (gone.length) explainGone(before, gone); // else committed or discarded elsewhere: shown as such
+  }
+
+  // Why the employees the edits were for left the list: deleted, moved, or (their edits committed) filtered out.
+  async function explainGone(before, gone) {
+    const reasons = [];
+    for (const id of gone) {
+      const name = names.get(id) || id;
+      let object;
+      try {
+        object = (await api('GET', `/objects/${id.split('/').map(encodeURIComponent).join('/')}`)).data || {};
+      } catch (e) {
+        if (e instanceof APIError && e.status === 404) {
+          reasons.push(`${name} was deleted`);
+          continue;
+        }
+        return; // cannot tell
+      }
+      if (Object.entries(before.edits).every(([k, v]) => sameJSON(object[k], v))) continue; // committed: in the model
+      const to = object.department && object.department.$ref;
+      reasons.push(to && to !== before.dep ? `${name} was moved to ${describeTarget(to)}` : `${name} left the list`);
+    }
+    if (reasons.length) tellDropped(before, `${reasons.join(', ')} elsewhere`);
+  }
+
+  function tellDropped(before, why) {
+    const what = Object.entries(before.edits).map(([key, value]) => {
+      const label = document.querySelector(`label[for="field-${key}"]`);
+      return `${label ? label.textContent.trim() : key} ${formatValue(value)}`;
+    });
+    const text = `${why}: the pending edit${what.length > 1 ? 's' : ''} (${what.join(', ')}) ${what.length > 1 ? 'were' : 'was'} not saved.`;
+    appendNote(text);
+    showNotice(text);
+  }
+
+  // A note above the form's buttons (null: none) until the user next does something.
+  function showNotice(text) {
+    el.notice.textContent = text || '';
+    el.notice.hidden = !text;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -756,6 +878,7 @@
     return track(
       mutate(() =>
         guarded(async () => {
+          const mine = generation; // no other local change since: the edits answered are what the page shows
           try {
             // Typed for the employees the form shows: when another client has selected others since (which the
             // page has not seen yet), the text is dropped rather than recorded as an edit of theirs.
@@ -766,7 +889,9 @@
               requestSync();
               return undefined;
             }
-            return await api('PUT', ctl(EMP, `/edits/${key}`), value);
+            const answer = await api('PUT', ctl(EMP, `/edits/${key}`), value);
+            if (mine === generation) recordPending(answer.data);
+            return answer;
           } catch (e) {
             if (!(e instanceof APIError)) {
               // No answer: kept, and sent once the server is back (requestSync).
@@ -920,11 +1045,19 @@
     event.preventDefault();
     commit();
   });
+  // Pressing Commit or Discard leaves the focus in the field until the click: leaving the field sends what it
+  // says, and its error note going away then would move the button from under the pointer between the press
+  // and the release, and the click would be lost. The click moves the focus (as the press would have), then acts.
+  for (const button of [el.commit, el.discard]) button.addEventListener('mousedown', (event) => event.preventDefault());
   el.commit.addEventListener('click', (event) => {
     event.preventDefault();
+    el.commit.focus();
     commit();
   });
-  el.discard.addEventListener('click', discard);
+  el.discard.addEventListener('click', () => {
+    el.discard.focus();
+    discard();
+  });
   el.form.addEventListener('keydown', (event) => {
     if (event.key === 'Escape') {
       event.preventDefault();
@@ -1178,7 +1311,7 @@
 
   el.add.addEventListener('click', async () => {
     await flushEdits();
-    const today = new Date().toISOString().slice(0, 10);
+    const today = localDate(new Date()); // the user's day, not UTC's
     await mutate(() =>
       guarded(async () => {
         await api('POST', ctl(EMP, '/add'), {
@@ -1333,14 +1466,16 @@
 
   // What the store's change feed does not carry: another client may have deleted the page's controllers
   // (DELETE /controllers/{name}), or changed what the page shows of them (a selection, the sort, the
-  // filter, pending edits). A cheap look every CHECK_INTERVAL notices either, and the sync reads them
-  // again (re-creating deleted ones).
+  // filter, pending edits; of the departments controller anything in its state, and the order of its
+  // list, which a rearrangeObjects changes without a change in the store). A cheap look every
+  // CHECK_INTERVAL notices either, and the sync reads them again (re-creating deleted ones).
   async function checkControllers() {
     if (stopped || !state.ready || syncing || !pollLive || document.visibilityState === 'hidden') return;
     const started = generation;
     try {
-      const [dep, emp, edits] = await Promise.all([
+      const [dep, depNames, emp, edits] = await Promise.all([
         api('GET', ctl(DEP)),
+        api('GET', ctl(DEP, '/arrangedObjects/name')),
         api('GET', ctl(EMP)),
         api('GET', ctl(EMP, '/edits')),
       ]);
@@ -1348,7 +1483,8 @@
       const same = (a, b) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
       const shown = state.emp || {};
       const moved =
-        !same(dep.data && dep.data.selectionIndexes, state.depSelection) ||
+        !same(dep.data, state.dep) ||
+        !same(depNames.data, state.departments.map((d) => d.name)) ||
         ['selectionIndexes', 'sortDescriptors', 'filterPredicate'].some((k) => !same(emp.data && emp.data[k], shown[k])) ||
         !same(edits.data, state.edits);
       if (moved) requestSync();
@@ -1605,6 +1741,7 @@
     for (;;) {
       try {
         await createControllers();
+        readModel(); // not waited for: only errors need it
         const seq = await syncOnce();
         clearConnectionError();
         setConnection('live', 'Live');

@@ -5,15 +5,17 @@ the page shows against what the REST API answers. Tests touch different departme
 they change, so they do not depend on each other's order.
 """
 
+import json
 import re
 import time
+import urllib.request
 
 import pytest
 from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from conftest import new_browser
 
@@ -1166,3 +1168,238 @@ def test_an_edit_typed_while_the_server_is_away_is_sent_when_it_is_back(start_se
         assert p.value("firstName") == "Steven"
     finally:
         b.quit()
+
+
+# -- defects found by the second audit of the page ----------------------------------------------------
+
+
+def put_value(server, path, value):
+    """PUT of any JSON value, null included (Server.put sends no body for None)."""
+    req = urllib.request.Request(server.url + path, data=json.dumps(value).encode(), method="PUT")
+    req.add_header("Content-Type", "application/json")
+    with urllib.request.urlopen(req, timeout=10) as res:
+        assert res.status == 200
+
+
+def sync(p):
+    """Waits for a sync of the page to finish (what a render the page does next shows)."""
+    p.b.execute_async_script("window.bindery.sync().then(() => arguments[arguments.length - 1]())")
+
+
+def test_a_value_the_server_refuses_can_be_discarded_or_fixed_from_the_buttons(page, server):
+    marketing = sorted(server.employees_of("Marketing"), key=lambda e: (e["lastName"], e["firstName"]))
+    who = marketing[0]
+    page.select_department("Marketing", [full(e) for e in marketing])
+    page.select_employee(full(who))
+    salary = server.get(f"/objects/{who['$id']}/salary")
+    note = page.el("field-salary-error")
+    try:
+        # Beyond 64 bits: the server does not read it (400), and the field says so.
+        page.type_into("salary", "99999999999999999999")
+        page.field("salary").send_keys(Keys.TAB)
+        page.wait(note.is_displayed, message="the refusal is named at the field")
+        sync(page)  # the sync after the refusal has rendered the form
+        assert page.field("salary").get_attribute("aria-invalid") == "true"
+        assert page.el("discard").is_enabled(), "Discard takes back a value the server refused"
+        assert page.el("commit").is_enabled()
+        assert page.edited_visible()
+        page.el("discard").click()
+        page.wait(lambda: page.value("salary") == str(salary) and not note.is_displayed())
+        page.wait(lambda: not page.edited_visible() and not page.el("discard").is_enabled())
+        assert page.field("salary").get_attribute("aria-invalid") is None
+
+        # Refused again, then fixed in the field and committed with the button.
+        page.type_into("salary", "99999999999999999999")
+        page.field("salary").send_keys(Keys.TAB)
+        page.wait(note.is_displayed)
+        sync(page)
+        page.type_into("salary", str(salary + 500))
+        page.el("commit").click()
+        page.wait(lambda: server.get(f"/objects/{who['$id']}/salary") == salary + 500)
+        page.wait(lambda: not note.is_displayed() and not page.edited_visible())
+        assert page.edits() == {}
+        assert page.console_errors(allowed=("status of 400",)) == []
+    finally:
+        server.put(f"/objects/{who['$id']}/salary", salary)
+
+
+def test_follows_a_sort_filter_or_arrangement_set_elsewhere_on_its_departments_controller(page, server):
+    """The departments controller as another client changes it, without any change in the store: the page's
+    check of its controllers notices, as it does for the employees controller."""
+    dep = page.controllers()["departments"]
+
+    def arranged():
+        return server.get(f"/controllers/{dep}/arrangedObjects/name")
+
+    server.put(f"/controllers/{dep}/filterPredicate", 'name != "Finance"')
+    page.wait(lambda: "Finance" not in page.department_names(), message="the filter set elsewhere shows")
+    assert page.department_names() == arranged()
+    server.put(f"/controllers/{dep}/sortDescriptors", [{"key": "name", "ascending": False, "selector": "compare:"}])
+    page.wait(lambda: page.department_names() == arranged(), message="the sort set elsewhere shows")
+    assert page.department_names() == sorted(page.department_names(), reverse=True)
+    put_value(server, f"/controllers/{dep}/filterPredicate", None)
+    page.wait(lambda: page.department_names() == arranged() and "Finance" in page.department_names())
+
+    # insert puts a department where it is asked, unsorted (a change in the store, which the page shows); then
+    # rearrangeObjects sorts it in, which changes no value in the store (of the controller's state, isSorted).
+    names = arranged()
+    server.put(f"/controllers/{dep}/selectionIndexes", [len(names) - 1])  # keeps its index below
+    page.wait(lambda: page.selected_department() == names[-1])
+    status, body = server.request("POST", f"/controllers/{dep}/insert", {"object": {"name": "Zz Inserted"}, "index": 2})
+    assert status == 200, body
+    inserted = server.department_id("Zz Inserted")
+    try:
+        page.wait(lambda: page.department_names()[2] == "Zz Inserted", timeout=LIVE)
+        server.put(f"/controllers/{dep}/selectedObjects", [{"$ref": server.department_id(names[-2])}])
+        page.wait(lambda: page.selected_department() == names[-2])
+        assert server.request("POST", f"/controllers/{dep}/rearrangeObjects")[0] == 200
+        assert arranged()[0] == "Zz Inserted"
+        page.wait(lambda: page.department_names() == arranged(), message="the new arrangement shows")
+    finally:
+        server.request("DELETE", f"/objects/{inserted}")
+
+
+def test_add_dates_the_new_employee_with_the_users_day(server):
+    """Add sets the hire date to today where the user is, not in UTC (a day apart for hours of every day)."""
+    # A zone whose date differs from UTC's now: UTC+14 from 10:00 UTC, UTC-12 before 12:00 UTC.
+    now = time.gmtime()
+    if now.tm_hour == 23 and now.tm_min >= 58:
+        time.sleep(150)  # neither is a day apart at midnight UTC
+        now = time.gmtime()
+    zone = "Pacific/Kiritimati" if now.tm_hour >= 10 else "Etc/GMT+12"
+    b = new_browser()
+    new = None
+    try:
+        b.execute_cdp_cmd("Emulation.setTimezoneOverride", {"timezoneId": zone})
+        p = Page(b, server).open()
+        p.select_department("Research")
+        today = "const d = new Date(); return [d.getFullYear(), d.getMonth() + 1, d.getDate()].map((n) => String(n).padStart(2, '0')).join('-')"
+        days = {b.execute_script(today)}
+        p.el("add").click()
+        p.wait(lambda: p.selected_employees() == ["New Employee"])
+        days.add(b.execute_script(today))
+        new = server.get(f"/controllers/{p.controllers()['employees']}/selectedObjects")[0]
+        utc = time.strftime("%Y-%m-%d", time.gmtime())
+        assert utc not in days, f"the test's zone {zone} should be a day apart from UTC"
+        assert new["hireDate"]["$date"][:10] in days
+        p.wait(lambda: p.value("hireDate") == new["hireDate"]["$date"][:10])
+        assert p.console_errors() == []
+    finally:
+        if new:
+            server.request("DELETE", f"/objects/{new['$id']}")
+        b.quit()
+
+
+def test_initials_take_whole_characters(page, server):
+    research = server.department_id("Research")
+    people = [("😀Ann", "Émoji", "😀É"), ("ßven", "straße", "SS"), ("👩‍💻Dev", "ǆungla", "👩‍💻Ǆ")]
+    made = []
+    try:
+        for first, last, _ in people:
+            status, body = server.request(
+                "POST", "/objects/Employee", {"firstName": first, "lastName": last, "department": {"$ref": research}})
+            assert status == 201, body
+            made.append(body["$id"])
+        page.select_department("Research")
+        page.wait(lambda: len(page.employee_rows()) == len(people))
+        # By code point (a lone surrogate would not reach Python as text).
+        shown = page.b.execute_script(
+            "return Object.fromEntries([...document.querySelectorAll('[data-test=employee-row]')]"
+            ".map((r) => [r.dataset.id, [...r.querySelector('.avatar').textContent].map((c) => c.codePointAt(0))]))")
+        assert [shown[id] for id in made] == [[ord(c) for c in expected] for _, _, expected in people]
+    finally:
+        for id in made:
+            server.request("DELETE", f"/objects/{id}")
+
+
+def test_a_refused_manager_change_marks_the_manager_field(page, server):
+    """A manager whose directReports would hold more than the model allows: the error is about the manager's
+    directReports, and the field that asked for it is Manager."""
+    employees = server.get("/objects/Employee?keys=firstName,lastName,manager")["objects"]
+    reports = {}
+    for e in employees:
+        if e["manager"]:
+            reports.setdefault(e["manager"]["$ref"], []).append(e["$id"])
+    boss = max(reports, key=lambda m: len(reports[m]))
+    finance = sorted(server.employees_of("Finance"), key=lambda e: (e["lastName"], e["firstName"]))
+    who = next(e for e in finance if e["manager"] != {"$ref": boss} and e["$id"] != boss)
+    spare = [e for e in employees if e["$id"] not in (boss, who["$id"]) and e["manager"] != {"$ref": boss}]
+    moved = spare[: 15 - len(reports[boss])]
+    try:
+        for e in moved:
+            server.put(f"/objects/{e['$id']}/manager", {"$ref": boss})
+        assert server.get(f"/objects/{boss}/directReports.@count") == 15
+        page.select_department("Finance")
+        page.select_employee(full(who))
+        Select(page.field("manager")).select_by_value(boss)
+        page.wait(lambda: page.edits() == {"manager": {"$ref": boss}})
+        page.el("commit").click()
+        page.wait(page.el("error").is_displayed, message="the refused commit is shown")
+        assert "directReports" in page.el("error").text
+        assert page.field("manager").get_attribute("aria-invalid") == "true"
+        assert page.field("salary").get_attribute("aria-invalid") is None
+        assert server.get(f"/objects/{who['$id']}/manager") == who["manager"]
+        page.el("discard").click()
+        page.wait(lambda: page.edits() == {} and not page.el("error").is_displayed())
+        assert page.field("manager").get_attribute("aria-invalid") is None
+    finally:
+        for e in moved:
+            put_value(server, f"/objects/{e['$id']}/manager", e["manager"])
+
+
+def test_a_pending_edit_dropped_by_another_client_is_named(page, server):
+    """Another client moves or deletes the employee whose edit is pending: the server drops the edit, and the page
+    says so (a commit elsewhere, which keeps the edit in the model, says nothing)."""
+    marketing = sorted(server.employees_of("Marketing"), key=lambda e: (e["lastName"], e["firstName"]))
+    who = marketing[0]
+    emp = page.controllers()["employees"]
+
+    def notice():
+        shown = [n for n in page.b.find_elements(*hook("notice")) if n.is_displayed()]
+        return shown[0].text if shown else ""
+
+    page.select_department("Marketing", [full(e) for e in marketing])
+    page.select_employee(full(who))
+    salary = server.get(f"/objects/{who['$id']}/salary")
+    try:
+        # Committed elsewhere: nothing is lost, nothing said.
+        page.type_into("salary", str(salary + 1))
+        page.field("salary").send_keys(Keys.TAB)
+        page.wait(lambda: page.edits() == {"salary": salary + 1})
+        assert server.request("POST", f"/controllers/{emp}/commitEditing")[0] == 200
+        page.wait(lambda: not page.edited_visible(), timeout=WAIT)
+        time.sleep(0.5)
+        assert notice() == ""
+
+        # Moved to another department elsewhere: the edit is gone, and the page says which and why.
+        page.type_into("salary", "1")
+        page.field("salary").send_keys(Keys.TAB)
+        page.wait(lambda: page.edits() == {"salary": 1})
+        server.put(f"/objects/{who['$id']}/department", {"$ref": server.department_id("Sales")})
+        page.wait(notice, timeout=LIVE, message="the dropped edit is named")
+        text = notice()
+        assert full(who) in text and "Sales" in text and "not saved" in text and "Salary 1" in text, text
+        page.wait(lambda: "not saved" in page.el("feed").text)
+        assert server.get(f"/objects/{who['$id']}/salary") == salary + 1
+        # Gone with the user's next action.
+        page.select_employee(full(marketing[2]))  # (the server selected the neighbour, marketing[1])
+        page.wait(lambda: notice() == "")
+    finally:
+        server.put(f"/objects/{who['$id']}/department", who["department"])
+        server.put(f"/objects/{who['$id']}/salary", salary)
+
+    # Deleted elsewhere.
+    status, body = server.request(
+        "POST", "/objects/Employee", {"firstName": "Soon", "lastName": "Deleted", "department": {"$ref": who["department"]["$ref"]}})
+    assert status == 201, body
+    try:
+        page.wait(lambda: "Soon Deleted" in page.employee_names(), timeout=LIVE)
+        page.select_employee("Soon Deleted")
+        page.type_into("firstName", "Never")
+        page.field("firstName").send_keys(Keys.TAB)
+        page.wait(lambda: page.edits() == {"firstName": "Never"})
+        assert server.request("DELETE", f"/objects/{body['$id']}")[0] == 204
+        page.wait(lambda: "Soon Deleted was deleted" in notice(), timeout=LIVE)
+        assert page.console_errors(allowed=("status of 404",)) == []  # the page asked for the deleted employee
+    finally:
+        server.request("DELETE", f"/objects/{body['$id']}")
