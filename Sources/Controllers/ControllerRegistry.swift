@@ -347,7 +347,7 @@ public final class ControllerRegistry: Sendable {
                 throw notObjects(
                     "gives a collection of objects per object; flatten them with @distinctUnionOfArrays or "
                         + "@unionOfArrays (employees.@distinctUnionOfArrays.directReports)")
-            case .objects, .unknown:
+            case .objects:
                 return
             }
         }

@@ -28,7 +28,10 @@ final class ObjectController: Controller {
     }
     /// NSObjectController has no `insert:`.
     override var canInsert: Bool { false }
-    override var canRemove: Bool { options.editable && selectedObjects.count == 1 }
+    /// Bound to a key path, `remove` sets it to null: only through relationships (a derived key is read-only).
+    override var canRemove: Bool {
+        options.editable && selectedObjects.count == 1 && holders.map { !$0.objects.isEmpty } ?? true
+    }
 
     override func resolveContent(in context: ControllerContext) -> (
         objects: [ObjectID], entity: String?, owner: RelationshipOwner?
@@ -42,8 +45,8 @@ final class ObjectController: Controller {
     }
 
     /// The objects holding the to-one a content key path ends in, and its key; nil when the content has no key path,
-    /// no objects when it does not end in a to-one reached through to-ones or nobody holds it (a nil to-one on the
-    /// way, an empty master selection).
+    /// no objects when it does not end in a to-one reached through to-ones (a derived key on the way) or some source
+    /// has no holder (a nil to-one on the way, an empty master selection).
     private static func holders(of content: ContentBinding, in context: ControllerContext) -> (
         objects: [ObjectID], key: String
     )? {
@@ -63,11 +66,14 @@ final class ObjectController: Controller {
             let relationship = context.model.relationship(from: entity, keyPath: keyPath), !relationship.isToMany
         else { return (objects: [], key: key) }
         guard let prefix else { return (objects: sources, key: key) }
-        let objects = sources.compactMap { source -> ObjectID? in
+        var objects: [ObjectID] = []
+        for source in sources {
+            // One source without a holder (a nil to-one on the way) refuses them all, as setting the key path
+            // through the selection does.
             guard case .object(let holder)? = try? context.view.value(forKeyPath: prefix, of: source) else {
-                return nil
+                return (objects: [], key: key)
             }
-            return holder
+            objects.append(holder)
         }
         return (objects: objects, key: key)
     }

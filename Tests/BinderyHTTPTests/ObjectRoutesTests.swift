@@ -248,6 +248,9 @@ struct ObjectRoutesTests {
                 ("salary BETWEEN {1, 'x'}", 16), ("salary BEGINSWITH '1'", 19), ("lastName CONTAINS 5", 19),
                 ("salary IN 'abc'", 11), ("ANY directReports.salary > 'x'", 28), ("directReports.@count < 'x'", 24),
                 ("department.headcount LIKE '1*'", 27),
+                // Mirrored, and on objects.
+                ("'garbage' == hireDate", 1), ("{'garbage'} CONTAINS hireDate", 1), ("'1' BEGINSWITH salary", 1),
+                ("5 BEGINSWITH lastName", 1), ("manager BEGINSWITH 'x'", 20), ("ANY directReports > 5", 21),
             ]
             for (filter, column) in refused {
                 let answer = try get(filter)
@@ -258,6 +261,8 @@ struct ObjectRoutesTests {
                 "hireDate > '2015-01-01'", "hireDate BETWEEN {'2010-01-01', '2020-01-01T00:00:00Z'}",
                 "salary < 5.5", "5 < salary", "salary == 'abc'", "salary IN {1, 'x'}", "lastName IN 'Hopper'",
                 "salary < nil", "lastName CONTAINS nil", "departmentName BEGINSWITH 'S'", "active == 1",
+                "'2015-01-01' < hireDate", "{1, 'x'} CONTAINS salary", "'Hopperx' CONTAINS lastName",
+                "'Hop' IN lastName", "manager == nil", "manager != nil",
             ]
             for filter in taken { #expect(try get(filter).status == 200, "\(filter)") }
             // The same through a controller.

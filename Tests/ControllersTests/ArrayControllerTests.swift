@@ -545,3 +545,45 @@ struct AddIntoRelationshipTests {
         #expect(clubs == [ref("Club/go"), ref("Club/chess")])
     }
 }
+
+/// Content through the keys of a model with an `any` attribute and a derived to-one.
+struct KeyPathContentTests {
+    func registry() throws -> ControllerRegistry {
+        let model = try ObjectModel(
+            jsonBytes: Array(
+                """
+                {"entities": {"Person": {"attributes": {"name": {"type": "string"}, "tags": {"type": "any"}},
+                  "relationships": {
+                    "manager": {"destination": "Person", "inverse": "reports"},
+                    "reports": {"destination": "Person", "toMany": true, "inverse": "manager"}},
+                  "derived": {"boss": "manager"}}}}
+                """.utf8))
+        let store = ObjectStore(model: model)
+        try store.transaction {
+            try $0.insertObjects([
+                ["$id": "Person/a", "name": "A", "tags": ["x", "y"]], ["$id": "Person/b", "manager": ref("Person/a")],
+            ])
+        }
+        return ControllerRegistry(store: store) { body in try store.transaction(body).record }
+    }
+
+    /// An `any` attribute never holds a reference: content through it gives values, refused as other values are.
+    @Test func arrayContentThroughAnAnyAttribute_refused() throws {
+        let registry = try registry()
+        for content in ["Person/a.tags", "Person/a.reports.tags"] {
+            expectError("bad-binding", status: 400) {
+                try registry.create(json: ["name": "t", "kind": "array", "content": .string(content)])
+            }
+        }
+    }
+
+    /// Through a derived to-one the content is read, but nothing can be set there: `remove` is disabled (it would
+    /// set the key path to null), as `add` is.
+    @Test func objectContentThroughADerivedToOne_cannotAddOrRemove() throws {
+        let registry = try registry()
+        let state = try registry.create(json: ["name": "o", "kind": "object", "content": "Person/b.boss"])
+        #expect(state["contentObject"] == ref("Person/a"))
+        #expect(state["canRemove"] == false)
+        #expect(state["canAdd"] == false)
+    }
+}

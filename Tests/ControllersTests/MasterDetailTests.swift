@@ -153,6 +153,14 @@ struct MasterDetailTests {
         // Nobody holds the last to-one: Ann has no manager.
         try h.make(["name": "far", "kind": "object", "content": "Employee/ann.manager.department"])
         #expect(try h.value("canAdd", of: "far") == false)
+        // One selected object without a holder disables it for all, as setting through the selection refuses them.
+        // (Eve's manager's manager is Ann; Bob's manager Ann has none.)
+        try h.make(["name": "grand", "kind": "object", "content": "@staff.selection.manager.manager.manager"])
+        try h.registry.setSelectedObjects([ObjectID(reference: "Employee/eve")!], controller: "staff")
+        #expect(try h.value("canAdd", of: "grand") == true)
+        try h.registry.setSelectedObjects(
+            [ObjectID(reference: "Employee/eve")!, ObjectID(reference: "Employee/bob")!], controller: "staff")
+        #expect(try h.value("canAdd", of: "grand") == false)
     }
 }
 

@@ -98,41 +98,49 @@ extension ObjectModel {
         }
     }
 
-    /// Refuses, as Foundation raises, a literal that a key path of a typed attribute cannot be compared with: an
-    /// order (`<`, `>=`, `BETWEEN`) across types (`salary < 'abc'`, `lastName > 5`), a string operator (`BEGINSWITH`,
-    /// `CONTAINS`, `LIKE`, `MATCHES`, `IN 'text'`) on a value that is not a string or with a literal that is not one,
-    /// and a `date` compared with a string that is not ISO 8601 (`hireDate > '2015-1-1'`), which would match nothing
-    /// where writing that string is refused. `==`, `!=` and `IN {...}` across other types stay NO and YES, as
-    /// `isEqual:` answers. `NIL` compares with anything.
+    /// Refuses, as Foundation raises, a literal that a key path of a typed attribute cannot be compared with, on
+    /// either side: an order (`<`, `>=`, `BETWEEN`) across types (`salary < 'abc'`, `lastName > 5`), a string
+    /// operator (`BEGINSWITH`, `LIKE`, `MATCHES`, `CONTAINS` and `IN` of a string) on a value that is not a string or
+    /// with a literal that is not one, an order or string operator on an object (`manager BEGINSWITH 'x'`), and a
+    /// `date` compared with a string that is not ISO 8601 (`hireDate > '2015-1-1'`), which would match nothing where
+    /// writing that string is refused. `==`, `!=` and membership (`IN {...}`, `{...} CONTAINS`) across other types
+    /// stay NO and YES, as `isEqual:` answers. `NIL` compares with anything.
     private func checkLiterals(of filter: Predicate, type: (String) -> StaticType?) throws(ObjectGraphError) {
         for comparison in filter.comparisons {
             let op = comparison.op
             let keyPath: String
             let literal: PropertyListValue
             let column: Int
+            let literalFirst: Bool
             switch (comparison.left, comparison.right) {
             case (.keyPath(let path), .constant(let value)):
-                (keyPath, literal, column) = (path, value, comparison.rightColumn)
-            case (.constant(let value), .keyPath(let path)) where comparison.modifier == .direct && op.isOrdering:
-                (keyPath, literal, column) = (path, value, comparison.leftColumn)
+                (keyPath, literal, column, literalFirst) = (path, value, comparison.rightColumn, false)
+            case (.constant(let value), .keyPath(let path)) where comparison.modifier == .direct:
+                (keyPath, literal, column, literalFirst) = (path, value, comparison.leftColumn, true)
             default:
                 continue
             }
+            // Membership compares elements with isEqual:; IN and CONTAINS of a string look for a substring.
+            let isMembership =
+                (op == .in && !literalFirst && literal.arrayValue != nil)
+                || (op == .contains && literalFirst && literal.arrayValue != nil)
+            let isStringOperator = (op.isStringOperator || op == .in) && !isMembership
             var keyType = type(keyPath)
             if comparison.modifier != .direct, case .collection(let element)? = keyType { keyType = element }
-            guard case .scalar(let attributeType)? = keyType, attributeType != .any else { continue }
             func refuse(_ message: String) -> ObjectGraphError {
                 ObjectGraphError(
                     status: 400, code: "bad-predicate", message: message,
                     fields: ["keyPath": .string(keyPath), "column": .integer(Int64(column))])
             }
-            let isSubstring = op == .in && literal.stringValue != nil
-            if op.isStringOperator || isSubstring {
+            if case .entity? = keyType, isStringOperator || op.isOrdering || op == .between {
+                throw refuse("\(keyPath) is an object, which has no order and is not a string.")
+            }
+            guard case .scalar(let attributeType)? = keyType, attributeType != .any else { continue }
+            if isStringOperator {
                 guard attributeType == .string else {
                     throw refuse(
                         "\(keyPath) is of type \(attributeType.rawValue), not string: a string operator cannot apply "
-                            + "to it."
-                    )
+                            + "to it.")
                 }
                 guard literal.stringValue != nil || literal.isNull else {
                     throw refuse(
@@ -140,19 +148,17 @@ extension ObjectModel {
                 }
                 continue
             }
-            let literals = op == .between || op == .in ? literal.arrayValue ?? [literal] : [literal]
+            let literals = isMembership || op == .between ? literal.arrayValue ?? [literal] : [literal]
             for value in literals where !value.isNull {
                 if attributeType == .date, let text = value.stringValue, ISO8601.date(from: text) == nil {
                     throw refuse(
                         "\(keyPath) is a date; \"\(text)\" is not ISO 8601 (such as 2015-01-31 or "
-                            + "2015-01-31T09:00:00Z)."
-                    )
+                            + "2015-01-31T09:00:00Z).")
                 }
                 if op.isOrdering || op == .between, !attributeType.orders(with: value) {
                     throw refuse(
                         "\(keyPath) is of type \(attributeType.rawValue) and cannot be ordered against "
-                            + "\(value.typeName)."
-                    )
+                            + "\(value.typeName).")
                 }
             }
         }
