@@ -333,7 +333,8 @@ public final class ControllerRegistry: Sendable {
         if let last = keys.last, last.hasPrefix("@"), last != "@count" {
             throw ObjectGraphError.operatorWithoutKeyPath(last, in: keyPath)
         }
-        if kind != .object, let entity {
+        if kind != .object {
+            guard let entity else { return }
             func notObjects(_ reason: String) -> ObjectGraphError {
                 ObjectGraphError(
                     status: 400, code: "bad-binding",
@@ -351,7 +352,7 @@ public final class ControllerRegistry: Sendable {
                 return
             }
         }
-        // For an object controller a derived key is followed through its own key path (`departmentName` is
+        // An object controller's: a derived key is followed through its own key path (`departmentName` is
         // `department.name`, an attribute); the model has no cycles of derived keys, and the steps are bounded anyway.
         var pending = keys[...]
         var steps = 0
@@ -359,14 +360,12 @@ public final class ControllerRegistry: Sendable {
             steps += 1
             guard let name = entity, let description = model.entity(named: name), !key.hasPrefix("@") else { return }
             if let relationship = description.relationship(named: key) {
-                if kind == .object, relationship.isToMany { throw notOneObject("reaches the to-many \(key)") }
+                if relationship.isToMany { throw notOneObject("reaches the to-many \(key)") }
                 entity = relationship.destination
             } else if let derived = description.derivedKeys.first(where: { $0.name == key }) {
-                guard kind == .object else { return }
                 pending = derived.keyPath.split(separator: ".").map(String.init) + pending
             } else if description.hasKey(key) {
-                if kind == .object { throw notOneObject("reaches the attribute \(key)") }
-                return
+                throw notOneObject("reaches the attribute \(key)")
             } else {
                 throw ObjectGraphError.undefinedKey(key, entity: name)
             }
