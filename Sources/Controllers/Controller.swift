@@ -311,6 +311,12 @@ extension ObjectModel {
     /// way lead to and the last key; nil when one of them is nil (nothing could be added then: `canAdd` is false).
     func toManyOwner(_ object: ObjectID, keyPath: String, in view: ReadView) -> RelationshipOwner? {
         guard relationship(from: object.entity, keyPath: keyPath)?.isToMany == true else { return nil }
+        return lastKeyOwner(object, keyPath: keyPath, in: view)
+    }
+
+    /// The object that `keyPath`'s last key belongs to, reached from `object` through the keys before it, and that
+    /// key; nil when the way there is nil.
+    func lastKeyOwner(_ object: ObjectID, keyPath: String, in view: ReadView) -> RelationshipOwner? {
         guard let dot = keyPath.lastIndex(of: ".") else { return RelationshipOwner(object: object, keyPath: keyPath) }
         guard case .object(let owner)? = try? view.value(forKeyPath: String(keyPath[..<dot]), of: object) else {
             return nil

@@ -87,7 +87,8 @@ enum ModelEdit: Sendable {
     }
 }
 
-/// The object and to-many key path that a relationship-mode controller adds to and removes from.
+/// An object and the key of one of its relationships: where a relationship-mode controller adds and removes (a
+/// to-many), or what an object controller's `add` sets (a to-one).
 public struct RelationshipOwner: Sendable, Hashable {
     public var object: ObjectID
     public var keyPath: String

@@ -60,20 +60,18 @@ final class ObjectController: Controller {
         default:
             return nil
         }
-        let prefix = keyPath.lastIndex(of: ".").map { String(keyPath[..<$0]) }
-        let key = prefix.map { String(keyPath.dropFirst($0.count + 1)) } ?? keyPath
+        let key = keyPath.split(separator: ".").last.map(String.init) ?? keyPath
         guard let entity = sources.first?.entity,
             let relationship = context.model.relationship(from: entity, keyPath: keyPath), !relationship.isToMany
         else { return (objects: [], key: key) }
-        guard let prefix else { return (objects: sources, key: key) }
         var objects: [ObjectID] = []
         for source in sources {
             // One source without a holder (a nil to-one on the way) refuses them all, as setting the key path
             // through the selection does.
-            guard case .object(let holder)? = try? context.view.value(forKeyPath: prefix, of: source) else {
+            guard let owner = context.model.lastKeyOwner(source, keyPath: keyPath, in: context.view) else {
                 return (objects: [], key: key)
             }
-            objects.append(holder)
+            objects.append(owner.object)
         }
         return (objects: objects, key: key)
     }
