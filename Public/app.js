@@ -1480,13 +1480,12 @@
         api('GET', ctl(EMP, '/edits')),
       ]);
       if (started !== generation || syncing || inflightEdits.size || dirty.size) return; // the page's own change
-      const same = (a, b) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
       const shown = state.emp || {};
       const moved =
-        !same(dep.data, state.dep) ||
-        !same(depNames.data, state.departments.map((d) => d.name)) ||
-        ['selectionIndexes', 'sortDescriptors', 'filterPredicate'].some((k) => !same(emp.data && emp.data[k], shown[k])) ||
-        !same(edits.data, state.edits);
+        !sameJSON(dep.data, state.dep) ||
+        !sameJSON(depNames.data, state.departments.map((d) => d.name)) ||
+        ['selectionIndexes', 'sortDescriptors', 'filterPredicate'].some((k) => !sameJSON(emp.data && emp.data[k], shown[k])) ||
+        !sameJSON(edits.data, state.edits);
       if (moved) requestSync();
     } catch (e) {
       if (e instanceof APIError && e.code === 'no-such-controller') requestSync();
