@@ -721,9 +721,16 @@
     pendingShown = { ids: JSON.parse(formSubject), dep: idOf(state.departments[state.depSelection[0]]), edits };
   }
 
-  // `consistent`: what the sync read is of one moment (else a sync follows the change it straddled).
+  // `consistent`: what the sync read is of one moment. When it is not and the edits shown are gone, the page reads
+  // again (a few times: the reads' seqs may also differ while a group commit is being flushed, with no change to
+  // come that would sync again).
+  let straddledReads = 0;
   function noticeDroppedEdits(consistent) {
-    if (!consistent) return;
+    if (!consistent) {
+      if (pendingShown && !Object.keys(state.edits).length && straddledReads++ < 5) syncAgain = true;
+      return;
+    }
+    straddledReads = 0;
     const before = pendingShown;
     const dep = idOf(state.departments[state.depSelection[0]]);
     pendingShown = Object.keys(state.edits).length ? { ids: selectedIds(), dep, edits: state.edits } : null;

@@ -26,14 +26,18 @@ ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = Path(os.environ.get("BINDERY_SCREENSHOTS", ROOT / ".build"))
 
 
+NO_BODY = object()  # a request without a body (None is sent as JSON null)
+
+
 class Server:
     """The REST API, spoken with urllib (the test checks the page against the server's own answers)."""
 
     def __init__(self, url):
         self.url = url.rstrip("/")
 
-    def request(self, method, path, body=None):
-        data = None if body is None else json.dumps(body).encode()
+    def request(self, method, path, body=NO_BODY):
+        """`body` is sent as JSON (None as null); left out, nothing is sent."""
+        data = None if body is NO_BODY else json.dumps(body).encode()
         req = urllib.request.Request(self.url + path, data=data, method=method)
         req.add_header("Accept", "application/json")
         if data is not None:

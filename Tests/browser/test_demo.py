@@ -5,10 +5,8 @@ the page shows against what the REST API answers. Tests touch different departme
 they change, so they do not depend on each other's order.
 """
 
-import json
 import re
 import time
-import urllib.request
 
 import pytest
 from selenium.common.exceptions import StaleElementReferenceException
@@ -1173,14 +1171,6 @@ def test_an_edit_typed_while_the_server_is_away_is_sent_when_it_is_back(start_se
 # -- defects found by the second audit of the page ----------------------------------------------------
 
 
-def put_value(server, path, value):
-    """PUT of any JSON value, null included (Server.put sends no body for None)."""
-    req = urllib.request.Request(server.url + path, data=json.dumps(value).encode(), method="PUT")
-    req.add_header("Content-Type", "application/json")
-    with urllib.request.urlopen(req, timeout=10) as res:
-        assert res.status == 200
-
-
 def sync(p):
     """Waits for a sync of the page to finish (what a render the page does next shows)."""
     p.b.execute_async_script("window.bindery.sync().then(() => arguments[arguments.length - 1]())")
@@ -1237,7 +1227,7 @@ def test_follows_a_sort_filter_or_arrangement_set_elsewhere_on_its_departments_c
     server.put(f"/controllers/{dep}/sortDescriptors", [{"key": "name", "ascending": False, "selector": "compare:"}])
     page.wait(lambda: page.department_names() == arranged(), message="the sort set elsewhere shows")
     assert page.department_names() == sorted(page.department_names(), reverse=True)
-    put_value(server, f"/controllers/{dep}/filterPredicate", None)
+    server.put(f"/controllers/{dep}/filterPredicate", None)
     page.wait(lambda: page.department_names() == arranged() and "Finance" in page.department_names())
 
     # insert puts a department where it is asked, unsorted (a change in the store, which the page shows); then
@@ -1344,7 +1334,7 @@ def test_a_refused_manager_change_marks_the_manager_field(page, server):
         assert page.field("manager").get_attribute("aria-invalid") is None
     finally:
         for e in moved:
-            put_value(server, f"/objects/{e['$id']}/manager", e["manager"])
+            server.put(f"/objects/{e['$id']}/manager", e["manager"])
 
 
 def test_a_pending_edit_dropped_by_another_client_is_named(page, server):
