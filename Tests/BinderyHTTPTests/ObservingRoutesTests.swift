@@ -226,6 +226,28 @@ struct ObservingRoutesTests {
         }
     }
 
+    @Test func anObserverAnswersASinceBeforeItsRegistrationFromTheRegistrationUntilItDropsChanges() throws {
+        try withService(observation: .init(historyCapacity: 3)) { client in
+            _ = try client.request("PUT", "/objects/Employee/4/salary", json: "1")
+            let observer = try client.request(
+                "POST", "/observers",
+                json: #"{"target": "Employee/4", "keyPath": "salary", "options": ["new", "old", "initial"]}"#)
+            let id = try #require(observer.json?["id"]?.stringValue)
+            _ = try client.request("PUT", "/objects/Employee/4/salary", json: "2")
+            // Changes before the registration were never the observer's: since=0 answers what it has seen.
+            for since in [0, 1] {
+                let answer = try client.request("GET", "/observers/\(id)/changes?since=\(since)&timeout=0")
+                #expect(answer.status == 200, "\(since): \(answer.text)")
+                #expect(changes(answer).map { $0["new"] } == [1, 2])
+            }
+            // Once it has dropped changes of its own, a since before them is a gap: 410.
+            for value in 3..<7 { _ = try client.request("PUT", "/objects/Employee/4/salary", json: "\(value)") }
+            let gone = try client.request("GET", "/observers/\(id)/changes?since=0&timeout=0")
+            #expect(gone.status == 410)
+            #expect(gone.errorCode == "history-compacted")
+        }
+    }
+
     @Test func entityFilter() throws {
         try withService { client in
             _ = try client.request("PUT", "/objects/Department/2/name", json: "\"Sales EMEA\"")

@@ -90,6 +90,13 @@ final class KeyValueObserver {
         for change in changes { history.append(change) }
     }
 
+    /// Whether every change of this observer after `since` is still held. A `since` before the registration is
+    /// covered while nothing has been dropped: changes before the registration were never this observer's, so
+    /// answering from the registration leaves no gap in what it observes (as with a `since` of the registration).
+    func covers(since: Int64) -> Bool {
+        history.covers(since: since) || history.compactedThrough == self.since
+    }
+
     /// Whether a poll from `since` has something to answer.
     func hasChanges(after since: Int64) -> Bool {
         !history.changes(after: since).isEmpty

@@ -454,7 +454,7 @@ public final class ObservationCenter: @unchecked Sendable {
             }
         case .observer(let id):
             guard let observer = observers[id] else { return .noSuchObserver(id) }
-            if since > store.seq || !observer.history.covers(since: since) {
+            if since > store.seq || !observer.covers(since: since) {
                 return .compacted(oldest: observer.history.compactedThrough, current: processedSeq)
             }
         case .notifications:
