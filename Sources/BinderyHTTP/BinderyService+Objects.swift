@@ -87,7 +87,7 @@ extension BinderyService {
         }
         let createOnly = request.request.header("If-None-Match")?.trimmingCharacters(in: " ") == "*"
         let result = try document.transactionBeforeDurable { transaction throws -> (ObjectID, PropertyListValue) in
-            if createOnly, let given = values["$id"] {
+            if createOnly, let given = values["$id"], !given.isNull {
                 let id = try requestedID(given, entity: entity)
                 if transaction.view.contains(id) {
                     throw preconditionFailed(

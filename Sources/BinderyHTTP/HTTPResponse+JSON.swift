@@ -29,8 +29,9 @@ extension HTTPResponse {
 }
 
 extension RouteRequest {
-    /// Declared body types read as JSON.
-    private static let jsonMediaTypes = ["application/json", "text/plain", "application/x-www-form-urlencoded"]
+    /// Declared body types read as JSON: JSON, and what `curl -d` declares unless told otherwise. `text/plain` is
+    /// not among them: a client that declares plain text has not sent JSON.
+    private static let jsonMediaTypes = ["application/json", "application/x-www-form-urlencoded"]
 
     /// Charsets a body may declare: UTF-8, or ASCII, its subset.
     private static let charsets = ["utf-8", "utf8", "us-ascii"]
@@ -63,8 +64,8 @@ extension RouteRequest {
     /// The body as a JSON value: 415 when it is declared as something other than JSON or in a charset other than
     /// UTF-8, 400 when it does not parse.
     ///
-    /// `application/x-www-form-urlencoded` (what `curl -d` sends unless told otherwise) and `text/plain` are read as
-    /// JSON too; other declared types are refused.
+    /// `application/x-www-form-urlencoded` (what `curl -d` sends unless told otherwise) and `+json` types are read
+    /// as JSON too; other declared types (`text/plain` among them) are refused.
     public func jsonBody(maximumDepth: Int = PropertyListValue.valueDepthLimit) throws(APIError) -> PropertyListValue {
         // `application/json` as it is (nearly every client) is checked without parsing: this runs on every write.
         if let declared = request.header("Content-Type"), !declared.isEmpty,

@@ -273,6 +273,11 @@ public final class ControllerRegistry: Sendable {
             }
             try Self.checkContentKeyPath(
                 description.content, of: description.kind, controllers: registry.controllers, model: context.model)
+            // A run-time binding to an object that does not exist is most likely a mistyped id: 404, as for an
+            // unknown entity. A declared one stays (its object may have been deleted since the fixture was written).
+            if !declared, case .object(let object, _) = description.content, !context.view.contains(object) {
+                throw ObjectGraphError.noSuchObject(object)
+            }
             let controller: Controller
             switch description.kind {
             case .object: controller = ObjectController(description: description, isDeclared: declared)

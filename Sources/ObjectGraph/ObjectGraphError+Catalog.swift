@@ -33,7 +33,10 @@ extension ObjectGraphError {
     /// 400 `bad-id`: an id that is not `[A-Za-z0-9_.-]{1,64}`.
     public static func badID(_ id: String) -> ObjectGraphError {
         ObjectGraphError(
-            status: 400, code: "bad-id", message: "\"\(id)\" is not a valid id ([A-Za-z0-9_.-]{1,64}).",
+            status: 400, code: "bad-id",
+            message: id == "." || id == ".."
+                ? "\"\(id)\" cannot be an id: URL clients remove it from a path, so its object could not be addressed."
+                : "\"\(id)\" is not a valid id ([A-Za-z0-9_.-]{1,64}, not . or ..).",
             fields: ["id": .string(id)])
     }
 

@@ -60,6 +60,25 @@ struct ControllerRoutesTests {
         }
     }
 
+    @Test func create_contentAtAMissingObject_404NoSuchObject_declaredOnesStayEmpty() throws {
+        try withService { client in
+            for (kind, content) in [("object", "Employee/999"), ("array", "Department/999.employees")] {
+                let refused = try client.request(
+                    "POST", "/controllers", json: #"{"name": "ghost", "kind": "\#(kind)", "content": "\#(content)"}"#)
+                #expect(refused.status == 404, "\(content)")
+                #expect(refused.errorCode == "no-such-object")
+                #expect(refused.json?["error"]?["object"] == .string(String(content.prefix(while: { $0 != "." }))))
+            }
+            #expect(try client.request("GET", "/controllers/ghost").status == 404)
+            // A controller whose object goes later stays, empty, and follows the id when it comes back.
+            let created = try client.request(
+                "POST", "/controllers", json: #"{"name": "eleven", "kind": "object", "content": "Employee/11"}"#)
+            #expect(created.status == 201)
+            #expect(try client.request("DELETE", "/objects/Employee/11").status == 204)
+            #expect(try client.request("GET", "/controllers/eleven").json?["count"] == 0)
+        }
+    }
+
     @Test func masterDetail_followsSelectionThroughHTTP() throws {
         try withService { client in
             #expect(try lastNames(client, "departments") == [])

@@ -555,10 +555,27 @@ struct ObjectRoutesTests {
             #expect(assigned.status == 201)
             let location = try #require(assigned.header("Location"))
             #expect(try client.request("GET", location).json?["firstName"] == "A")
+            // "$id": null is no id: the server assigns one, create-only or not.
+            for headers in [[:], ["If-None-Match": "*"]] {
+                let unnamed = try client.request(
+                    "POST", "/objects/Employee", headers: headers,
+                    json: #"{"$id": null, "firstName": "C", "lastName": "D", "department": {"$ref": "Department/5"}}"#)
+                #expect(unnamed.status == 201, "\(unnamed.text)")
+                #expect(unnamed.header("Location")?.hasPrefix("/objects/Employee/") == true)
+            }
+            for id in [".", ".."] {
+                let dots = try client.request(
+                    "POST", "/objects/Employee",
+                    json:
+                        #"{"$id": "\#(id)", "firstName": "C", "lastName": "D", "department": {"$ref": "Department/5"}}"#
+                )
+                #expect(dots.errorCode == "bad-id")
+                #expect(dots.json?["error"]?["message"]?.stringValue?.contains("addressed") == true)
+            }
             let orphan = try client.request("POST", "/objects/Employee", json: #"{"firstName": "A", "lastName": "B"}"#)
             #expect(orphan.status == 422)
             #expect(orphan.errorCode == "cardinality")
-            #expect(try client.request("GET", "/objects/Employee").json?["count"] == 34)
+            #expect(try client.request("GET", "/objects/Employee").json?["count"] == 36)
         }
     }
 
@@ -620,7 +637,11 @@ struct ObjectRoutesTests {
             let xml = try client.request(
                 "PATCH", "/objects/Employee/4", headers: ["Content-Type": "application/xml"], json: "<a/>")
             #expect(xml.status == 415)
-            for type in ["application/json; charset=ISO-8859-1", "text/plain;charset=\"utf-16\"", "application/jsonx"] {
+            for type in [
+                "application/json; charset=ISO-8859-1", "text/plain;charset=\"utf-16\"", "application/jsonx",
+                "text/plain",
+                "text/plain; charset=utf-8",
+            ] {
                 let refused = try client.request(
                     "PUT", "/objects/Employee/4/lastName", headers: ["Content-Type": type], json: #""Zoë""#)
                 #expect(refused.status == 415, "\(type)")
@@ -628,7 +649,8 @@ struct ObjectRoutesTests {
             }
             #expect(try client.request("GET", "/objects/Employee/4").header("ETag") == "\"1\"")
             for (index, type) in [
-                "application/json; charset=UTF-8", "application/merge-patch+json", "text/plain; charset=\"utf-8\"",
+                "application/json; charset=UTF-8", "application/merge-patch+json",
+                "application/x-www-form-urlencoded; charset=\"utf-8\"",
             ].enumerated() {
                 let taken = try client.request(
                     "PUT", "/objects/Employee/4/lastName", headers: ["Content-Type": type], json: "\"Zoë \(index)\"")

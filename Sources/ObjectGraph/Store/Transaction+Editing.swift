@@ -4,10 +4,10 @@ import PropertyList
 extension Transaction {
     /// Inserts an object of `entity` with `values` in JSON form (API.md §4); returns its id.
     ///
-    /// The id is `id`, else the `"$id"` of `values` (bare `"42"` or full `"Employee/42"`), else assigned by the store
-    /// (a decimal number, unique, never reused). Missing attributes get the model's defaults. Relationships take
-    /// `{"$ref"}` values (arrays of them for to-many), and their inverses follow. Errors: 404 `no-such-entity`,
-    /// 400 `bad-id`, 409 `duplicate-id`, 404 `undefined-key`, 422 `read-only-key`, `type-mismatch`,
+    /// The id is `id`, else the `"$id"` of `values` (bare `"42"` or full `"Employee/42"`), else (no `"$id"`, or null)
+    /// assigned by the store (a decimal number, unique, never reused). Missing attributes get the model's defaults.
+    /// Relationships take `{"$ref"}` values (arrays of them for to-many), and their inverses follow. Errors: 404
+    /// `no-such-entity`, 400 `bad-id`, 409 `duplicate-id`, 404 `undefined-key`, 422 `read-only-key`, `type-mismatch`,
     /// `validation-failed` (a reference to a missing object, an `$id` of another entity), and at commit
     /// `validation-failed` / `cardinality`.
     @discardableResult
@@ -28,7 +28,7 @@ extension Transaction {
         let entity = state.model.entities[entityIndex]
         let table = state.tables[entityIndex]
         var chosen = id
-        if chosen == nil, let given = values["$id"] {
+        if chosen == nil, let given = values["$id"], !given.isNull {
             chosen = try Self.bareID(given, entity: entityName)
         }
         let objectID: ObjectID
