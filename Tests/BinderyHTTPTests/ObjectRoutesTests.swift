@@ -236,6 +236,28 @@ struct ObjectRoutesTests {
 
     /// A literal a typed key path cannot be compared with is refused as Foundation raises, with its column; a date
     /// compared with a string that is not ISO 8601 too (it would match nothing, where writing it is refused).
+    @Test func quantifiersLookThroughNestedToManys() throws {
+        try withService { client in
+            func ids(_ filter: String) throws -> [String] {
+                let encoded = filter.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+                let answer = try client.request("GET", "/objects/Employee?keys=lastName&filter=" + encoded)
+                #expect(answer.status == 200, "\(filter): \(answer.text)")
+                return (answer.json?["objects"]?.arrayValue ?? []).compactMap { $0["$id"]?.stringValue }.sorted()
+            }
+            // Employee/1's reports' reports earn 154000, 158500 and 149000 (one collection per report).
+            #expect(try ids("ANY directReports.directReports.salary > 150000") == ["Employee/1"])
+            let none = try ids("NONE directReports.directReports.salary > 150000")
+            #expect(none.count == 31 && !none.contains("Employee/1"))
+            let all = try ids("ALL directReports.directReports.salary > 120000")
+            #expect(all.count == 25 && all.contains("Employee/1"))  // 24 have no reports' reports at all
+            #expect(try ids("ALL directReports.directReports.salary > 150000").count == 24)
+            #expect(
+                try ids("ANY directReports.directReports.lastName BEGINSWITH 'T'")
+                    == ["Employee/1", "Employee/12", "Employee/2", "Employee/27"])
+            #expect(try ids("ANY directReports.directReports.directReports.salary == 116000") == ["Employee/1"])
+        }
+    }
+
     @Test func literalsOfTheWrongTypeAreRefused() throws {
         try withService { client in
             func get(_ filter: String) throws -> TestResponse {

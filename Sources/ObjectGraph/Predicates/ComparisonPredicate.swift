@@ -142,29 +142,44 @@ final class ComparisonPredicate: Sendable {
             // test membership. `ANY`, `ALL` and `NONE` look at its elements.
             return try test(lhs, rhs, rightFolded: rightFolded)
         case .any:
-            return try anyElement(of: lhs, rhs, rightFolded: rightFolded)
-        case .none:
-            return try !anyElement(of: lhs, rhs, rightFolded: rightFolded)
-        case .all:
-            for element in ValueComparison.elements(lhs) where try !test(element, rhs, rightFolded: rightFolded) {
-                return false
+            return try Self.someElement(of: lhs) { element throws(ObjectGraphError) in
+                try test(element, rhs, rightFolded: rightFolded)
             }
-            return true
+        case .none:
+            return try !Self.someElement(of: lhs) { element throws(ObjectGraphError) in
+                try test(element, rhs, rightFolded: rightFolded)
+            }
+        case .all:
+            return try !Self.someElement(of: lhs) { element throws(ObjectGraphError) in
+                try !test(element, rhs, rightFolded: rightFolded)
+            }
         }
     }
 
-    private func anyElement(of lhs: KeyValue, _ rhs: KeyValue, rightFolded: Bool) throws(ObjectGraphError) -> Bool {
-        switch lhs {
+    /// Whether `body` holds for an element a quantifier looks at (`ValueComparison.elements`: a collection's or an
+    /// array's elements, none for null, else the value itself). The elements of nested collections are taken in
+    /// turn: a key path through two to-manys (`directReports.directReports.salary`) gives a collection per object,
+    /// and `ANY`/`ALL`/`NONE` look through them as Core Data's fetches do (Foundation's in-memory evaluation raises).
+    private static func someElement(
+        of value: KeyValue, where body: (KeyValue) throws(ObjectGraphError) -> Bool
+    ) throws(ObjectGraphError) -> Bool {
+        switch value {
         case .collection(let elements):
-            for element in elements where try test(element, rhs, rightFolded: rightFolded) { return true }
+            for element in elements {
+                if case .collection = element {
+                    if try someElement(of: element, where: body) { return true }
+                } else if try body(element) {
+                    return true
+                }
+            }
             return false
         case .value(.array(let elements)):
-            for element in elements where try test(.value(element), rhs, rightFolded: rightFolded) { return true }
+            for element in elements where try body(.value(element)) { return true }
             return false
         case .value(.null):
             return false
         default:
-            return try test(lhs, rhs, rightFolded: rightFolded)
+            return try body(value)
         }
     }
 
