@@ -84,6 +84,11 @@ public final class BinderyService: HTTPResponder {
             let name = String(target.dropFirst("controllers/".count))
             return .init(generation: nil) { try controllers.value(forKeyPath: $0, controller: name) }
         }
+        // A poll of an observer first lets the controllers apply the commits so far and report what they changed.
+        observations.setExternalReportsFlusher { [weak controllers] in
+            controllers?.synchronize()
+            controllers?.waitUntilDelivered()
+        }
         let responders = document.responders
         _ = controllers.addObserver { [weak controllers] change in
             observations.externalTargetDidChange("controllers/\(change.controller)")

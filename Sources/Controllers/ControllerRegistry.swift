@@ -232,7 +232,8 @@ public final class ControllerRegistry: Sendable {
         }
     }
 
-    /// Waits until every report queued so far was delivered (for tests and orderly shutdown).
+    /// Waits until every report queued so far was delivered (before a poll of an observer, for tests and orderly
+    /// shutdown). Must not be called on the registry's queue, nor by an observer of its reports.
     public func waitUntilDelivered() {
         queue.sync {}
         queue.sync {}

@@ -1046,4 +1046,41 @@ struct ControllerObservingTests {
             #expect(try client.request("GET", "/changes?since=\(since)&timeout=0").json?["changes"] == [])
         }
     }
+
+    @Test func aPollRightAfterTheAnswerSeesTheControllerChangesItCaused() throws {
+        try withService { client in
+            func observe(_ target: String, _ keyPath: String) throws -> (id: String, since: Int64) {
+                let observer = try client.request(
+                    "POST", "/observers", json: #"{"target": "\#(target)", "keyPath": "\#(keyPath)"}"#)
+                return (
+                    try #require(observer.json?["id"]?.stringValue), try #require(observer.json?["since"]?.integerValue)
+                )
+            }
+            // The changes reach the observers on other queues, after the answer: a poll with timeout 0 waits for them.
+            for round in 0..<10 {
+                let selection = try observe("controllers/departments", "selection.name")
+                let detail = try observe("controllers/employees", "arrangedObjects.@count")
+                let salaries = try observe("controllers/employees", "arrangedObjects.salary")
+                _ = try client.request(
+                    "PUT", "/controllers/departments/selectionIndexes", json: "[\(round % 2 == 0 ? 1 : 0)]")
+                for (id, since) in [selection, detail] {
+                    let answer = try client.request("GET", "/observers/\(id)/changes?since=\(since)&timeout=0")
+                    #expect(changes(answer).count == 1, "round \(round): \(answer.text)")
+                }
+                let shown = try #require(
+                    try client.request("GET", "/controllers/employees/arrangedObjects").json?.arrayValue?.first?["$id"]?
+                        .stringValue)
+                let after = try client.request(
+                    "GET", "/observers/\(salaries.id)/changes?since=\(salaries.since)&timeout=0")
+                _ = try client.request("PUT", "/objects/\(shown)/salary", json: "\(100 + round)")
+                let answer = try client.request(
+                    "GET", "/observers/\(salaries.id)/changes?since=\(after.json?["last"]?.integerValue ?? 0)&timeout=0"
+                )
+                #expect(changes(answer).count == 1, "round \(round): \(answer.text)")
+                for id in [selection.id, detail.id, salaries.id] {
+                    _ = try client.request("DELETE", "/observers/\(id)")
+                }
+            }
+        }
+    }
 }

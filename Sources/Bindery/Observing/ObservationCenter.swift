@@ -166,6 +166,9 @@ public final class ObservationCenter: @unchecked Sendable {
     /// and no read of the store (controllers report several for every commit). A registration counts itself before it
     /// reads its first value, so a change either is reported to the queue or happened before that read.
     private let externalInterest = Mutex<[String: Int]>([:])
+    /// Hands every change report made so far by the controllers to `externalTargetDidChange` (set by the service):
+    /// a poll of an observer runs it first, while there is external interest (`settleExternalReports`).
+    private let externalReportsFlusher = Mutex<(@Sendable () -> Void)?>(nil)
     /// Values captured at commit, by seq and observer id, until the queue processes that record.
     private let captured = Mutex<[Int64: [String: PropertyListValue]]>([:])
     /// Observed key paths read again at commits so far (`capture`).
@@ -224,7 +227,14 @@ public final class ObservationCenter: @unchecked Sendable {
         } else {
             told.notBefore = max(request.notBefore, toldSeq(), min(request.since ?? 0, store.seq))
         }
-        queue.async { [self, request = told] in
+        if case .observer = request.source { settleExternalReports() }
+        queue.async { [self, told] in
+            var request = told
+            // Changes to controllers and the defaults reported before the poll (`settleExternalReports`) whose seqs
+            // are not processed yet: due to this poll as any change it could have been told about is.
+            if case .observer = request.source, let pending = pendingExternal.keys.max() {
+                request.notBefore = max(request.notBefore, pending)
+            }
             let since = request.since ?? currentSeq(of: request.source)
             // An observer's `initial` change whose record is not processed yet (with `batch`, not yet flushed) is
             // waited for, up to a second, even by a poll that would answer at once: it is due from `since`; so are
@@ -862,6 +872,20 @@ public final class ObservationCenter: @unchecked Sendable {
 
     public func setExternalReader(_ reader: @escaping ExternalReader) {
         onQueue { externalReader = reader }
+    }
+
+    /// Sets what hands the controllers' change reports made so far to `externalTargetDidChange` (they reach it on
+    /// another queue, after the answer to the request that caused them may have gone).
+    public func setExternalReportsFlusher(_ flush: @escaping @Sendable () -> Void) {
+        externalReportsFlusher.withLock { $0 = flush }
+    }
+
+    /// Before a poll of an observer: the changes to controllers and the defaults that any answer could have told the
+    /// client about by now (a selection's `PUT`, a commit that rearranged a controller) take their seqs before the
+    /// poll is looked at, so that the poll waits for them (`pendingExternal`) instead of answering without them.
+    private func settleExternalReports() {
+        guard externalInterest.withLock({ !$0.isEmpty }) else { return }
+        externalReportsFlusher.withLock { $0 }?()
     }
 
     /// Tells the center that a controller's or the defaults' state may have changed: observers of that target
