@@ -559,6 +559,32 @@ struct ObservingRoutesTests {
         }
     }
 
+    @Test func asapPostsSentOneAfterAnotherCoalesceAndAPollWaitsForThem() throws {
+        // A long turn, so that a loaded machine cannot end it between two posts.
+        try withService(observation: .init(asapTurn: 1)) { client in
+            // One client's posts, each sent after the previous answer, within the queue's turn.
+            for (n, sender) in ["a", "a", "b", "a"].enumerated() {
+                let post = try client.request(
+                    "POST", "/notifications",
+                    json:
+                        #"{"name": "Burst", "object": "\#(sender)", "userInfo": {"n": \#(n)}, "postingStyle": "asap"}"#)
+                #expect(post.status == 202)
+                #expect(post.json?["coalesced"] == .boolean(n == 1 || n == 3), "\(n)")
+            }
+            // A poll with timeout 0 sent at once sees them: it waits for the queued ones to be posted.
+            let answer = try client.request("GET", "/notifications?since=0&name=Burst&timeout=0")
+            #expect(answer.json?["notifications"]?.arrayValue?.map { $0["userInfo"]?["n"] } == [0, 2])
+            // A `now` post ends the turn: the queued ones it does not match come first, the ones it matches go.
+            for body in [
+                #"{"name": "Burst", "object": "a", "postingStyle": "asap"}"#,
+                #"{"name": "Burst", "object": "b", "postingStyle": "asap"}"#, #"{"name": "Burst", "object": "a"}"#,
+            ] { _ = try client.request("POST", "/notifications", json: body) }
+            let after = try client.request(
+                "GET", "/notifications?since=\(answer.json?["last"]?.integerValue ?? 0)&name=Burst&timeout=0")
+            #expect(after.json?["notifications"]?.arrayValue?.map { $0["object"] } == ["b", "a"])
+        }
+    }
+
     /// Names and string objects compare code point for code point, as `isEqual:` does: é as one character and as e
     /// and an accent are two names, two senders, and neither coalesces with the other.
     @Test func notificationNamesAndObjectsCompareByCodePoints() throws {

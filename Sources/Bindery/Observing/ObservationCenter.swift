@@ -26,10 +26,15 @@ public final class ObservationCenter: @unchecked Sendable {
         /// Observers at once; beyond, 503 `too-many-observers`. Every commit is matched against every observer, so
         /// the limit bounds the work per commit as well as memory.
         public var maxObservers: Int
+        /// Seconds an `asap` notification waits for others to coalesce with: the queue's turn, for notifications.
+        /// A run loop's turn is one event; over HTTP a client's posts come one after another's answer, each a turn
+        /// of its own, so that a turn of the queue's own would coalesce nothing a client can send.
+        public var asapTurn: Double
 
         public init(
             historyCapacity: Int = 100_000, historyBytes: Int = 256 << 20, observerTTL: Double = 300,
-            maxWaiters: Int = 16_000, heartbeatInterval: Double = 15, maxObservers: Int = 10_000
+            maxWaiters: Int = 16_000, heartbeatInterval: Double = 15, maxObservers: Int = 10_000,
+            asapTurn: Double = 0.02
         ) {
             self.historyCapacity = historyCapacity
             self.historyBytes = historyBytes
@@ -37,6 +42,7 @@ public final class ObservationCenter: @unchecked Sendable {
             self.maxWaiters = maxWaiters
             self.heartbeatInterval = heartbeatInterval
             self.maxObservers = maxObservers
+            self.asapTurn = asapTurn
         }
     }
 
@@ -108,6 +114,9 @@ public final class ObservationCenter: @unchecked Sendable {
     private let report: @Sendable (String) -> Void
     private let notificationQueue = NotificationQueue()
     private var idleFlushScheduled = false
+    private var asapFlushScheduled = false
+    /// Polls of notifications that came while `asap` ones were queued: started once those are posted.
+    private var pollsAfterAsapFlush: [() -> Void] = []
     private var timer: (any DispatchSourceTimer)?
     /// Bounces committed records (and the service's own notifications, in order with them) to the queue.
     private var receptionist: Receptionist?
@@ -229,42 +238,63 @@ public final class ObservationCenter: @unchecked Sendable {
         }
         if case .observer = request.source { settleExternalReports() }
         queue.async { [self, told] in
-            var request = told
-            // Changes to controllers and the defaults reported before the poll (`settleExternalReports`) whose seqs
-            // are not processed yet: due to this poll as any change it could have been told about is.
-            if case .observer = request.source, let pending = pendingExternal.keys.max() {
-                request.notBefore = max(request.notBefore, pending)
+            // An `asap` notification queued before the poll is due to it as a posted one is (it was answered 202).
+            if case .notifications = told.source, asapFlushScheduled {
+                pollsAfterAsapFlush.append { [self] in startPoll(told, isAbandoned: isAbandoned, deliver: deliver) }
+            } else {
+                startPoll(told, isAbandoned: isAbandoned, deliver: deliver)
             }
-            let since = request.since ?? currentSeq(of: request.source)
-            // An observer's `initial` change whose record is not processed yet (with `batch`, not yet flushed) is
-            // waited for, up to a second, even by a poll that would answer at once: it is due from `since`; so are
-            // the records of a seq the client may have been told (`notBefore`).
-            var timeout = request.timeout
-            if case .observer(let id) = request.source, let initialSeq = observers[id]?.initialSeq,
-                initialSeq > processedSeq, since < initialSeq
-            {
-                timeout = max(timeout, 1)
-            }
-            let early = request.notBefore > processedSeq
-            if early { timeout = max(timeout, 1) }
-            let force = timeout <= 0
-            if !early,
-                let answer = force ? answer(request.source, since: since, force: true) : sharedAnswer(request, since)
-            {
-                deliver(answer)
-                return
-            }
-            if isFull { releaseAbandonedWaitersWhenFull() }
-            guard !isFull else {
-                deliver(.tooManyWaiters(retryAfter: 1))
-                return
-            }
-            nextWaiterID += 1
-            if case .observer(let id) = request.source { observers[id]?.activeWaiters += 1 }
-            waiters[nextWaiterID] = Waiter(
-                request: request, since: since, deadline: Self.now() + timeout, deliver: deliver,
-                isAbandoned: isAbandoned)
         }
+    }
+
+    /// On the queue: `poll`'s work once the request reaches the queue.
+    private func startPoll(
+        _ told: PollRequest, isAbandoned: (@Sendable () -> Bool)?, deliver: @escaping @Sendable (PollAnswer) -> Void
+    ) {
+        var request = told
+        // Changes to controllers and the defaults reported before the poll (`settleExternalReports`) whose seqs
+        // are not processed yet: due to this poll as any change it could have been told about is.
+        if case .observer = request.source, let pending = pendingExternal.keys.max() {
+            request.notBefore = max(request.notBefore, pending)
+        }
+        let since = request.since ?? currentSeq(of: request.source)
+        // An observer's `initial` change whose record is not processed yet (with `batch`, not yet flushed) is
+        // waited for, up to a second, even by a poll that would answer at once: it is due from `since`; so are
+        // the records of a seq the client may have been told (`notBefore`).
+        var timeout = request.timeout
+        if case .observer(let id) = request.source, let initialSeq = observers[id]?.initialSeq,
+            initialSeq > processedSeq, since < initialSeq
+        {
+            timeout = max(timeout, 1)
+        }
+        let early = request.notBefore > processedSeq
+        if early { timeout = max(timeout, 1) }
+        let force = timeout <= 0
+        if !early,
+            let answer = force ? answer(request.source, since: since, force: true) : sharedAnswer(request, since)
+        {
+            deliver(answer)
+            return
+        }
+        if isFull { releaseAbandonedWaitersWhenFull() }
+        guard !isFull else {
+            deliver(.tooManyWaiters(retryAfter: 1))
+            return
+        }
+        nextWaiterID += 1
+        if case .observer(let id) = request.source { observers[id]?.activeWaiters += 1 }
+        waiters[nextWaiterID] = Waiter(
+            request: request, since: since, deadline: Self.now() + timeout, deliver: deliver,
+            isAbandoned: isAbandoned)
+    }
+
+    /// Posts the queued `asap` notifications, then starts the polls that waited for them.
+    private func flushAsap() {
+        asapFlushScheduled = false
+        flush(\.asap)
+        let polls = pollsAfterAsapFlush
+        pollsAfterAsapFlush = []
+        for poll in polls { poll() }
     }
 
     /// Answers every waiting client at once (with what there is, usually nothing) and ends every event stream:
@@ -272,7 +302,7 @@ public final class ObservationCenter: @unchecked Sendable {
     /// `whenIdle`) are posted first: their posts were answered `202`.
     public func answerAllWaiters() {
         onQueue {
-            flush(\.asap)
+            flushAsap()
             flush(\.idle)
             for id in waiters.keys.sorted() { finish(waiter: id, force: true) }
             for id in subscribers.keys.sorted() { endSubscription(id) }
@@ -1034,10 +1064,12 @@ public final class ObservationCenter: @unchecked Sendable {
         }
         if postingStyle == .now {
             return try onQueue {
-                let posted = try notificationCenter.post(name: name, object: object, userInfo: userInfo)
+                // It drops the queued ones it matches, and ends the turn of the `asap` ones left: posted first.
                 notificationQueue.coalesce(
                     with: NotificationQueue.Pending(name: name, object: object, userInfo: userInfo),
                     coalescing: coalescing)
+                flushAsap()
+                let posted = try notificationCenter.post(name: name, object: object, userInfo: userInfo)
                 wakeWaiters()
                 return .posted(seq: posted.seq)
             }
@@ -1048,9 +1080,10 @@ public final class ObservationCenter: @unchecked Sendable {
             let pending = NotificationQueue.Pending(name: name, object: object, userInfo: userInfo)
             let (queued, flush) = notificationQueue.enqueue(pending, style: postingStyle, coalescing: coalescing)
             switch flush {
-            case .asap?:
-                // The end of this turn of the queue: after what is already queued.
-                queue.async { [self] in self.flush(\.asap) }
+            case .asap? where !asapFlushScheduled:
+                // The end of this turn of the queue (`asapTurn`).
+                asapFlushScheduled = true
+                queue.asyncAfter(deadline: .now() + configuration.asapTurn) { [self] in flushAsap() }
             case .whenIdle? where !idleFlushScheduled:
                 idleFlushScheduled = true
                 queue.asyncAfter(deadline: .now() + 0.05) { [self] in
