@@ -39,6 +39,8 @@ fi
 
 DATA="$(mktemp -d)"
 LOG="$DATA.log"
+# Chromium leaves a directory with its singleton socket in TMPDIR after every run: give it one removed at the end.
+BROWSER_TMP="$(mktemp -d)"
 SERVER_PID=""
 cleanup() {
     if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
@@ -46,7 +48,7 @@ cleanup() {
         for _ in $(seq 50); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
         kill -KILL "$SERVER_PID" 2>/dev/null || true
     fi
-    rm -rf "$DATA" "$LOG"
+    rm -rf "$DATA" "$LOG" "$BROWSER_TMP"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -76,7 +78,7 @@ mkdir -p .build
 status=0
 # SE_OFFLINE: the test names chromium and chromedriver itself; Selenium Manager must not download any.
 # shellcheck disable=SC2086 # PYTEST_ARGS is split into words on purpose
-SE_OFFLINE=true PYTHONDONTWRITEBYTECODE=1 BINDERY_URL="$URL" BINDERY_BINARY="$(realpath "$BIN")" \
+SE_OFFLINE=true PYTHONDONTWRITEBYTECODE=1 TMPDIR="$BROWSER_TMP" BINDERY_URL="$URL" BINDERY_BINARY="$(realpath "$BIN")" \
     BINDERY_SCREENSHOTS="$PWD/.build" \
     timeout 300 python3 -m pytest -q -p no:cacheprovider --rootdir Tests/browser Tests/browser ${PYTEST_ARGS:-} ||
     status=$?
