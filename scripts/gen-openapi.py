@@ -23,7 +23,7 @@ def ok(schema=None, desc="OK", code="200", headers=(), alternatives=None):
     if headers: r["headers"] = {h: header(h) for h in headers}
     return {code: r}
 ERR = {"default": {"description": "An error (API.md §2)", "content": {"application/json": {"schema": ref("Error")}},
-                   "headers": {"Retry-After": header("Retry-After")}}}
+                   "headers": {"Retry-After": header("Retry-After"), "Allow": header("Allow")}}}
 # 412 precondition-failed (If-Match / If-None-Match): the error has `current` (the object, or the key path's value) and
 # `etag`, and the ETag header is the object's current one.
 PRECONDITION = {"412": {"description": "precondition-failed: If-Match or If-None-Match does not hold; `current` and `etag` in the error",
@@ -108,7 +108,7 @@ paths = {
   "/controllers/{name}/arrangedObjects": {"get": op("Arranged objects (tree: nested nodes)",
         [name, param("offset", "query", "Arranged objects (tree: roots) to skip (default 0)", {"type": "integer", "minimum": 0}),
          param("limit", "query", "At most this many arranged objects (tree: roots; default: all)", {"type": "integer", "minimum": 0})],
-        responses=ok({"type": "array"}, headers=["X-Total-Count"]), tags=["controllers"],
+        responses=ok({"type": "array", "items": {"type": "object"}}, headers=["X-Total-Count"]), tags=["controllers"],
         description="Array and object controllers: the arranged objects from `offset`, at most `limit` of them; `X-Total-Count` is the number of "
                     "arranged objects before paging. Tree controllers: the roots from `offset`, at most `limit` of them, each a nested node "
                     "`{object, indexPath, count, isLeaf, children}` with its whole subtree, and `X-Total-Count` is the number of roots. On any controller an `offset` or "
@@ -182,12 +182,23 @@ hierarchies = {}
 for path in paths: hierarchies.setdefault(re.sub(r"\{[^}]*\}", "{}", path), []).append(path)
 clashes = [same for same in hierarchies.values() if len(same) > 1]
 if clashes: raise SystemExit(f"identical templated paths: {clashes}")
+# An operationId for every operation (some client generators need one): the method, then the path's words.
+for path, item in paths.items():
+    for method, operation in item.items():
+        words = re.findall(r"[A-Za-z0-9]+", path.replace("{", " by ").replace("}", " "))
+        operation["operationId"] = method + "".join(w[0].upper() + w[1:] for w in words)
+ids = [o["operationId"] for item in paths.values() for o in item.values()]
+if len(ids) != len(set(ids)): raise SystemExit(f"operationIds clash: {sorted(ids)}")
 schemas = {
   "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "object", "required": ["code", "message"],
             "properties": {"code": {"type": "string"}, "message": {"type": "string"}, "keyPath": {"type": "string"}, "line": {"type": "integer"}, "column": {"type": "integer"},
-                           "oldest": {"type": "integer"}, "current": {}, "allowed": {"type": "array"}, "errors": {"type": "array"},
+                           "oldest": {"type": "integer"}, "current": {},
+                           "allowed": {"type": "array", "items": {"type": "string"}, "description": "What would have been taken (selectors, actions, body keys)"},
+                           "errors": {"type": "array", "items": ref("ErrorEntry"), "description": "422 validation-failed: every invalid value"},
                            "etag": {"type": "string", "description": "412: the object's current ETag"},
                            "limit": {"type": "integer", "description": "413 body-too-large, 503 too-many-observers and too-many-controllers: the limit"}}}}},
+  "ErrorEntry": {"type": "object", "required": ["code", "message"], "properties": {"code": {"type": "string"}, "message": {"type": "string"},
+            "status": {"type": "integer"}, "keyPath": {"type": "string"}, "object": {}}, "additionalProperties": True},
   "Reference": {"type": "object", "required": ["$ref"], "properties": {"$ref": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*/[A-Za-z0-9_.-]{1,64}$"}}},
   "Object": {"type": "object", "properties": {"$id": {"type": "string"}}, "additionalProperties": True},
   "Graph": {"type": "object", "properties": {"seq": {"type": "integer"}, "objects": {"type": "array", "items": ref("Object")}}},
@@ -226,6 +237,7 @@ headers = {
   "X-Store-Seq": {"description": "The store's sequence number the answer reflects (API.md §4)", "schema": {"type": "integer"}},
   "ETag": {"description": "\"<seq of the object's last change>\"", "schema": {"type": "string"}},
   "Location": {"description": "Where the created resource is", "schema": {"type": "string"}},
+  "Allow": {"description": "405 method-not-allowed: the methods the path takes", "schema": {"type": "string"}},
   "X-Total-Count": {"description": "The number of arranged objects (tree: root nodes), before offset and limit", "schema": {"type": "integer"}},
   "Retry-After": {"description": "Seconds to wait before retrying, on a 503 that passes: server-busy (unread answers over --max-unsent), "
                   "too-many-waiters (long-polls over --max-waiters), storage-error (a full disk) and journal-segment-removed. Not on the other "

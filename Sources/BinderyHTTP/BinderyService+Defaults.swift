@@ -10,13 +10,35 @@ import PropertyList
 /// (pending until `save` when not `appliesImmediately`) and answers the key's value; `DELETE /defaults/{key}` removes
 /// the saved value; `POST /defaults/save|revert|revertToInitialValues` answer the whole state.
 extension BinderyService {
+    /// The defaults' actions take no body: one that is sent must be JSON (400, or 415 for another type) and `{}` or
+    /// null (an object with keys is 422 `undefined-key`, anything else 422 `type-mismatch`), as a controller action's.
+    private static func checkNoBody(_ request: RouteRequest, action: String) throws(APIError) {
+        guard !request.request.body.isEmpty else { return }
+        switch try request.jsonBody() {
+        case .null: return
+        case .dictionary(let fields):
+            try APIError.checkBodyKeys(fields, allowed: []) { "POST /defaults/\(action) takes no keys, not \"\($0)\"." }
+        case let other:
+            throw APIError(
+                status: 422, code: "type-mismatch",
+                message: "POST /defaults/\(action) takes no body (or {}), not \(other.typeName).")
+        }
+    }
+
     static func addDefaultsRoutes(to router: inout Router, defaults: UserDefaultsController) {
         router.add("GET", "/defaults") { _ in .response(.json(defaults.json)) }
         // Each change answers the state it left, not one read after it (which another change may have moved).
-        router.add("POST", "/defaults/save") { _ in .response(.json(try defaults.save().json)) }
-        router.add("POST", "/defaults/revert") { _ in .response(.json(defaults.revert().json)) }
-        router.add("POST", "/defaults/revertToInitialValues") { _ in
-            .response(.json(try defaults.revertToInitialValues().json))
+        router.add("POST", "/defaults/save") { request in
+            try checkNoBody(request, action: "save")
+            return .response(.json(try defaults.save().json))
+        }
+        router.add("POST", "/defaults/revert") { request in
+            try checkNoBody(request, action: "revert")
+            return .response(.json(defaults.revert().json))
+        }
+        router.add("POST", "/defaults/revertToInitialValues") { request in
+            try checkNoBody(request, action: "revertToInitialValues")
+            return .response(.json(try defaults.revertToInitialValues().json))
         }
         router.add("GET", "/defaults/:key") { request in
             let key = request.parameter("key")

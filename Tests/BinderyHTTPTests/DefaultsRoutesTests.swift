@@ -116,7 +116,18 @@ struct DefaultsRoutesTests {
             #expect(reverted.json?["values"]?["pageSize"] == 25)
             #expect(reverted.json?["hasUnappliedChanges"] == false)
             _ = try client.request("PUT", "/defaults/pageSize", json: "75")
-            let saved = try client.request("POST", "/defaults/save")
+            // No body is taken: a bad one is refused, and changes nothing.
+            for action in ["save", "revert", "revertToInitialValues"] {
+                for (body, code) in [("{", "malformed-json"), ("5", "type-mismatch"), (#"{"x": 1}"#, "undefined-key")] {
+                    let refused = try client.request("POST", "/defaults/\(action)", json: body)
+                    #expect(refused.errorCode == code, "\(action) \(body)")
+                }
+                let plain = try client.request(
+                    "POST", "/defaults/\(action)", headers: ["Content-Type": "text/plain"], json: "{}")
+                #expect(plain.status == 415)
+            }
+            #expect(try client.request("GET", "/defaults").json?["hasUnappliedChanges"] == true)
+            let saved = try client.request("POST", "/defaults/save", json: "{}")
             #expect(saved.json?["hasUnappliedChanges"] == false)
             #expect(saved.json?["values"]?["pageSize"] == 75)
             let initial = try client.request("POST", "/defaults/revertToInitialValues")
