@@ -158,7 +158,11 @@ paths = {
         responses=ok({"type": "object", "required": ["id", "since"], "properties": {"id": {"type": "string"}, "since": {"type": "integer"}}}, "Created", "201", headers=location), tags=["observing"])},
   "/observers/{id}/changes": {"get": op("Long-poll an observer's changes (or text/event-stream)", [param("id"), since, timeout, lastEventID],
         responses=ok(feed, alternatives=SSE), tags=["observing"])},
-  "/observers/{id}": {"delete": op("Stop observing", [param("id")], responses=ok(desc="Stopped", code="204"), tags=["observing"])},
+  "/observers/{id}": {"get": op("An observer as registered (the Location of its creation; reading it does not renew it)", [param("id")],
+        responses=ok({"type": "object", "required": ["id", "target", "keyPath", "options", "since"], "properties": {"id": {"type": "string"},
+            "target": {"type": "string"}, "keyPath": {"type": "string"}, "options": {"type": "array", "items": {"enum": ["new", "old", "initial", "prior"]}},
+            "since": {"type": "integer"}}}), tags=["observing"]),
+                      "delete": op("Stop observing", [param("id")], responses=ok(desc="Stopped", code="204"), tags=["observing"])},
   "/changes": {"get": op("Long-poll the store's change feed (or text/event-stream)", [since, timeout, param("entity", "query"), lastEventID],
         responses=ok(feed, alternatives=SSE), tags=["observing"])},
   "/notifications": {

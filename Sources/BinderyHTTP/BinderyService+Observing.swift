@@ -47,6 +47,11 @@ extension BinderyService {
         router.add("GET", "/observers/:id/changes") { request in
             try poll(request, source: .observer(request.parameter("id")), center: center)
         }
+        router.add("GET", "/observers/:id") { request in
+            let id = request.parameter("id")
+            guard let description = center.observerDescription(id) else { throw noSuchObserver(id) }
+            return .response(.json(description))
+        }
         router.add("DELETE", "/observers/:id") { request in
             let id = request.parameter("id")
             guard center.removeObserver(id) else { throw noSuchObserver(id) }

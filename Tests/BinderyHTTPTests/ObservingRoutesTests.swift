@@ -348,14 +348,26 @@ struct ObservingRoutesTests {
             #expect(unknownOption.status == 422)
             #expect(unknownOption.json?["error"]?["keyPath"] == "options")
             let created = try client.request(
-                "POST", "/observers", json: #"{"target": "Employee/4", "keyPath": "salary", "options": ["new"]}"#)
+                "POST", "/observers",
+                json: #"{"target": "Employee/4", "keyPath": "salary", "options": ["prior", "new", "new"]}"#)
             let id = try #require(created.json?["id"]?.stringValue)
+            // Its Location reads it back as registered.
+            let location = try #require(created.header("Location"))
+            let described = try client.request("GET", location)
+            #expect(described.status == 200)
+            #expect(
+                described.json
+                    == [
+                        "id": .string(id), "target": "Employee/4", "keyPath": "salary", "options": ["new", "prior"],
+                        "since": created.json?["since"] ?? .null,
+                    ])
             let waiting = background { try client.request("GET", "/observers/\(id)/changes?since=1&timeout=20") }
             usleep(200_000)
             #expect(try client.request("DELETE", "/observers/\(id)").status == 204)
             #expect(try waiting().status == 404)
             #expect(try client.request("GET", "/observers/\(id)/changes?timeout=0").errorCode == "no-such-observer")
             #expect(try client.request("DELETE", "/observers/\(id)").status == 404)
+            #expect(try client.request("GET", "/observers/\(id)").errorCode == "no-such-observer")
         }
     }
 

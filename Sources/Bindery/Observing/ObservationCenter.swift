@@ -1000,6 +1000,22 @@ public final class ObservationCenter: @unchecked Sendable {
     }
 
     /// Stops an observer; its waiting clients get 404. Returns whether it existed.
+    /// `GET /observers/{id}` (the `Location` of its creation): `{"id", "target", "keyPath", "options", "since"}` as
+    /// it was registered, or nil for an unknown (or expired) observer. Reading it is not polling it: no renewal.
+    public func observerDescription(_ id: String) -> PropertyListValue? {
+        onQueue {
+            guard let observer = observers[id] else { return nil }
+            let names: [(KeyValueObserver.Options, String)] = [
+                (.new, "new"), (.old, "old"), (.initial, "initial"), (.prior, "prior"),
+            ]
+            return [
+                "id": .string(id), "target": .string(observer.target.description), "keyPath": .string(observer.keyPath),
+                "options": .array(names.filter { observer.options.contains($0.0) }.map { .string($0.1) }),
+                "since": .integer(observer.since),
+            ]
+        }
+    }
+
     public func removeObserver(_ id: String) -> Bool {
         onQueue {
             guard observers[id] != nil else { return false }
