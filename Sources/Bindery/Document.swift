@@ -211,6 +211,12 @@ public final class Document: Sendable {
         storage.journal.whenDurable(seq, done)
     }
 
+    /// `whenDurable`, waiting: returns once the change of `seq` is durable, or throws what makes it not durable.
+    /// Blocks the calling thread (a group commit at most): for work off the request threads (exports, long listings).
+    public func waitUntilDurable(_ seq: Int64) throws(ObjectGraphError) {
+        try storage.journal.waitUntilDurable(seq)
+    }
+
     /// Adds code run after every commit, outside the store's lock, once per record, in seq order, never
     /// concurrently with itself (see `ObjectStoreHooks.didCommit`).
     public func addCommitObserver(_ observer: @escaping @Sendable (ChangeRecord) -> Void) {

@@ -12,11 +12,9 @@ import PropertyList
 extension BinderyService {
     static func addControllerRoutes(to router: inout Router, controllers: ControllerRegistry, document: Document) {
         let responders = document.responders
-        // The seq a controller's answer reflects, no further than is durable (`Document.acknowledgedSeq`).
-        let told = document.acknowledgedSeq
         router.add("GET", "/controllers") { _ in
             let (states, seq) = controllers.states()
-            return .response(.json(["controllers": .array(states)], seq: told(seq)))
+            return answer(.json(["controllers": .array(states)], seq: seq), whenDurable: seq, document: document)
         }
         router.add("POST", "/controllers") { request in
             let state = try controllers.create(json: try request.jsonBody())
@@ -28,7 +26,7 @@ extension BinderyService {
         }
         router.add("GET", "/controllers/:name") { request in
             let (state, seq) = try controllers.state(of: request.parameter("name"))
-            return .response(.json(state, seq: told(seq)))
+            return answer(.json(state, seq: seq), whenDurable: seq, document: document)
         }
         router.add("DELETE", "/controllers/:name") { request in
             try controllers.remove(named: request.parameter("name"))
@@ -40,20 +38,20 @@ extension BinderyService {
             let limit = try nonNegativeInteger(request.request.queryValue("limit"), name: "limit")
             let (objects, count, seq) = try controllers.arrangedObjects(
                 controller: request.parameter("name"), offset: offset, limit: limit)
-            var response = HTTPResponse.json(objects, seq: told(seq))
+            var response = HTTPResponse.json(objects, seq: seq)
             response.headers.append(("X-Total-Count", String(count)))
-            return .response(response)
+            return answer(response, whenDurable: seq, document: document)
         }
         router.add("GET", "/controllers/:name/selectedObjects") { request in
             let (objects, seq) = try controllers.selectedObjects(controller: request.parameter("name"))
-            return .response(.json(objects, seq: told(seq)))
+            return answer(.json(objects, seq: seq), whenDurable: seq, document: document)
         }
         router.add("PUT", "/controllers/:name/selectedObjects") { request in
             let name = request.parameter("name")
             try controllers.setSelectedObjects(try references(try request.jsonBody()), controller: name)
             // The same representation as the GET (the objects, not references).
             let (objects, seq) = try controllers.selectedObjects(controller: name)
-            return .response(.json(objects, seq: told(seq)))
+            return answer(.json(objects, seq: seq), whenDurable: seq, document: document)
         }
         router.add("PUT", "/controllers/:name/selection/*keyPath") { request in
             let value = try controllers.setSelectionValue(
@@ -64,7 +62,7 @@ extension BinderyService {
         router.add("PUT", "/controllers/:name/selectionIndexes") { request in
             let name = request.parameter("name")
             try controllers.setSelectionIndexes(try indexes(try request.jsonBody()), controller: name)
-            return try read("selectionIndexes", of: name, controllers, told: told)
+            return try read("selectionIndexes", of: name, controllers, document: document)
         }
         router.add("PUT", "/controllers/:name/selectionIndexPaths") { request in
             let name = request.parameter("name")
@@ -74,13 +72,13 @@ extension BinderyService {
             try controllers.setSelectionIndexPaths(
                 try paths.map { path throws(APIError) in try indexes(path, key: "selectionIndexPaths") },
                 controller: name)
-            return try read("selectionIndexPaths", of: name, controllers, told: told)
+            return try read("selectionIndexPaths", of: name, controllers, document: document)
         }
         router.add("PUT", "/controllers/:name/sortDescriptors") { request in
             let name = request.parameter("name")
             try controllers.setSortDescriptors(
                 try SortDescriptor.descriptors(json: try request.jsonBody()), controller: name)
-            return try read("sortDescriptors", of: name, controllers, told: told)
+            return try read("sortDescriptors", of: name, controllers, document: document)
         }
         router.add("PUT", "/controllers/:name/filterPredicate") { request in
             let name = request.parameter("name")
@@ -91,7 +89,7 @@ extension BinderyService {
             default: throw typeMismatch("filterPredicate", "a predicate string or null")
             }
             try controllers.setFilterPredicate(predicate, controller: name)
-            return try read("filterPredicate", of: name, controllers, told: told)
+            return try read("filterPredicate", of: name, controllers, document: document)
         }
         router.add("GET", "/controllers/:name/edits") { request in
             .response(.json(try controllers.edits(controller: request.parameter("name"))))
@@ -153,7 +151,7 @@ extension BinderyService {
         // Not an action's name: those paths are the actions' (POST), and Allow says so.
         router.add("GET", "/controllers/:name/*keyPath(!\(ControllerRegistry.actions.joined(separator: "|")))") {
             request in
-            try read(request.keyPath("keyPath"), of: request.parameter("name"), controllers, told: told)
+            try read(request.keyPath("keyPath"), of: request.parameter("name"), controllers, document: document)
         }
     }
 
@@ -182,10 +180,10 @@ extension BinderyService {
     }
 
     private static func read(
-        _ keyPath: String, of name: String, _ controllers: ControllerRegistry, told: (Int64) -> Int64
+        _ keyPath: String, of name: String, _ controllers: ControllerRegistry, document: Document
     ) throws -> HTTPHandlerResult {
         let (value, seq) = try controllers.valueAndSeq(forKeyPath: keyPath, controller: name)
-        return .response(.json(value, seq: told(seq)))
+        return answer(.json(value, seq: seq), whenDurable: seq, document: document)
     }
 
     private static func indexes(_ json: PropertyListValue, key: String = "selectionIndexes") throws(APIError) -> [Int] {

@@ -36,19 +36,26 @@ extension BinderyService {
             $0.split(separator: ",").map { $0.trimmingCharacters(in: " ") }.filter { !$0.isEmpty }
         }
         let ordering = sort.isEmpty ? nil : SortOrdering(sort)
-        let list = { @Sendable () throws -> HTTPResponse in
+        let list = { @Sendable () throws -> (HTTPResponse, seq: Int64) in
             let (objects, count, seq) = try listing(
                 entity, filter: filter, ordering: ordering, offset: offset, limit: limit, keys: keys, document: document
             )
-            return .json(["objects": .array(objects), "count": .integer(Int64(count))], seq: seq)
+            return (.json(["objects": .array(objects), "count": .integer(Int64(count))], seq: seq), seq)
         }
         // A listing that reads many objects is made off the request threads, as an export is.
         let reads = try document.store.read { view throws(ObjectGraphError) in try view.count(of: entity) }
         guard reads > slowListingSize, filter != nil || ordering != nil || (limit ?? Int.max) > slowListingSize else {
-            return .response(try list())
+            let (response, seq) = try list()
+            return answer(response, whenDurable: seq, document: document)
         }
         return answeredOffRequestThreads {
-            do { return try list() } catch { return errorResponse(error) }
+            do {
+                let (response, seq) = try list()
+                try document.waitUntilDurable(seq)
+                return response
+            } catch {
+                return errorResponse(error)
+            }
         }
     }
 
@@ -75,7 +82,7 @@ extension BinderyService {
                 // `limit` may be as large as Int allows: never add it to anything.
                 let end = limit.map { start + min($0, handles.count - start) } ?? handles.count
                 let objects = try handles[start..<end].map { try view.json(of: $0, keys: keys) }
-                return (objects, handles.count, document.acknowledgedSeq(view.seq))
+                return (objects, handles.count, view.seq)
             }.value
         }
     }
@@ -109,14 +116,15 @@ extension BinderyService {
     private static func getObject(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {
         let id = try objectID(request)
         let (json, version, seq) = try document.store.read { view throws -> (PropertyListValue, Int64, Int64) in
-            (try view.json(of: id), try view.version(of: id), document.acknowledgedSeq(view.seq))
+            (try view.json(of: id), try view.version(of: id), view.seq)
         }
         try checkIfMatchOnly(request, id: id, version: version) { json }
         if let condition = request.request.header("If-None-Match"), matches(condition, version: version, weak: true) {
-            return .response(
-                HTTPResponse(status: 304, headers: [("ETag", etag(version)), ("X-Store-Seq", String(seq))]))
+            return answer(
+                HTTPResponse(status: 304, headers: [("ETag", etag(version)), ("X-Store-Seq", String(seq))]),
+                whenDurable: seq, document: document)
         }
-        return .response(.json(json, seq: seq, etag: etag(version)))
+        return answer(.json(json, seq: seq, etag: etag(version)), whenDurable: seq, document: document)
     }
 
     private static func patchObject(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {
@@ -148,9 +156,9 @@ extension BinderyService {
         let id = try objectID(request)
         let keyPath = request.keyPath("keyPath")
         let (value, seq) = try document.store.read { view throws -> (PropertyListValue, Int64) in
-            (try view.value(forKeyPath: keyPath, of: id).json, document.acknowledgedSeq(view.seq))
+            (try view.value(forKeyPath: keyPath, of: id).json, view.seq)
         }
-        return .response(.json(value, seq: seq))
+        return answer(.json(value, seq: seq), whenDurable: seq, document: document)
     }
 
     private static func putValue(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {
@@ -224,8 +232,16 @@ extension BinderyService {
     static func acknowledge<T>(
         _ result: TransactionResult<T>, _ response: HTTPResponse, document: Document
     ) -> HTTPHandlerResult {
-        let seq = result.seq
-        guard result.record != nil || document.acknowledgedSeq(seq) < seq else { return .response(response) }
+        answer(response, whenDurable: result.seq, document: document)
+    }
+
+    /// Sends `response`, which shows the store at `seq`, once that is durable (at once when it is), without holding
+    /// a thread meanwhile; 503 when it cannot be made durable. With `batch` a commit is readable before its group is
+    /// flushed: a read answered then could show a change that a crash loses, and its `X-Store-Seq` (at most what is
+    /// durable) would be older than what it shows, so that a client going on from it (the re-read after a 410) would
+    /// be sent that change again. A read waits for the rest of one group commit at most.
+    static func answer(_ response: HTTPResponse, whenDurable seq: Int64, document: Document) -> HTTPHandlerResult {
+        guard document.acknowledgedSeq(seq) < seq else { return .response(response) }
         return .suspend(
             HTTPSuspension(shutdownResponse: { document.acknowledgedSeq(seq) >= seq ? response : notDurable }) {
                 connection in

@@ -37,19 +37,16 @@ extension BinderyService {
     private static func exportResponse(asPlist: Bool, orJSON: Bool, document: Document) throws(APIError)
         -> HTTPResponse
     {
-        var (graph, seq) = document.store.read { view in (view.exportGraph(includingDerived: true), view.seq) }
-        // Its `seq` too, which clients follow the feed from: at most what is durable (`Document.acknowledgedSeq`).
-        let acknowledged = document.acknowledgedSeq(seq)
-        if acknowledged != seq, case .dictionary(var fields) = graph {
-            fields["seq"] = .integer(acknowledged)
-            graph = .dictionary(fields)
-        }
+        let (graph, seq) = document.store.read { view in (view.exportGraph(includingDerived: true), view.seq) }
+        // Sent once what it shows is durable, so that its `seq`, which clients follow the feed from, is what it
+        // shows (`BinderyService.answer(_:whenDurable:document:)`).
+        do throws(ObjectGraphError) { try document.waitUntilDurable(seq) } catch { throw APIError(error) }
         if asPlist {
             do {
                 let xml = try graph.xmlPropertyList()
                 return HTTPResponse(
                     status: 200,
-                    headers: [("Content-Type", plistType), ("X-Store-Seq", String(acknowledged)), ("Vary", "Accept")],
+                    headers: [("Content-Type", plistType), ("X-Store-Seq", String(seq)), ("Vary", "Accept")],
                     body: .bytes(xml))
             } catch {
                 guard orJSON else {
@@ -59,7 +56,7 @@ extension BinderyService {
                 }
             }
         }
-        var response = HTTPResponse.json(graph, seq: acknowledged)
+        var response = HTTPResponse.json(graph, seq: seq)
         response.headers.append(("Vary", "Accept"))
         return response
     }

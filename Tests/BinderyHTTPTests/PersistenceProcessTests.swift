@@ -102,6 +102,32 @@ func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) -> [Thre
 /// The real executable: restart, kill -9 and the lock on the data directory (API.md §0, §9).
 @Suite(.enabled(if: binderyBinary != nil, "needs the bindery executable in the build folder"), .serialized)
 struct PersistenceProcessTests {
+    /// With `--fsync batch`, a read is answered once what it shows is durable: under writes, an object's ETag is
+    /// never above the read's `X-Store-Seq` (it was in about half the reads while reads showed undurable changes).
+    @Test func batchReadsAreAnsweredOnceWhatTheyShowIsDurable() throws {
+        try withTemporaryDataDirectory { data in
+            let (started, _, _) = try ServerProcess.start(data: data, fsync: "batch")
+            let server = try #require(started)
+            defer { _ = server.terminate() }
+            let client = server.client
+            let wrong = Mutex<[String]>([])
+            DispatchQueue.concurrentPerform(iterations: 4) { worker in
+                for n in 0..<300 {
+                    guard worker == 0 else {
+                        _ = try? client.request("PUT", "/objects/Employee/20/salary", json: "\(n * 10 + worker)")
+                        continue
+                    }
+                    guard let read = try? client.request("GET", "/objects/Employee/20"),
+                        let told = read.header("X-Store-Seq").flatMap({ Int64($0) }),
+                        let tag = read.header("ETag").flatMap({ Int64($0.filter(\.isNumber)) })
+                    else { continue }
+                    if tag > told { wrong.withLock { $0.append("ETag \(tag), X-Store-Seq \(told)") } }
+                }
+            }
+            #expect(wrong.withLock { $0 }.isEmpty, "\(wrong.withLock { $0.prefix(5) })")
+        }
+    }
+
     @Test func restartKeepsChangesAndTheLockRefusesASecondServer() throws {
         try withTemporaryDataDirectory { data in
             let (started, _, _) = try ServerProcess.start(data: data, fsync: "batch")
