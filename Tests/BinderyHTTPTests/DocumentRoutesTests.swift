@@ -197,6 +197,26 @@ struct DocumentRoutesTests {
         }
     }
 
+    /// Restoring an export moves the ETags of what it changes only (and of what reads them through derived keys).
+    @Test func importKeepsTheETagsOfObjectsItLeavesAsTheyWere() throws {
+        try withService { client in
+            func etag(_ object: String) throws -> String? {
+                try client.request("GET", "/objects/\(object)").header("ETag")
+            }
+            let backup = try client.request("GET", "/store").body
+            #expect(try client.request("PUT", "/objects/Employee/7/salary", json: "1").status == 200)
+            #expect(try client.request("PUT", "/objects/Department/3/budget", json: "5").status == 200)
+            let before = try ["Employee/7", "Employee/8", "Department/3", "Department/2"].map { try etag($0) }
+            let put = try client.request("PUT", "/store", body: backup)
+            let seq = try #require(put.json?["seq"]?.integerValue)
+            #expect(try etag("Employee/7") == "\"\(seq)\"")
+            #expect(try etag("Department/3") == "\"\(seq)\"")
+            // Employee/8 and Department/2 are as they were: their ETags stay (Department/1 reads Employee/7 for its payroll).
+            #expect(try etag("Employee/8") == before[1])
+            #expect(try etag("Department/2") == before[3])
+        }
+    }
+
     @Test func saveAndRevertToSaved() throws {
         try withService { client in
             #expect(try client.request("PUT", "/objects/Employee/3/salary", json: "1").status == 200)

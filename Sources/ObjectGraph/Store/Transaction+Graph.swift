@@ -7,7 +7,9 @@ extension Transaction {
     /// Objects are in their JSON form with a full `"$id": "Entity/id"` (required: an entity is told by it); references
     /// may point forward; derived keys are ignored (so an export loads back); when both sides of a relationship are
     /// given, they must agree (422 otherwise). The change record holds one `reset` change with the old and
-    /// new graphs instead of one change per object; versions of all objects become the transaction's seq.
+    /// new graphs instead of one change per object. The versions (ETags) of the objects it changed or added become
+    /// the transaction's seq; an object it holds as it was (the same export) keeps its version, so that restoring an
+    /// export moves only the ETags of what it changed.
     ///
     /// With `unlessIdentical` (an import), a graph that exports as the current one (the same objects with the same
     /// values, in any order) changes nothing: no change is recorded and the versions stay, as a `PUT` of an
@@ -34,6 +36,36 @@ extension Transaction {
             return
         }
         steps[resetStep] = .reset(oldTables: Self.oldTables(of: steps[resetStep]), old: old, new: new)
+        keptVersions = unchangedVersions(old: old, new: new, oldTables: Self.oldTables(of: steps[resetStep]))
+    }
+
+    /// The objects of `new` that are in `old` as they were (the same export), with their versions in `oldTables`.
+    private func unchangedVersions(
+        old: PropertyListValue, new: PropertyListValue, oldTables: [EntityTable]
+    ) -> [ObjectHandle: Int64] {
+        guard case .array(let oldObjects)? = old["objects"], case .array(let newObjects)? = new["objects"] else {
+            return [:]
+        }
+        var before: [String: (json: PropertyListValue, version: Int64)] = [:]
+        before.reserveCapacity(oldObjects.count)
+        var position = 0
+        // `exportObjects` lists the live rows of each table in turn: the same walk pairs them with their versions.
+        for (entity, table) in oldTables.enumerated() {
+            for row in table.liveRows where position < oldObjects.count {
+                before["\(state.model.entities[entity].name)/\(table.ids[row])"] = (
+                    oldObjects[position], table.versions[row]
+                )
+                position += 1
+            }
+        }
+        var kept: [ObjectHandle: Int64] = [:]
+        for object in newObjects {
+            guard let text = object["$id"]?.stringValue, let old = before[text], old.json.isIdentical(to: object),
+                let id = ObjectID(reference: text), let handle = state.existingHandle(of: id)
+            else { continue }
+            kept[handle] = old.version
+        }
+        return kept
     }
 
     /// Whether two exports hold the same objects with the same values, in whatever order.

@@ -14,6 +14,9 @@ public final class Transaction {
     var resetIndex: Int?
     /// False while `replaceGraph` loads objects: the reset step alone describes (and undoes) them.
     var recording = true
+    /// The versions the objects a `replaceGraph` left as they were keep at commit (every other object's becomes the
+    /// commit's seq).
+    var keptVersions: [ObjectHandle: Int64] = [:]
     /// Set by `ObjectStore.advanceSeq()`: the transaction commits (with a record of no changes) although it changes
     /// nothing.
     var takesSeq = false
@@ -224,6 +227,7 @@ public final class Transaction {
     func discardUndoLog() {
         steps = []
         resetIndex = nil
+        keptVersions = [:]
     }
 
     /// The change record of the transaction as committed with `seq` (nil when nothing changed).
@@ -264,9 +268,13 @@ public final class Transaction {
     func commit(seq: Int64) {
         state.seq = seq
         if !steps.isEmpty { state.contentSeq = seq }
-        if resetIndex != nil {
+        if let resetIndex {
             for table in state.tables {
                 for row in 0..<table.rowCount where table.alive[row] { table.versions[row] = seq }
+            }
+            let changedSince = Set(steps[(resetIndex + 1)...].compactMap(\.target))
+            for (handle, version) in keptVersions where state.isAlive(handle) && !changedSince.contains(handle) {
+                state.tables[handle.entity].versions[handle.row] = version
             }
         } else {
             for step in steps {
@@ -276,6 +284,7 @@ public final class Transaction {
         }
         steps = []
         resetIndex = nil
+        keptVersions = [:]
         state.compactIfNeeded()
     }
 
