@@ -84,7 +84,8 @@ public final class BinderyService: HTTPResponder {
             let name = String(target.dropFirst("controllers/".count))
             return .init(generation: nil) { try controllers.value(forKeyPath: $0, controller: name) }
         }
-        // A poll of an observer first lets the controllers apply the commits so far and report what they changed.
+        // A poll of an observer or of notifications first lets the controllers apply the commits so far and report
+        // what they changed and posted.
         observations.setExternalReportsFlusher { [weak controllers] in
             controllers?.synchronize()
             controllers?.waitUntilDelivered()

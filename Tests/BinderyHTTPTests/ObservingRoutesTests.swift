@@ -1087,6 +1087,29 @@ struct ControllerObservingTests {
         }
     }
 
+    @Test func aPollRightAfterCommitEditingSeesControllerDidCommitEditing() throws {
+        try withService { client in
+            // Busy cores make the registry's queue late with the notification, as a loaded server's is.
+            let busy = Atomic(true)
+            for _ in 0..<3 {
+                Thread.detachNewThread {
+                    var spin = 0
+                    while busy.load(ordering: .relaxed) { spin &+= 1 }
+                }
+            }
+            defer { busy.store(false, ordering: .relaxed) }
+            for round in 0..<30 {
+                let last = try #require(
+                    try client.request("GET", "/notifications?timeout=0").json?["last"]?.integerValue)
+                _ = try client.request("PUT", "/controllers/employees/edits/lastName", json: #""Name \#(round)""#)
+                #expect(try client.request("POST", "/controllers/employees/commitEditing").status == 200)
+                let answer = try client.request(
+                    "GET", "/notifications?since=\(last)&name=ControllerDidCommitEditing&timeout=0")
+                #expect(answer.json?["notifications"]?.arrayValue?.count == 1, "round \(round): \(answer.text)")
+            }
+        }
+    }
+
     @Test func aPollRightAfterTheAnswerSeesTheControllerChangesItCaused() throws {
         try withService { client in
             func observe(_ target: String, _ keyPath: String) throws -> (id: String, since: Int64) {

@@ -175,8 +175,9 @@ public final class ObservationCenter: @unchecked Sendable {
     /// and no read of the store (controllers report several for every commit). A registration counts itself before it
     /// reads its first value, so a change either is reported to the queue or happened before that read.
     private let externalInterest = Mutex<[String: Int]>([:])
-    /// Hands every change report made so far by the controllers to `externalTargetDidChange` (set by the service):
-    /// a poll of an observer runs it first, while there is external interest (`settleExternalReports`).
+    /// Hands every change report and notification made so far by the controllers on (set by the service): a poll of
+    /// an observer runs it first while there is external interest, a poll of notifications always
+    /// (`settleExternalReports`).
     private let externalReportsFlusher = Mutex<(@Sendable () -> Void)?>(nil)
     /// Values captured at commit, by seq and observer id, until the queue processes that record.
     private let captured = Mutex<[Int64: [String: PropertyListValue]]>([:])
@@ -236,7 +237,7 @@ public final class ObservationCenter: @unchecked Sendable {
         } else {
             told.notBefore = max(request.notBefore, toldSeq(), min(request.since ?? 0, store.seq))
         }
-        if case .observer = request.source { settleExternalReports() }
+        settleExternalReports(for: request.source)
         queue.async { [self, told] in
             // An `asap` notification queued before the poll is due to it as a posted one is (it was answered 202).
             if case .notifications = told.source, asapFlushScheduled {
@@ -904,17 +905,23 @@ public final class ObservationCenter: @unchecked Sendable {
         onQueue { externalReader = reader }
     }
 
-    /// Sets what hands the controllers' change reports made so far to `externalTargetDidChange` (they reach it on
-    /// another queue, after the answer to the request that caused them may have gone).
+    /// Sets what hands the controllers' change reports and notifications made so far on to `externalTargetDidChange`
+    /// and `postNow` (they reach them on another queue, after the answer to the request that caused them may have
+    /// gone).
     public func setExternalReportsFlusher(_ flush: @escaping @Sendable () -> Void) {
         externalReportsFlusher.withLock { $0 = flush }
     }
 
-    /// Before a poll of an observer: the changes to controllers and the defaults that any answer could have told the
-    /// client about by now (a selection's `PUT`, a commit that rearranged a controller) take their seqs before the
-    /// poll is looked at, so that the poll waits for them (`pendingExternal`) instead of answering without them.
-    private func settleExternalReports() {
-        guard externalInterest.withLock({ !$0.isEmpty }) else { return }
+    /// Before a poll: the changes to controllers that any answer could have told the client about by now (a
+    /// selection's `PUT`, a commit that rearranged a controller) take their seqs before the poll is looked at, so
+    /// that the poll waits for them (`pendingExternal`) instead of answering without them; the notifications of
+    /// such requests (`ControllerDidCommitEditing` after `commitEditing`) are posted before it is.
+    private func settleExternalReports(for source: PollRequest.Source) {
+        switch source {
+        case .observer: guard externalInterest.withLock({ !$0.isEmpty }) else { return }
+        case .notifications: break
+        case .store: return
+        }
         externalReportsFlusher.withLock { $0 }?()
     }
 
