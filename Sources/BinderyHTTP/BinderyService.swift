@@ -68,15 +68,28 @@ public final class BinderyService: HTTPResponder {
         _ observations: ObservationCenter, to document: Document, controllers: ControllerRegistry,
         defaults: UserDefaultsController
     ) {
+        // A default named `path`, else a key path into a dictionary default (`window.width`: the default `window`,
+        // then its key `width`), as a binding through NSUserDefaultsController's `values` follows it; null when
+        // there is none.
+        @Sendable func value(at path: Substring, in snapshot: UserDefaultsController.Snapshot) -> PropertyListValue {
+            if let value = snapshot.value(forKey: String(path)) { return value }
+            let keys = path.split(separator: ".", omittingEmptySubsequences: false)
+            guard keys.count > 1, var value = snapshot.value(forKey: String(keys[0])) else { return .null }
+            for key in keys.dropFirst() {
+                guard case .dictionary(let fields) = value, let next = fields[String(key)] else { return .null }
+                value = next
+            }
+            return value
+        }
         // The defaults are read from the snapshot each change leaves, so that observers see every value; controllers
         // (whose key paths may cover the whole store) as they are when the observation queue reads them.
         @Sendable func state(of snapshot: UserDefaultsController.Snapshot) -> ObservationCenter.ExternalState {
             .init(generation: snapshot.generation) { keyPath in
                 // As a binding to NSUserDefaultsController: `values.KEY` is a default (also one named
                 // `hasUnappliedChanges`), `hasUnappliedChanges` the controller's flag; a bare key is a default too.
-                if keyPath.hasPrefix("values.") { return snapshot.value(forKey: String(keyPath.dropFirst(7))) ?? .null }
+                if keyPath.hasPrefix("values.") { return value(at: keyPath.dropFirst(7), in: snapshot) }
                 if keyPath == "hasUnappliedChanges" { return .boolean(snapshot.hasUnappliedChanges) }
-                return snapshot.value(forKey: keyPath) ?? .null
+                return value(at: keyPath[...], in: snapshot)
             }
         }
         observations.setExternalReader { target in

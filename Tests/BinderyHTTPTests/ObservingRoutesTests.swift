@@ -1087,6 +1087,30 @@ struct ControllerObservingTests {
         }
     }
 
+    @Test func aDefaultsObserverFollowsAKeyPathIntoADictionaryDefault() throws {
+        try withService { client in
+            _ = try client.request("PUT", "/defaults/window", json: #"{"w": 5, "h": 2}"#)
+            var ids: [(String, Int64)] = []
+            for keyPath in ["window.w", "values.window.w"] {
+                let observer = try client.request(
+                    "POST", "/observers",
+                    json: #"{"target": "defaults", "keyPath": "\#(keyPath)", "options": ["new", "initial"]}"#)
+                ids.append(
+                    (
+                        try #require(observer.json?["id"]?.stringValue),
+                        try #require(observer.json?["since"]?.integerValue)
+                    ))
+            }
+            _ = try client.request("PUT", "/defaults/window", json: #"{"w": 6, "h": 2}"#)
+            _ = try client.request("PUT", "/defaults/window", json: #"{"w": 6, "h": 3}"#)
+            _ = try client.request("PUT", "/defaults/window", json: "7")
+            for (id, since) in ids {
+                let answer = try client.request("GET", "/observers/\(id)/changes?since=\(since)&timeout=0")
+                #expect(changes(answer).map { $0["new"] } == [5, 6, .null], "\(answer.text)")
+            }
+        }
+    }
+
     @Test func aPollRightAfterCommitEditingSeesControllerDidCommitEditing() throws {
         try withService { client in
             // Busy cores make the registry's queue late with the notification, as a loaded server's is.
