@@ -311,7 +311,9 @@ struct ObservationCenterTests {
         try withCenter { document, center in
             let total = ObservationCenter.streamPage * 2 + 10
             for salary in 1...total { try document.set(.integer(Int64(salary)), "salary", of: "Employee/5") }
-            usleep(100_000)
+            // Every change in the history before the stream starts (a loaded machine takes longer).
+            let deadline = Date().addingTimeInterval(10)
+            while center.statistics.processedSeq < document.store.seq, Date() < deadline { usleep(10_000) }
             let pages = Mutex<[(count: Int, next: (@Sendable () -> Void)?)]>([])
             let seqs = Mutex<[Int64]>([])
             let id = center.subscribe(
@@ -325,14 +327,16 @@ struct ObservationCenterTests {
                     pages.withLock { $0.append((count, whenSent)) }
                     return true
                 }, close: {})
-            // The client reads each page: the next one follows.
+            // The client reads each page: the next one follows (waited for up to 10 s each, for a loaded machine).
             for _ in 0..<5 {
+                let deadline = Date().addingTimeInterval(10)
+                while pages.withLock({ $0.last?.next == nil && $0.count < 3 }), Date() < deadline { usleep(10_000) }
                 let next = pages.withLock { $0.last?.next }
                 guard let next else { break }
                 pages.withLock { $0[$0.count - 1].next = nil }
                 next()
-                usleep(50_000)
             }
+            usleep(50_000)
             #expect(
                 pages.withLock { $0.map(\.count) } == [ObservationCenter.streamPage, ObservationCenter.streamPage, 10])
             #expect(seqs.withLock { $0 } == Array(2...Int64(total + 1)))
