@@ -11,7 +11,7 @@ import PropertyList
 /// the saved value; `POST /defaults/save|revert|revertToInitialValues` answer the whole state.
 extension BinderyService {
     /// The defaults' actions take no body: one that is sent must be JSON (400, or 415 for another type) and `{}` or
-    /// null (an object with keys is 422 `undefined-key`, anything else 422 `type-mismatch`), as a controller action's.
+    /// null (an object with keys is 422 `undefined-key`, anything else 422 `type-mismatch`).
     private static func checkNoBody(_ request: RouteRequest, action: String) throws(APIError) {
         guard !request.request.body.isEmpty else { return }
         switch try request.jsonBody() {
