@@ -28,57 +28,42 @@ extension Transaction {
         defer { recording = true }
         try load(objects)
         let new: PropertyListValue = ["objects": .array(state.exportObjects())]
-        if unlessIdentical, resetStep == 0, Self.sameObjects(old, new) {
-            state.tables = Self.oldTables(of: steps[resetStep])
+        let oldTables = Self.oldTables(of: steps[resetStep])
+        let unchanged = unchangedVersions(old: old, new: new, oldTables: oldTables)
+        // The same objects with the same values, in whatever order: every new object is an old one as it was.
+        let sameObjects =
+            unchanged.count == old["objects"]?.arrayValue?.count && unchanged.count == new["objects"]?.arrayValue?.count
+        if unlessIdentical, resetStep == 0, sameObjects {
+            state.tables = oldTables
             state.lastAssignedID = oldLastAssignedID
             steps.removeLast()
             resetIndex = nil
             return
         }
-        steps[resetStep] = .reset(oldTables: Self.oldTables(of: steps[resetStep]), old: old, new: new)
-        keptVersions = unchangedVersions(old: old, new: new, oldTables: Self.oldTables(of: steps[resetStep]))
+        steps[resetStep] = .reset(oldTables: oldTables, old: old, new: new)
+        keptVersions = unchanged
     }
 
-    /// The objects of `new` that are in `old` as they were (the same export), with their versions in `oldTables`.
+    /// The objects of `new` that are in `old` as they were (the same export, found by `$id`), with their versions
+    /// in `oldTables`.
     private func unchangedVersions(
         old: PropertyListValue, new: PropertyListValue, oldTables: [EntityTable]
     ) -> [ObjectHandle: Int64] {
-        guard case .array(let oldObjects)? = old["objects"], case .array(let newObjects)? = new["objects"] else {
-            return [:]
-        }
-        var before: [String: (json: PropertyListValue, version: Int64)] = [:]
-        before.reserveCapacity(oldObjects.count)
-        var position = 0
-        // `exportObjects` lists the live rows of each table in turn: the same walk pairs them with their versions.
-        for (entity, table) in oldTables.enumerated() {
-            for row in table.liveRows where position < oldObjects.count {
-                before["\(state.model.entities[entity].name)/\(table.ids[row])"] = (
-                    oldObjects[position], table.versions[row]
-                )
-                position += 1
-            }
-        }
-        var kept: [ObjectHandle: Int64] = [:]
-        for object in newObjects {
-            guard let text = object["$id"]?.stringValue, let old = before[text], old.json.isIdentical(to: object),
-                let id = ObjectID(reference: text), let handle = state.existingHandle(of: id)
-            else { continue }
-            kept[handle] = old.version
-        }
-        return kept
-    }
-
-    /// Whether two exports hold the same objects with the same values, in whatever order.
-    private static func sameObjects(_ old: PropertyListValue, _ new: PropertyListValue) -> Bool {
         guard case .array(let oldObjects)? = old["objects"], case .array(let newObjects)? = new["objects"],
-            oldObjects.count == newObjects.count
-        else { return false }
+            !oldObjects.isEmpty
+        else { return [:] }
         var byID: [String: PropertyListValue] = [:]
         byID.reserveCapacity(oldObjects.count)
         for object in oldObjects { byID[object["$id"]?.stringValue ?? ""] = object }
-        return newObjects.allSatisfy { object in
-            byID[object["$id"]?.stringValue ?? ""].map { $0.isIdentical(to: object) } ?? false
+        var kept: [ObjectHandle: Int64] = [:]
+        for object in newObjects {
+            guard let text = object["$id"]?.stringValue, byID[text]?.isIdentical(to: object) == true,
+                let id = ObjectID(reference: text), let handle = state.existingHandle(of: id),
+                let row = oldTables[handle.entity].row(of: id.id)
+            else { continue }
+            kept[handle] = oldTables[handle.entity].versions[row]
         }
+        return kept
     }
 
     /// Replaces the graph with a snapshot written by `ReadView.snapshot()`, restoring each object's `$version`;
