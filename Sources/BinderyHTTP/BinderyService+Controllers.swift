@@ -158,11 +158,13 @@ extension BinderyService {
     /// A request that no route takes on `/controllers/{name}/{word}` (a `POST`, `PUT` or `DELETE`), where `word` is
     /// not a key the controller reads either: there is nothing there, as a `GET` says (404 `undefined-key`; for a
     /// `POST`, where actions go, an action it does not have: 404 `not-found` listing its actions, as for another
-    /// kind's action), where a key it reads (`arrangedObjects`) is 405 with `Allow`. Nil for every other request.
+    /// kind's action), where a key it reads (`arrangedObjects`) and an action it has (`add`) are 405 with `Allow`.
+    /// Nil for every other request.
     static func missingControllerKey(
         _ method: String, segments: [String], _ controllers: ControllerRegistry
     ) -> (any Error)? {
         guard method != "GET", method != "HEAD", segments.count == 3, segments[0] == "controllers" else { return nil }
+        guard controllers.validate(segments[2], controller: segments[1]) == nil else { return nil }
         do {
             _ = try controllers.valueAndSeq(forKeyPath: segments[2], controller: segments[1])
             return nil

@@ -325,6 +325,12 @@ struct ControllerRoutesTests {
                 #expect(try client.request(method, "/controllers/nobody").errorCode == "no-such-controller")
             }
             #expect(try client.request("PUT", "/controllers/employees").status == 405)
+            // An action it has, with another method: the path is the action's, which only POST sends.
+            for method in ["PUT", "DELETE", "PATCH", "GET"] {
+                let wrong = try client.request(method, "/controllers/employees/add")
+                #expect(wrong.status == 405 && wrong.header("Allow") == "POST, OPTIONS", "\(method)")
+            }
+            #expect(try client.request("PUT", "/controllers/employee/insert").errorCode == "undefined-key")
             // An action of another kind of controller: 404, listing what this one has.
             let otherKind = try client.request("POST", "/controllers/employee/insert")
             #expect(otherKind.status == 404)
