@@ -436,11 +436,21 @@ extension ControllerRegistry {
                 throw ObjectGraphError.actionDisabled(
                     action, of: name, "there is no \(action == "selectNext" ? "next" : "previous") object.")
             }
+            // The object next to the selected one as the client sees them now: committing the pending edits first
+            // may re-arrange (an edited sort key moves the selected object), and the neighbour stays the one asked.
+            let step = action == "selectNext" ? 1 : -1
+            let neighbour = try session { _, context -> ObjectID? in
+                guard let array = try context.controller(name) as? ArrayController,
+                    let first = array.selectionIndexes.first, array.arranged.indices.contains(first + step)
+                else { return nil }
+                return array.arranged[first + step]
+            }
             return try changingSelection(name) { controller, context throws(ObjectGraphError) in
                 guard let array = controller as? ArrayController, let first = array.selectionIndexes.first else {
                     return
                 }
-                array.selectIndexes([action == "selectNext" ? first + 1 : first - 1], in: context)
+                let index = neighbour.flatMap { array.arranged.firstIndex(of: $0) } ?? first + step
+                array.selectIndexes([index], in: context)
             }
         case "rearrangeObjects", "fetch":
             return try session { registry, context in

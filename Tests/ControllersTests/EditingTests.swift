@@ -162,6 +162,23 @@ struct EditingTests {
         #expect(try h.selection() == [0])
     }
 
+    /// `selectNext` and `selectPrevious` go to the neighbour of the selected object as it was arranged when they
+    /// were sent: the commit that comes first may move the edited object (a sort key), not what "next" means.
+    @Test func selectNextAndPrevious_editOfTheSortKey_committedFirst_selectTheNeighbourAsArranged() throws {
+        let h = try Harness()
+        try h.employees(options: ["automaticallyRearrangesObjects": true])
+        let before = try h.names()
+        try h.registry.setPendingEdit("Zz", forKeyPath: "lastName", controller: "e")
+        try h.registry.perform("selectNext", controller: "e")
+        #expect(try h.names() == Array(before.dropFirst()) + ["Zz"])
+        #expect(try h.selectedNames() == [before[1]])
+        try h.select([1])
+        try h.registry.setPendingEdit("Aa", forKeyPath: "lastName", controller: "e")
+        try h.registry.perform("selectPrevious", controller: "e")
+        #expect(try h.names().first == "Aa")
+        #expect(try h.selectedNames() == [before[1]])
+    }
+
     /// `add` selects the new object (`selectsInsertedObjects`): the edits are committed first, to the objects they
     /// were made for, as for a selection change.
     @Test func add_withValidPendingEdits_commitsThemToTheOldSelection_selectsTheNewObject() throws {
