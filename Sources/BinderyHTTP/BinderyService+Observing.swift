@@ -160,7 +160,7 @@ extension BinderyService {
                 since = lastEventID
             }
             let streamRequest = PollRequest(source: source, since: since, timeout: 0)
-            if let refusal = center.refusal(of: streamRequest) { return .response(render(refusal)) }
+            if let refusal = center.refusal(of: streamRequest) { return .response(render(refusal, of: source)) }
             guard query.method != "HEAD" else {
                 // The stream's header only: nothing is subscribed (the server ends the answer with its header).
                 let stream = HTTPStream()
@@ -175,7 +175,7 @@ extension BinderyService {
         return .suspend(
             HTTPSuspension(shutdownResponse: shutdown) { connection in
                 center.poll(pollRequest, isAbandoned: { connection.peerHasClosed }) { answer in
-                    connection.resume(with: render(answer))
+                    connection.resume(with: render(answer, of: source))
                 }
             })
     }
@@ -245,20 +245,26 @@ extension BinderyService {
         }
     }
 
-    private static func render(_ answer: PollAnswer) -> HTTPResponse {
+    /// The answer to a poll of `source`. Notifications are numbered apart from the store's changes (API.md §8), so
+    /// their seq is `last` only, and `X-Store-Seq` stays the store's, as on every other answer.
+    private static func render(_ answer: PollAnswer, of source: PollRequest.Source) -> HTTPResponse {
         switch answer {
         case .items(let items, let seq):
             // `Vary`: the same URL streams with `Accept: text/event-stream`.
-            return HTTPResponse(
-                status: 200,
-                headers: [("Content-Type", "application/json"), ("X-Store-Seq", String(seq)), ("Vary", "Accept")],
-                body: .bytes(items.bytes))
+            var headers = [("Content-Type", "application/json"), ("Vary", "Accept")]
+            if case .notifications = source {} else { headers.append(("X-Store-Seq", String(seq))) }
+            return HTTPResponse(status: 200, headers: headers, body: .bytes(items.bytes))
         case .compacted(let oldest, let current):
+            let resume =
+                switch source {
+                case .store: "re-read (GET /store), then go on from the current seq"
+                case .observer: "re-read, then register again with initial"
+                case .notifications: "go on from the current seq (notifications are numbered apart from the store)"
+                }
             return .error(
                 APIError(
                     status: 410, code: "history-compacted",
-                    message: "Only what came after \(oldest) is retained, and the newest seq is \(current): re-read, "
-                        + "then go on from the current seq (observers: register again with initial).",
+                    message: "Only what came after \(oldest) is retained, and the newest seq is \(current): \(resume).",
                     fields: ["oldest": .integer(oldest), "current": .integer(current)]))
         case .noSuchObserver(let id):
             return .error(noSuchObserver(id))

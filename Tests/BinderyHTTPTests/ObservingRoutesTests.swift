@@ -711,6 +711,27 @@ struct ObservingRoutesTests {
         }
     }
 
+    /// Notifications are numbered apart from the store's changes: a poll's `last` is theirs, its `X-Store-Seq` the
+    /// store's (as on every answer), and a 410 tells how to go on with this feed, not with an observer.
+    @Test func notificationsPoll_storeSeqHeaderIsTheStores_410SaysHowToGoOn() throws {
+        try withService { client in
+            for _ in 0..<3 {
+                #expect(try client.request("POST", "/notifications", json: #"{"name": "Ping"}"#).status == 201)
+            }
+            let storeSeq = try client.request("GET", "/healthz").header("X-Store-Seq")
+            let poll = try client.request("GET", "/notifications?since=0&timeout=0")
+            #expect(poll.json?["last"] == 3)
+            #expect(poll.header("X-Store-Seq") == storeSeq && storeSeq == "1")
+            let ahead = try client.request("GET", "/notifications?since=99&timeout=0")
+            #expect(ahead.status == 410 && ahead.json?["error"]?["current"] == 3)
+            #expect(ahead.header("X-Store-Seq") == storeSeq)
+            let message = ahead.json?["error"]?["message"]?.stringValue ?? ""
+            #expect(!message.contains("observer") && message.contains("numbered apart"), "\(message)")
+            let changes = try client.request("GET", "/changes?since=99&timeout=0")
+            #expect(changes.json?["error"]?["message"]?.stringValue?.contains("GET /store") == true)
+        }
+    }
+
     /// API.md §8 writes the query as `?since=N&timeout=S&name=&object=`: a template filled with empty values filters
     /// nothing, and a long-poll with them is woken by any notification.
     @Test func emptyNameAndObjectInTheNotificationsQueryFilterNothing() throws {
