@@ -33,8 +33,8 @@ extension BinderyService {
         let action = request.parameter("action")
         var target = request.request.queryValue("target")
         var sender = PropertyListValue.null
-        if !request.request.body.isEmpty {
-            guard case .dictionary(let body) = try request.jsonBody() else {
+        if let json = try request.optionalJSONBody() {
+            guard case .dictionary(let body) = json else {
                 throw APIError(
                     status: 422, code: "type-mismatch", message: "The body must be {\"target\": ..., \"sender\": ...}.")
             }

@@ -119,8 +119,7 @@ extension BinderyService {
             let keys = ControllerRegistry.bodyKeys(of: action)
             // Not a ternary: with `nil` as one branch it would make `.null` (PropertyListValue takes a nil literal).
             var body: PropertyListValue? = nil
-            if !request.request.body.isEmpty {
-                let json = try request.jsonBody()
+            if let json = try request.optionalJSONBody() {
                 let allowed = keys.isEmpty ? "no keys" : keys.sorted().map { "\"\($0)\"" }.joined(separator: " and ")
                 guard case .dictionary(let fields) = json else {
                     throw APIError(

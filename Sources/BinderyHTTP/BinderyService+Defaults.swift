@@ -13,12 +13,11 @@ extension BinderyService {
     /// The defaults' actions take no body: one that is sent must be JSON (400, or 415 for another type) and `{}` or
     /// null (an object with keys is 422 `undefined-key`, anything else 422 `type-mismatch`).
     private static func checkNoBody(_ request: RouteRequest, action: String) throws(APIError) {
-        guard !request.request.body.isEmpty else { return }
-        switch try request.jsonBody() {
-        case .null: return
-        case .dictionary(let fields):
+        switch try request.optionalJSONBody() {
+        case nil: return
+        case .dictionary(let fields)?:
             try APIError.checkBodyKeys(fields, allowed: []) { "POST /defaults/\(action) takes no keys, not \"\($0)\"." }
-        case let other:
+        case let other?:
             throw APIError(
                 status: 422, code: "type-mismatch",
                 message: "POST /defaults/\(action) takes no body (or {}), not \(other.typeName).")

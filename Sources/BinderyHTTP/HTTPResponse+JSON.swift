@@ -61,6 +61,15 @@ extension RouteRequest {
         }
     }
 
+    /// The body of a request that may go without one (the actions'): nil when none is sent or it is JSON `null`, as
+    /// a client that serialises "no body" may send; otherwise as `jsonBody()`.
+    public func optionalJSONBody() throws(APIError) -> PropertyListValue? {
+        guard !request.body.isEmpty else { return nil }
+        let body = try jsonBody()
+        if body == .null { return Optional.none }  // `nil` alone would be `.null` (PropertyListValue takes it).
+        return body
+    }
+
     /// The body as a JSON value: 415 when it is declared as something other than JSON or in a charset other than
     /// UTF-8, 400 when it does not parse.
     ///

@@ -653,6 +653,13 @@ struct ControllerRoutesTests {
             #expect(try client.request("GET", "/objects/Department").json?.arrayValue?.count == before)
             let added = try client.request("POST", "/controllers/departments/add", json: #"{"object": {"name": "X"}}"#)
             #expect(added.status == 200)
+            // The body is optional: JSON `null`, as a client that serialises "no body" sends, is none, here and on
+            // the responder chain's route.
+            let rearranged = try client.request("POST", "/controllers/departments/rearrangeObjects", json: "null")
+            #expect(rearranged.status == 200 && rearranged.json?["name"] == "departments")
+            let sent = try client.request(
+                "POST", "/actions/selectPrevious", headers: ["X-First-Responder": "departments"], json: "null")
+            #expect(sent.status == 200)
         }
     }
 
