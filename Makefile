@@ -5,7 +5,7 @@ HOST ?= 127.0.0.1
 FIXTURE ?= Fixtures/employees
 DATA ?= ./data
 
-.PHONY: deps build release run test lint format clean bench-healthz container-check container-smoke browser-test
+.PHONY: deps build release run test lint format clean bench-healthz bench-graph bench-controllers container-check container-smoke browser-test
 
 deps:
 	@bash scripts/install-deps.sh
@@ -23,8 +23,14 @@ test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --parallel
 	$(SWIFT) format lint --strict --recursive Sources Tests Package.swift
+	bash scripts/check-docs.sh
 	bash scripts/container-check.sh
 	bash scripts/browser-test.sh
+
+# The format lint and the docs/ copies of API.md and DESIGN.md (also run by `make test`).
+lint:
+	$(SWIFT) format lint --strict --recursive Sources Tests Package.swift
+	bash scripts/check-docs.sh
 
 format:
 	$(SWIFT) format --in-place --recursive Sources Tests Package.swift
@@ -35,6 +41,15 @@ clean:
 # GET /healthz on Bindery against a bare libmicrohttpd server (issue 2); ROUNDS=, DURATION= to change the length.
 bench-healthz:
 	bash Benchmarks/bench-healthz.sh
+
+# The object graph's insert and listing benchmarks, and the controllers' re-arrangement benchmark (release builds).
+bench-graph: deps
+	$(SWIFT) build -c release --scratch-path .build-bench --product ObjectGraphBenchmarks
+	.build-bench/release/ObjectGraphBenchmarks
+
+bench-controllers: deps
+	$(SWIFT) build -c release --scratch-path .build-ctl-release --product ControllerBenchmarks
+	.build-ctl-release/release/ControllerBenchmarks
 
 # The Dockerfile checked without a Docker engine (also run by `make test`).
 container-check: deps

@@ -73,6 +73,10 @@ extension BinderyService {
                 throw APIError.malformedPlist(error)
             }
         } else {
+            if !type.isEmpty {
+                try RouteRequest.checkJSONMediaType(
+                    type, alternative: "an XML property list (application/x-plist, application/xml, text/xml)")
+            }
             graph = try request.jsonBody(maximumDepth: PropertyListValue.documentDepthLimit)
         }
         // An export's keys (a misspelt or foreign one would be dropped without a word).

@@ -36,13 +36,15 @@ extension RouteRequest {
     /// Charsets a body may declare: UTF-8, or ASCII, its subset.
     private static let charsets = ["utf-8", "utf8", "us-ascii"]
 
-    /// 415 unless `declared` (lower-cased) is a type read as JSON, with no charset other than UTF-8.
-    private static func checkJSONMediaType(_ declared: String) throws(APIError) {
+    /// 415 unless `declared` (lower-cased) is a type read as JSON, with no charset other than UTF-8; `alternative`
+    /// names what else the route takes, for the message.
+    static func checkJSONMediaType(_ declared: String, alternative: String? = nil) throws(APIError) {
         let parts = declared.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
         let type = parts.first ?? ""
         guard jsonMediaTypes.contains(type) || type.hasSuffix("+json") else {
+            let taken = alternative.map { "JSON or \($0)" } ?? "JSON"
             throw APIError(
-                status: 415, code: "unsupported-media-type", message: "The body must be JSON, not \(declared).")
+                status: 415, code: "unsupported-media-type", message: "The body must be \(taken), not \(declared).")
         }
         try checkCharset(declared, of: "JSON")
     }

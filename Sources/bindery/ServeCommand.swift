@@ -55,7 +55,9 @@ struct ServeCommand: ParsableCommand {
     @Option(parsing: .unconditional, help: "Seconds after which an unpolled observer expires.")
     var observerTtl = 300
 
-    @Option(parsing: .unconditional, help: "Long-polls waiting at once; beyond, 503 too-many-waiters.")
+    @Option(
+        parsing: .unconditional,
+        help: "Long-polls and event streams waiting at once, together; beyond, 503 too-many-waiters.")
     var maxWaiters = 16_000
 
     @Option(parsing: .unconditional, help: "Observers at once; beyond, 503 too-many-observers.")

@@ -356,6 +356,10 @@ struct DocumentRoutesTests {
             let latin1 = try client.request(
                 "PUT", "/store", headers: ["Content-Type": "application/x-plist; charset=iso-8859-1"], body: plist.body)
             #expect(latin1.status == 415)
+            // Another type: 415 naming both formats the import takes.
+            let text = try client.request("PUT", "/store", headers: ["Content-Type": "text/plain"], body: plist.body)
+            #expect(text.status == 415)
+            #expect(text.json?["error"]?["message"]?.stringValue?.contains("XML property list") == true)
         }
     }
 
