@@ -25,8 +25,6 @@ final class ArrayController: Controller {
     /// False after `insert` placed an object out of order, or after a sort key of the arranged objects changed while
     /// `automaticallyRearrangesObjects` is off: until the next full rearrangement.
     var isSorted = true
-    /// `insert` actions between their plan and their placement: their content changes do not re-arrange.
-    var ownInsertions = 0
     /// `add` or `insert` showed an object the filter refuses (the filter was kept): the next re-arrangement, also an
     /// automatic one, is a full one that filters it out.
     var showsFilteredOut = false

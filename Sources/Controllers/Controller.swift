@@ -50,6 +50,9 @@ class Controller {
     var owner: RelationshipOwner?
     /// When a request last named the controller (the registry's clock): for `idleTimeout`.
     var lastUsed = 0.0
+    /// Insertions of its own that place their object (an array's `insert`, a tree's four) between their plan and
+    /// their placement: the content changes they make are not changes made elsewhere, so they do not re-arrange.
+    var ownInsertions = 0
 
     init(description: ControllerDescription, isDeclared: Bool) {
         self.name = description.name

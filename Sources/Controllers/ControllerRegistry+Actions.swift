@@ -511,14 +511,14 @@ extension ControllerRegistry {
                     of: [name] + Self.followers(of: name, in: registry), beforeSelectionChange: true,
                     sparing: action == "remove" ? Set(controller.selectedObjects) : [], in: context)
             }
-            if action == "insert", let array = controller as? ArrayController { array.ownInsertions += 1 }
+            if plan.places { controller.ownInsertions += 1 }
             return (edits, plan)
         }
         defer {
-            if action == "insert" {
+            if plan.places {
                 _ = try? session { _, context in
-                    if let array = context.controllers[name] as? ArrayController {
-                        array.ownInsertions = max(0, array.ownInsertions - 1)
+                    if let controller = context.controllers[name] {
+                        controller.ownInsertions = max(0, controller.ownInsertions - 1)
                     }
                 }
             }
@@ -545,6 +545,9 @@ struct InsertionPlan: Sendable {
     var arrangedIndex: Int?
     /// Tree controllers: where the new node goes among its siblings.
     var placement: TreeController.Placement?
+
+    /// The action places its object itself (an array's `insert`, a tree's insertions), unsorted.
+    var places: Bool { placement != nil || (action == "insert" && arrangedIndex != nil) }
 }
 
 extension ModelEdit {

@@ -36,9 +36,9 @@ final class TreeController: Controller {
     var rearrangingKeys: Set<String> = []
     /// The last rebuild stopped expanding at `maxNodes`.
     var isTruncated = false
-    /// Where insertions put their nodes, in order: kept there, unsorted, through the rebuilds that later commits
-    /// cause, until the tree is re-arranged (`rearrangeObjects`, `fetch`, a new sort or filter), as NSTreeController
-    /// leaves inserted objects where they were put until then.
+    /// Where insertions put their nodes, in order: kept there, unsorted, through the controller's own later
+    /// insertions, until the tree is re-arranged (`rearrangeObjects`, `fetch`, a new sort or filter) or its content
+    /// changes elsewhere (API.md §5: content changes made elsewhere always re-arrange, as an array controller does).
     var placements: [(object: ObjectID, placement: Placement)] = []
 
     /// Where an insertion puts its node: among the children of `parent` (nil: among the roots), at `position`.
@@ -108,7 +108,11 @@ final class TreeController: Controller {
             }
             if !needsRebuild && !selectionIndexPaths.isEmpty { context.emit(self, .selection) }
         }
-        if needsRebuild { rebuild(in: context) }
+        if needsRebuild {
+            // Content made elsewhere (the model, the binding), not by an insertion of the controller's own.
+            if ownInsertions == 0 { placements = [] }
+            rebuild(in: context)
+        }
     }
 
     func computeWatchedKeys(model: ObjectModel) {

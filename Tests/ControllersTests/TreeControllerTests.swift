@@ -181,7 +181,7 @@ struct TreeControllerTests {
 
     /// A root `add` creates that the filter would hide is shown where it was put, and selected, until the tree is
     /// re-arranged (as an array controller's added object): it was created but neither shown nor selected.
-    @Test func tree_addOfARootTheFilterHides_shownAndSelectedUntilRearranged() throws {
+    @Test func tree_addOfARootTheFilterHides_shownAndSelectedUntilRearrangedOrChangedElsewhere() throws {
         let h = try Harness()
         try h.make([
             "name": "rich", "kind": "tree", "content": "Employee", "filterPredicate": "salary >= 200",
@@ -198,9 +198,15 @@ struct TreeControllerTests {
             body: ["object": ["$id": "kim", "firstName": "Kim", "lastName": "Kahn", "department": ref("Department/2")]])
         #expect(try roots() == ["Employee/ann", "Employee/kim", "Employee/bob", "Employee/eve"])
         #expect(try h.value("selectionIndexPaths", of: "rich") == [[1]])
-        try h.set("manager", of: "Employee/cy", to: ref("Employee/bob"))  // a rebuild: the placed root stays
-        #expect(try roots() == ["Employee/ann", "Employee/kim", "Employee/bob", "Employee/eve"])
         try h.registry.perform("rearrangeObjects", controller: "rich")
+        #expect(try roots() == ["Employee/ann", "Employee/bob", "Employee/eve"])
+        try h.registry.setSelectionIndexPaths([[0]], controller: "rich")
+        try h.registry.perform(
+            "add", controller: "rich",
+            body: ["object": ["$id": "lu", "firstName": "Lu", "lastName": "Li", "department": ref("Department/2")]])
+        #expect(try roots() == ["Employee/ann", "Employee/lu", "Employee/bob", "Employee/eve"])
+        // A change of the tree's content made elsewhere (a new child of Bob) re-arranges: the filter hides Lu again.
+        try h.set("manager", of: "Employee/cy", to: ref("Employee/bob"))
         #expect(try roots() == ["Employee/ann", "Employee/bob", "Employee/eve"])
     }
 
@@ -273,9 +279,9 @@ struct TreeControllerTests {
         #expect(try h.value("selectionIndexPaths", of: "org") == [[0, 3]])  // Aaron, Baker, Cole, Zorn
     }
 
-    /// Placed nodes stay where their insertions put them through later insertions (which rebuild the tree) until it
-    /// is re-arranged.
-    @Test func tree_insertions_keepEarlierPlacements_untilRearranged() throws {
+    /// Placed nodes stay where their insertions put them through the controller's later insertions (which rebuild
+    /// the tree) until it is re-arranged, or its content changes elsewhere (API.md §5: that always re-arranges).
+    @Test func tree_insertions_keepEarlierPlacements_untilRearrangedOrChangedElsewhere() throws {
         let h = try harness()
         func add(_ action: String, _ lastName: String, index: Int? = nil) throws {
             var body: [String: PropertyListValue] = [
@@ -306,11 +312,19 @@ struct TreeControllerTests {
         try h.registry.setSelectionIndexPaths([[3]], controller: "org")
         try add("add", "Aab")  // after Dunn
         #expect(try names() == ["Archer", "Aaa", "Abb", "Dunn", "Aab"])
-        try h.store.transaction { try $0.delete(id("Employee/dee")) }
-        #expect(try names() == ["Archer", "Aaa", "Abb", "Aab"])
         try h.registry.perform("rearrangeObjects", controller: "org")
-        #expect(try names() == ["Aaa", "Aab", "Abb", "Archer"])
+        #expect(try names() == ["Aaa", "Aab", "Abb", "Archer", "Dunn"])
         #expect(try names([3]) == ["Baker", "Cole", "Zed", "Zzz"])
+        // Placed again, then a root made elsewhere: every level is sorted again, the placed nodes with the rest.
+        try h.registry.setSelectionIndexPaths([[4]], controller: "org")
+        try add("add", "Aac")  // after Dunn
+        try h.registry.setSelectionIndexPaths([[3]], controller: "org")
+        try add("insertChild", "Zza", index: 0)
+        #expect(try names() == ["Aaa", "Aab", "Abb", "Archer", "Dunn", "Aac"])
+        #expect(try names([3]) == ["Zza", "Baker", "Cole", "Zed", "Zzz"])
+        try h.store.transaction { try $0.delete(id("Employee/dee")) }
+        #expect(try names() == ["Aaa", "Aab", "Aac", "Abb", "Archer"])
+        #expect(try names([4]) == ["Baker", "Cole", "Zed", "Zza", "Zzz"])
     }
 
     /// `add` puts the new root after the selected one, unsorted until the tree is next rebuilt (NSTreeController).
