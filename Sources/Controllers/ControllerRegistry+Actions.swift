@@ -345,15 +345,33 @@ extension ControllerRegistry {
     }
 
     /// Applies the pending edits of `plans`, then `action`, in one transaction. An error with edits involved lists
-    /// itself in `errors`, as a failed `commitEditing` does.
+    /// itself in `errors`, as a failed `commitEditing` does, each entry naming the `controller` whose pending edit
+    /// it is (a master's selection change also commits its details' edits, and the client is told whose failed).
     private func transact(_ plans: [EditPlan], then action: ModelEdit? = nil) throws -> (
         created: ObjectID?, record: ChangeRecord?
     ) {
         do {
             return try transact(.sequence(plans.map(\.edit) + (action.map { [$0] } ?? [])))
         } catch let error as ObjectGraphError where !plans.isEmpty {
-            throw error.listingItself
+            var error = error.listingItself
+            if case .array(let entries)? = error.fields["errors"] {
+                error.fields["errors"] = .array(entries.map { Self.naming(plans, in: $0) })
+            }
+            throw error
         }
+    }
+
+    /// `entry` of a failed commit's `errors` with the `controller` whose pending edit of its object and key path it
+    /// is, when one is.
+    private static func naming(_ plans: [EditPlan], in entry: PropertyListValue) -> PropertyListValue {
+        guard case .dictionary(var fields) = entry, let keyPath = fields["keyPath"]?.stringValue,
+            let object = fields["object"]?.stringValue,
+            let plan = plans.first(where: { plan in
+                plan.edits.contains { $0.keyPath == keyPath } && plan.objects.contains { $0.description == object }
+            })
+        else { return entry }
+        fields["controller"] = .string(plan.name)
+        return .dictionary(fields)
     }
 
     /// After the commit of `plans`: each controller forgets the edits it committed and posts

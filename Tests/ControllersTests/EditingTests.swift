@@ -270,7 +270,9 @@ struct EditingTests {
         try h.employees("reports", content: "@e.selection.directReports")
         #expect(try h.selectedNames("reports") == ["Baker"])
         try h.registry.setPendingEdit(-1, forKeyPath: "salary", controller: "reports")
-        expectError("validation-failed", status: 422) { try h.registry.perform("remove", controller: "e") }
+        let error = expectError("validation-failed", status: 422) { try h.registry.perform("remove", controller: "e") }
+        // The error says whose edit failed: the follower's, not the controller the client sent `remove` to.
+        #expect(error?.fields["errors"]?.arrayValue?.map { $0["controller"] } == ["reports"])
         #expect(h.store.read { $0.contains(id("Employee/ann")) } == true)
         #expect(try h.registry.edits(controller: "reports") == ["salary": -1])
         try h.registry.setPendingEdit(7, forKeyPath: "salary", controller: "reports")
