@@ -565,7 +565,7 @@ struct InsertionPlan: Sendable {
     var placement: TreeController.Placement?
 
     /// The action places its object itself (an array's `insert`, a tree's insertions), unsorted.
-    var places: Bool { placement != nil || (action == "insert" && arrangedIndex != nil) }
+    var places: Bool { placement != nil || arrangedIndex != nil }
 }
 
 extension ModelEdit {
