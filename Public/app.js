@@ -67,6 +67,7 @@
     undo: $('undo'),
     redo: $('redo'),
     connection: $('connection'),
+    retry: $('retry'),
     feed: $('feed-list'),
     feedEmpty: $('feed-empty'),
     names: $('controller-names'),
@@ -88,6 +89,7 @@
   };
   const dirty = new Set(); // fields typed into and not yet sent as pending edits
   const invalid = new Map(); // field → what is wrong with what it says (not sent; kept on screen until fixed)
+  const refused = new Map(); // field → what the server said when it refused its value (see setRefused)
   const typing = new Set(); // fields the user has typed into since they got focus: not re-rendered until blur
   const editTimers = new Map();
   const inflightEdits = new Set();
@@ -213,7 +215,9 @@
         const wasFailing = syncFailure !== null;
         syncFailure = null;
         if (restored || wasFailing) clearConnectionError(); // what failed meanwhile is moot now
-        if (!pollLive) wake(); // the server is back: the change feed reconnects now
+        // The server is back: the change feed reconnects now rather than when its back-off ends (also after any
+        // request of the user's that the server answered, as each is followed by a sync; see mutate).
+        if (!pollLive) wake();
         else if (el.connection.dataset.state !== 'live') setConnection('live', 'Live');
       } else if (!stopped) {
         reportSyncFailure(failure);
@@ -241,7 +245,7 @@
           for (const [k, v] of waiting.slice(index)) unsentEdits.set(k, v);
           throw e;
         }
-        setFieldError(key, e.message);
+        setFieldError(key, refusalText(e.details, e.message));
       }
     }
     if (sent) appendNote(`${sent} edit(s) typed while the server could not be reached were sent`);
@@ -253,7 +257,7 @@
   function reportSyncFailure(e) {
     syncFailure = e;
     if (!(e instanceof APIError)) {
-      setConnection('offline', failureLabel(e));
+      setConnection('offline', failureLabel(e), '', { retry: !pollLive });
       return;
     }
     showError(e, { connection: true });
@@ -271,7 +275,7 @@
       };
       tick();
     } else {
-      setConnection('offline', failureLabel(e), e.message);
+      setConnection('offline', failureLabel(e), e.message, { retry: true });
     }
   }
 
@@ -605,6 +609,64 @@
   }
 
   // ---------------------------------------------------------------------------------------------
+  // Keyboard focus
+
+  // A control that acts and then disables (or hides) itself (Commit, Discard, Undo, Redo, Remove, Retry now), or
+  // a field the form disables, would leave the focus on <body>, and the next Tab would start at the top of the
+  // page. The focus goes to a sensible neighbour instead: after Commit or Discard the field last edited (else the
+  // table, whose selected row is its active descendant), after Undo the Redo button if it is enabled, and so on.
+  let lastFocused = null; // what last had the focus
+  let lastEdited = null; // the form field the user last changed
+  document.addEventListener('focusin', (event) => {
+    lastFocused = event.target;
+  });
+  // What a click is on (Commit and Discard take the focus only on the click, see below); a click on nothing
+  // focusable takes the focus away on purpose (to <body>), and there is nothing to keep then.
+  document.addEventListener(
+    'pointerdown',
+    (event) => {
+      const target = event.target instanceof Element ? event.target : null;
+      lastFocused = (target && target.closest('button, input, select, textarea, a[href], [tabindex]')) || null;
+    },
+    true,
+  );
+
+  const usable = (node) => !!node && node.isConnected && !node.matches(':disabled') && node.getClientRects().length > 0;
+
+  function focusNeighbours(from) {
+    const edited = lastEdited ? [field[lastEdited]] : [];
+    switch (from.id) {
+      case 'commit':
+      case 'discard':
+        return [...edited, el.grid, el.depList];
+      case 'undo':
+        return [el.redo, el.grid, el.depList];
+      case 'redo':
+        return [el.undo, el.grid, el.depList];
+      case 'remove':
+        return [state.employees.length ? el.grid : el.add, el.grid, el.depList];
+      default:
+        return [el.grid, el.depList];
+    }
+  }
+
+  function keepFocus() {
+    const from = lastFocused;
+    if (!from || usable(from)) return;
+    const active = document.activeElement;
+    if (active && active !== document.body && active !== from) return; // the focus went elsewhere already
+    const to = focusNeighbours(from).find(usable);
+    lastFocused = null;
+    if (to) to.focus();
+  }
+  // After whatever disabled or hid it has run (a render sets Undo and Redo one after the other).
+  new MutationObserver(keepFocus).observe(document.body, {
+    subtree: true,
+    attributes: true,
+    attributeFilter: ['disabled', 'hidden'],
+  });
+
+  // ---------------------------------------------------------------------------------------------
   // Errors
 
   // Shows e above the form. `connection`: it says only that the page is out of step with the server
@@ -614,12 +676,12 @@
     if (!e) {
       el.error.hidden = true;
       el.error.replaceChildren();
-      for (const key of FIELDS) if (!invalid.has(key)) field[key].removeAttribute('aria-invalid');
+      setRefused(new Map());
       return;
     }
     const details = (e && e.details) || {};
     const list = Array.isArray(details.errors) && details.errors.length ? details.errors : [details];
-    const items = list.map((x) => x.message || e.message).filter((m) => m);
+    const items = list.map((x) => refusalText(x, e.message)).filter((m) => m);
     const title = e.status === 422 ? 'Not saved. ' : e.status === 503 ? 'Server unavailable. ' : 'Something went wrong. ';
     el.error.replaceChildren(
       h('strong', { text: title }),
@@ -627,11 +689,40 @@
       retrying ? ` Retrying in ${retrying}s…` : '',
     );
     el.error.hidden = false;
-    for (const key of FIELDS) if (!invalid.has(key)) field[key].removeAttribute('aria-invalid');
+    // Each field the server refused a value of says so too, under it (while the message above the form stands).
+    const byField = new Map();
     for (const x of list) {
       const key = fieldOfError(x);
-      if (key) field[key].setAttribute('aria-invalid', 'true');
+      const text = key ? refusalText(x, e.message) : '';
+      if (text && !(byField.get(key) || []).includes(text)) byField.set(key, [...(byField.get(key) || []), text]);
     }
+    setRefused(new Map([...byField].map(([key, texts]) => [key, texts.join(' ')])));
+  }
+
+  // What a field is called on the page ("First name" for firstName), or the key written out ("Direct reports").
+  function labelOf(key) {
+    const label = FIELDS.includes(key) ? document.querySelector(`label[for="field-${key}"]`) : null;
+    if (label) return label.textContent.trim();
+    const words = String(key).replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase();
+    return words.charAt(0).toUpperCase() + words.slice(1);
+  }
+
+  // An error of the server as a person reads it: "Employee/9: salary must be at least 0." is "Salary must be at
+  // least 0." (the field's label for its key), named after its employee ("Frances Allen: Salary …") when that is
+  // not the one the form shows.
+  function refusalText(x, fallback = '') {
+    let text = (x && x.message) || fallback || '';
+    const object = x && typeof x.object === 'string' ? x.object : null;
+    const named = !!object && text.startsWith(`${object}: `);
+    if (named) text = text.slice(object.length + 2);
+    const keyPath = x && typeof x.keyPath === 'string' ? x.keyPath : null;
+    if (keyPath && text.startsWith(`${keyPath} `)) text = labelOf(keyPath) + text.slice(keyPath.length);
+    const selected = selectedIds();
+    if (named && !(selected.length === 1 && selected[0] === object)) {
+      const name = (state.people.has(object) && personName(state.people.get(object))) || names.get(object) || object;
+      text = `${name}: ${text}`;
+    }
+    return text;
   }
 
   // The other end of a relationship the form edits, as `Entity.key` → the field (`Employee.directReports` →
@@ -641,12 +732,18 @@
 
   async function readModel() {
     try {
-      const { data } = await api('GET', '/model/Employee');
-      for (const [key, rel] of Object.entries((data && data.relationships) || {})) {
+      const { data } = await api('GET', '/model');
+      const entities = (data && data.entities) || {};
+      for (const [key, rel] of Object.entries((entities.Employee && entities.Employee.relationships) || {})) {
         if (FIELDS.includes(key) && rel.inverse) inverseFields.set(`${rel.destination}.${rel.inverse}`, key);
       }
+      for (const [entity, description] of Object.entries(entities)) {
+        const attributes = Object.entries(description.attributes || {}).filter(([, a]) => a.required);
+        const relationships = Object.entries(description.relationships || {}).filter(([, r]) => r.required && !r.toMany);
+        requiredKeys.set(entity, [...attributes, ...relationships].map(([key]) => key));
+      }
     } catch {
-      // without it, such an error is named above the form only
+      // without it, such an error is named above the form only, and the feed tells creations by their shape
     }
   }
 
@@ -897,6 +994,7 @@
               return undefined;
             }
             const answer = await api('PUT', ctl(EMP, `/edits/${key}`), value);
+            clearRefused(key); // what the server refused is not what the field says now
             if (mine === generation) recordPending(answer.data);
             return answer;
           } catch (e) {
@@ -908,7 +1006,7 @@
             }
             // The server refused the value itself (a date it cannot read, say): say so at the field.
             if (!(e.status === 400 || e.status === 422)) throw e;
-            setFieldError(key, e.message);
+            setFieldError(key, refusalText(e.details, e.message));
             return undefined;
           }
         }),
@@ -937,22 +1035,35 @@
   // A message under the field (null: none), with aria-invalid; the field keeps what the user typed
   // until it is fixed, discarded, or the selection changes.
   function setFieldError(key, message) {
+    if (message) invalid.set(key, message);
+    else if (!invalid.delete(key)) return;
+    renderFieldNote(key);
+  }
+
+  // What the server said of the fields whose values it refused (a commit's 422): shown under each while the
+  // message above the form stands, or until the field is changed.
+  function setRefused(messages) {
+    const keys = new Set([...refused.keys(), ...messages.keys()]);
+    refused.clear();
+    for (const [key, message] of messages) refused.set(key, message);
+    for (const key of keys) renderFieldNote(key);
+  }
+
+  function clearRefused(key) {
+    if (refused.delete(key)) renderFieldNote(key);
+  }
+
+  // The note under a field and its aria-invalid: what does not read (or was not sent) first, else what the
+  // server refused.
+  function renderFieldNote(key) {
     const input = field[key];
     const note = $(`field-${key}-error`);
-    if (message) {
-      invalid.set(key, message);
-      input.setAttribute('aria-invalid', 'true');
-      if (note) {
-        note.textContent = message;
-        note.hidden = false;
-      }
-    } else if (invalid.has(key)) {
-      invalid.delete(key);
-      input.removeAttribute('aria-invalid');
-      if (note) {
-        note.textContent = '';
-        note.hidden = true;
-      }
+    const message = invalid.get(key) || refused.get(key) || '';
+    if (message) input.setAttribute('aria-invalid', 'true');
+    else input.removeAttribute('aria-invalid');
+    if (note) {
+      note.textContent = message;
+      note.hidden = !message;
     }
   }
 
@@ -982,6 +1093,7 @@
   // being typed, which waits for its last segment (its `change` says "" meanwhile).
   function fieldChanged(key, delay) {
     const input = field[key];
+    lastEdited = key;
     if (document.activeElement === input && input.type !== 'checkbox' && input.tagName !== 'SELECT') typing.add(key);
     if (incompleteDate(input)) {
       clearTimeout(editTimers.get(key));
@@ -1013,6 +1125,7 @@
     if (input.disabled || el.fieldset.disabled) return;
     input.type = 'date';
     input.value = '';
+    lastEdited = 'hireDate';
     setFieldError('hireDate', null);
     dirty.add('hireDate');
     clearTimeout(editTimers.get('hireDate'));
@@ -1209,8 +1322,12 @@
     if (!row) return;
     const index = Number(row.dataset.index);
     const current = (state.emp && state.emp.selectionIndexes) || [];
-    if (event.shiftKey && state.anchor !== null) {
-      const [a, b] = [Math.min(state.anchor, index), Math.max(state.anchor, index)];
+    // Shift extends from the anchor, else (nothing clicked since the page loaded or the department changed)
+    // from the first selected row, as NSTableView does.
+    const anchor = state.anchor ?? current[0] ?? null;
+    if (event.shiftKey && anchor !== null) {
+      state.anchor = anchor;
+      const [a, b] = [Math.min(anchor, index), Math.max(anchor, index)];
       selectEmployees(Array.from({ length: b - a + 1 }, (_, i) => a + i));
     } else if (event.metaKey || event.ctrlKey) {
       state.anchor = index;
@@ -1427,11 +1544,13 @@
   // ---------------------------------------------------------------------------------------------
   // The change feed: one long-poll, back-off on errors, re-sync on 410.
 
-  function setConnection(kind, label, detail = '') {
+  // `retry`: the page is waiting to try the server again, and Retry now tries at once.
+  function setConnection(kind, label, detail = '', { retry = false } = {}) {
     el.connection.dataset.state = kind;
     el.connection.querySelector('.connection-label').textContent = label;
     if (detail) el.connection.title = detail;
     else el.connection.removeAttribute('title');
+    el.retry.hidden = !retry;
   }
 
   // The change feed answers: says Live unless the last sync failed (then it tries again).
@@ -1457,18 +1576,28 @@
       };
     });
   window.addEventListener('online', () => wake());
+  // Retry now: the change feed's probe at once, and the read of the controllers that failed.
+  el.retry.addEventListener('click', () => {
+    wake();
+    if (syncFailure !== null && !syncing && !syncRetry) requestSync();
+  });
   const sleepFor = (ms) => new Promise((resolve) => setTimeout(resolve, ms)); // not cut short
 
-  // Sleeps ms, counting the seconds left down in the connection label ("Reconnecting in 3s").
-  async function countdown(ms, what, detail = '') {
+  // Sleeps ms, counting the seconds left down in the connection label ("Reconnecting in 3s"). `retry`: with
+  // Retry now, which cuts it short (not while the server asked to be left alone for a while, 503 Retry-After).
+  async function countdown(ms, what, detail = '', { retry = true } = {}) {
     const until = Date.now() + ms;
     for (let left = ms; left > 0 && !stopped; left = until - Date.now()) {
-      setConnection('offline', `${what} in ${Math.ceil(left / 1000)}s`, detail);
+      setConnection('offline', `${what} in ${Math.ceil(left / 1000)}s`, detail, { retry });
       if (await sleep(((left - 1) % 1000) + 1)) break; // to the next whole second, or woken
     }
   }
 
   const PROBE_TIMEOUT = 5000; // ms a probe may take before it counts as failed
+  // The longest wait between two tries to reach the server (jitter included): a probe of the same origin costs
+  // little, and a page back within seconds of its server beats the requests saved.
+  const BACKOFF_CAP = 4000;
+  const backoffWait = (ms) => ms + Math.random() * ms * 0.25; // at most 5 s
   const CHECK_INTERVAL = 3000; // ms between checks of the page's controllers (see checkControllers)
 
   // What the store's change feed does not carry: another client may have deleted the page's controllers
@@ -1511,7 +1640,7 @@
       const abort = pollAbort;
       const probeTimer = failed ? setTimeout(() => abort.abort(), PROBE_TIMEOUT) : null;
       try {
-        if (failed) setConnection('offline', 'Reconnecting…');
+        if (failed) setConnection('offline', 'Reconnecting…', '', { retry: true });
         const res = await fetch(`/changes?since=${since}&timeout=${failed || busy ? 0 : POLL_TIMEOUT}`, {
           headers: { Accept: 'application/json' },
           signal: pollAbort.signal,
@@ -1539,7 +1668,7 @@
           pollLive = false;
           busy = true;
           showError(refusal, { connection: true });
-          await countdown((refusal.retryAfter || 1) * 1000, 'Server busy, retrying', refusal.message);
+          await countdown((refusal.retryAfter || 1) * 1000, 'Server busy, retrying', refusal.message, { retry: false });
           continue;
         }
         busy = false;
@@ -1568,8 +1697,8 @@
         if (stopped) return;
         failed = true;
         pollLive = false;
-        await countdown(backoff + Math.random() * backoff * 0.3, 'Reconnecting');
-        backoff = Math.min(backoff * 2, 15000);
+        await countdown(backoffWait(backoff), 'Reconnecting');
+        backoff = Math.min(backoff * 2, BACKOFF_CAP);
       }
     }
   }
@@ -1610,9 +1739,111 @@
     );
   }
 
+  // The keys an object of an entity always has (required attributes and to-one relationships), from the model:
+  // a seq that sets all of them from null created the object, one that sets all of them to null deleted it (no
+  // change can make a required value null, or find one null).
+  const requiredKeys = new Map(); // entity → [key]
+  const emptyValue = (v) => v === null || v === undefined || (Array.isArray(v) && v.length === 0);
+  const refsOf = (v) => (Array.isArray(v) ? v : [v]).map(idOf);
+
+  // The objects one batch of changes created or deleted, each as one entry of the feed: `${seq} ${target}` →
+  // {kind: 'created' | 'deleted', target, seq, changes (its own settings), own (its own to-many insertions or
+  // removals), folded (the to-many insertions or removals of it, and of nothing else, on other objects in the same
+  // seq: its department's employees, say)}.
+  // The settings of other objects in that seq (the manager of its reports going to nil) stay as they are.
+  function lifecycles(changes) {
+    const groups = new Map();
+    for (const c of changes) {
+      if (c.target === 'store' || typeof c.target !== 'string') continue;
+      const key = `${c.seq} ${c.target}`;
+      if (!groups.has(key)) groups.set(key, []);
+      groups.get(key).push(c);
+    }
+    const found = new Map();
+    for (const [key, list] of groups) {
+      const settings = list.filter((c) => c.kind === 'setting');
+      const target = list[0].target;
+      const required = requiredKeys.get(target.split('/')[0]);
+      const keys = new Set(settings.map((c) => c.keyPath));
+      // Without the model (or for an entity that requires nothing): several keys at once, all from or to null.
+      const whole = required && required.length ? required.every((k) => keys.has(k)) : settings.length > 1;
+      if (!whole) continue;
+      let kind = null;
+      if (settings.every((c) => emptyValue(c.new) && !emptyValue(c.old))) kind = 'deleted';
+      else if (settings.every((c) => emptyValue(c.old) && !emptyValue(c.new))) kind = 'created';
+      // Its own to-many relationships may change as insertions or removals: into a new object, out of a gone one.
+      const own = list.filter((c) => c.kind !== 'setting');
+      if (!kind || !own.every((c) => c.kind === (kind === 'created' ? 'insertion' : 'removal'))) continue;
+      found.set(key, { kind, target, seq: list[0].seq, changes: settings, folded: [], own });
+    }
+    for (const c of changes) {
+      if (c.kind !== 'insertion' && c.kind !== 'removal') continue;
+      if (found.has(`${c.seq} ${c.target}`)) continue; // the object's own (see above)
+      const refs = refsOf(c.kind === 'insertion' ? c.new : c.old);
+      const kind = c.kind === 'insertion' ? 'created' : 'deleted';
+      const events = refs.map((ref) => found.get(`${c.seq} ${ref}`));
+      if (!refs.length || !events.every((x) => x && x.kind === kind)) continue;
+      for (const x of events) x.folded.push(c);
+    }
+    return found;
+  }
+
+  // Its name from the values of the changes, for an object the page never read (created and deleted meanwhile).
+  function nameFromChanges(list, side) {
+    const value = (k) => {
+      const c = list.find((x) => x.keyPath === k);
+      return c && typeof c[side] === 'string' ? c[side] : '';
+    };
+    return personName({ firstName: value('firstName'), lastName: value('lastName') }) || value('name');
+  }
+
+  function describeLifecycle(x) {
+    const side = x.kind === 'created' ? 'new' : 'old';
+    const known = state.people.has(x.target) || state.departments.some((d) => d.$id === x.target) || names.has(x.target);
+    const name = known ? describeTarget(x.target) : nameFromChanges(x.changes, side) || x.target;
+    const values = x.changes.map((c) => `${c.keyPath} ${formatValue(c[side])}`).join(', ');
+    const where = x.folded.map((c) => `${describeTarget(c.target)}.${c.keyPath}`);
+    return h(
+      'li',
+      {
+        class: `feed-item feed-lifecycle feed-${x.kind} fresh`,
+        'data-seq': x.seq,
+        'data-test': `feed-${x.kind}`,
+        title: `${x.kind === 'created' ? 'Created with' : 'Deleted; it had'} ${values}`,
+      },
+      h('span', { class: 'seq', text: `#${x.seq}` }),
+      h(
+        'span',
+        { class: 'what' },
+        h('span', { class: 'target', title: x.target, text: name }),
+        h('span', { class: 'event', text: ` ${x.kind}` }),
+      ),
+      h(
+        'span',
+        { class: 'values' },
+        ...(where.length
+          ? [
+              h('span', { class: `kind ${x.kind === 'created' ? 'kind-insert' : 'kind-remove'}`, text: x.kind === 'created' ? '+' : '−' }),
+              h('span', { class: 'where', text: where.join(', ') }),
+            ]
+          : [h('span', { class: 'where', text: x.changes.map((c) => c.keyPath).join(', ') })]),
+      ),
+    );
+  }
+
   function appendFeed(changes) {
-    const items = changes.map((c) => {
-      if (c.target === 'store') return describeStoreChange(c);
+    const events = lifecycles(changes);
+    const folded = new Set([...events.values()].flatMap((x) => [...x.folded, ...x.own]));
+    const shown = new Set();
+    const items = changes.flatMap((c) => {
+      if (c.target === 'store') return [describeStoreChange(c)];
+      if (folded.has(c)) return [];
+      const event = events.get(`${c.seq} ${c.target}`);
+      if (event) {
+        if (shown.has(event)) return [];
+        shown.add(event);
+        return [describeLifecycle(event)];
+      }
       const arrow =
         c.kind === 'insertion'
           ? [h('span', { class: 'kind kind-insert', text: '+' }), h('span', { class: 'new', text: formatValue(c.new) })]
@@ -1623,18 +1854,20 @@
                 h('span', { class: 'arrow', 'aria-label': 'becomes', text: '→' }),
                 h('span', { class: 'new', text: formatValue(c.new) }),
               ];
-      return h(
-        'li',
-        { class: 'feed-item fresh', 'data-seq': c.seq },
-        h('span', { class: 'seq', text: `#${c.seq}` }),
+      return [
         h(
-          'span',
-          { class: 'what' },
-          h('span', { class: 'target', title: c.target, text: describeTarget(c.target) }),
-          h('span', { class: 'keypath', text: `.${c.keyPath}` }),
+          'li',
+          { class: 'feed-item fresh', 'data-seq': c.seq },
+          h('span', { class: 'seq', text: `#${c.seq}` }),
+          h(
+            'span',
+            { class: 'what' },
+            h('span', { class: 'target', title: c.target, text: describeTarget(c.target) }),
+            h('span', { class: 'keypath', text: `.${c.keyPath}` }),
+          ),
+          h('span', { class: 'values' }, ...arrow),
         ),
-        h('span', { class: 'values' }, ...arrow),
-      );
+      ];
     });
     el.feed.prepend(...items.reverse());
     while (el.feed.children.length > FEED_LIMIT) el.feed.lastElementChild.remove();
@@ -1760,9 +1993,10 @@
         // An HTTP answer (503 too-many-controllers, say) is shown as the server put it, and its
         // Retry-After is honoured; "unreachable" only when no answer came.
         if (e instanceof APIError) showError(e, { connection: true });
-        const wait = e instanceof APIError && e.retryAfter ? e.retryAfter * 1000 : backoff;
-        await countdown(wait, `${failureLabel(e)}, retrying`, e instanceof APIError ? e.message : '');
-        backoff = Math.min(backoff * 2, 15000);
+        const asked = e instanceof APIError && e.retryAfter;
+        const wait = asked ? e.retryAfter * 1000 : backoffWait(backoff);
+        await countdown(wait, `${failureLabel(e)}, retrying`, e instanceof APIError ? e.message : '', { retry: !asked });
+        backoff = Math.min(backoff * 2, BACKOFF_CAP);
       }
     }
   }
