@@ -1588,9 +1588,11 @@ def test_reconnecting_waits_at_most_5s_and_can_be_cut_short(page, server):
             time.sleep(0.1)
         assert seen and max(seen) <= 5, sorted(seen)
 
-        # Retry now, once the server answers again, goes live at once rather than at the countdown's end.
-        p.b.execute_script("window.__down = false")
+        # Retry now, once the server answers again, goes live at once rather than at the countdown's end. A fresh
+        # countdown is awaited while still down: had the server come back first, the countdown could have ended and
+        # gone live by itself before it showed 3-5 s.
         p.wait(lambda: re.search(r"in [3-5]s", connection(p)[1]), timeout=WAIT)
+        p.b.execute_script("window.__down = false")
         p.el("retry").click()
         t0 = time.monotonic()
         p.wait(lambda: connection(p) == ("live", "Live"), timeout=LIVE)
