@@ -22,8 +22,7 @@ run: release
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --parallel
-	$(SWIFT) format lint --strict --recursive Sources Tests Package.swift
-	bash scripts/check-docs.sh
+	@$(MAKE) --no-print-directory lint
 	bash scripts/container-check.sh
 	bash scripts/browser-test.sh
 
