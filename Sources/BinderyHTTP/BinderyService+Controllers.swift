@@ -158,12 +158,17 @@ extension BinderyService {
     /// not a key the controller reads either: there is nothing there, as a `GET` says (404 `undefined-key`; for a
     /// `POST`, where actions go, an action it does not have: 404 `not-found` listing its actions, as for another
     /// kind's action), where a key it reads (`arrangedObjects`) and an action it has (`add`) are 405 with `Allow`.
+    /// A `GET` of another kind's action (`addChild` on an array controller) is 404 too: no key, and not its action.
     /// Nil for every other request.
     static func missingControllerKey(
         _ method: String, segments: [String], _ controllers: ControllerRegistry
     ) -> (any Error)? {
-        guard method != "GET", method != "HEAD", segments.count == 3, segments[0] == "controllers" else { return nil }
-        guard controllers.validate(segments[2], controller: segments[1]) == nil else { return nil }
+        guard segments.count == 3, segments[0] == "controllers",
+            controllers.validate(segments[2], controller: segments[1]) == nil
+        else { return nil }
+        guard (method != "GET" && method != "HEAD") || ControllerRegistry.actions.contains(segments[2]) else {
+            return nil
+        }
         do {
             _ = try controllers.valueAndSeq(forKeyPath: segments[2], controller: segments[1])
             return nil

@@ -362,11 +362,12 @@ extension ControllerRegistry {
     }
 
     /// `entry` of a failed commit's `errors` with the `controller` whose pending edit of its object and key path it
-    /// is, when one is.
+    /// is, when one is: the last such plan, whose value the transaction applied over earlier ones (two controllers
+    /// with edits of one object's key: the later one's value is the one checked).
     private static func naming(_ plans: [EditPlan], in entry: PropertyListValue) -> PropertyListValue {
         guard case .dictionary(var fields) = entry, let keyPath = fields["keyPath"]?.stringValue,
             let object = fields["object"]?.stringValue,
-            let plan = plans.first(where: { plan in
+            let plan = plans.last(where: { plan in
                 plan.edits.contains { $0.keyPath == keyPath } && plan.objects.contains { $0.description == object }
             })
         else { return entry }
@@ -454,20 +455,23 @@ extension ControllerRegistry {
                 throw ObjectGraphError.actionDisabled(
                     action, of: name, "there is no \(action == "selectNext" ? "next" : "previous") object.")
             }
-            // The object next to the selected one as the client sees them now: committing the pending edits first
-            // may re-arrange (an edited sort key moves the selected object), and the neighbour stays the one asked.
+            // The row next to the first selected one as the client sees them now (NSArrayController's index + 1),
+            // found again after the pending edits are committed: an edited sort key may move objects. The object
+            // there is followed when it is not selected itself (it is what the edits leave in place); else the index.
             let step = action == "selectNext" ? 1 : -1
-            let neighbour = try session { _, context -> ObjectID? in
+            let target = try session { _, context -> (index: Int, object: ObjectID?)? in
                 guard let array = try context.controller(name) as? ArrayController,
                     let first = array.selectionIndexes.first, array.arranged.indices.contains(first + step)
                 else { return nil }
-                return array.arranged[first + step]
+                let neighbour = array.arranged[first + step]
+                return (first + step, array.selectedObjects.contains(neighbour) ? nil : neighbour)
             }
             return try changingSelection(name) { controller, context throws(ObjectGraphError) in
                 guard let array = controller as? ArrayController, let first = array.selectionIndexes.first else {
                     return
                 }
-                let index = neighbour.flatMap { array.arranged.firstIndex(of: $0) } ?? first + step
+                let index =
+                    target?.object.flatMap { array.arranged.firstIndex(of: $0) } ?? target?.index ?? first + step
                 array.selectIndexes([index], in: context)
             }
         case "rearrangeObjects", "fetch":

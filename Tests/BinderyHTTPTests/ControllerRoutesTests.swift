@@ -331,6 +331,9 @@ struct ControllerRoutesTests {
                 #expect(wrong.status == 405 && wrong.header("Allow") == "POST, OPTIONS", "\(method)")
             }
             #expect(try client.request("PUT", "/controllers/employee/insert").errorCode == "undefined-key")
+            // Another kind's action is neither a key nor an action of this one: GET and HEAD say so too (not 405).
+            #expect(try client.request("GET", "/controllers/employees/addChild").errorCode == "undefined-key")
+            #expect(try client.request("HEAD", "/controllers/employees/addChild").status == 404)
             // An action of another kind of controller: 404, listing what this one has.
             let otherKind = try client.request("POST", "/controllers/employee/insert")
             #expect(otherKind.status == 404)

@@ -177,6 +177,25 @@ struct EditingTests {
         try h.registry.perform("selectPrevious", controller: "e")
         #expect(try h.names().first == "Aa")
         #expect(try h.selectedNames() == [before[1]])
+        // With several selected, the next row may be selected itself, and the edits move it too: the row (index)
+        // is kept then, as NSArrayController's selectionIndex + 1, rather than the object wherever it went.
+        try h.select([1, 2])
+        try h.registry.setPendingEdit("Zz", forKeyPath: "lastName", controller: "e")
+        try h.registry.perform("selectNext", controller: "e")
+        #expect(try h.selection() == [2])
+        #expect(try h.names().suffix(2) == ["Zz", "Zz"])
+    }
+
+    /// Two controllers with edits of one object's key: the value committed is the later one's, and so is the
+    /// controller a refusal names.
+    @Test func failedCommit_twoControllersEditingOneKey_namesTheOneWhoseValueWasChecked() throws {
+        let h = try Harness()
+        try h.employees()
+        try h.make(["name": "o", "kind": "object", "content": "@e.selection"])
+        try h.registry.setPendingEdit(7, forKeyPath: "salary", controller: "e")
+        try h.registry.setPendingEdit(-2, forKeyPath: "salary", controller: "o")
+        let error = expectError("validation-failed", status: 422) { try h.select([3]) }
+        #expect(error?.fields["errors"]?.arrayValue?.map { $0["controller"] } == ["o"])
     }
 
     /// `add` selects the new object (`selectsInsertedObjects`): the edits are committed first, to the objects they
