@@ -1728,6 +1728,29 @@
     return JSON.stringify(v);
   }
 
+  // A to-many (or array) set as a whole (PUT of the array, PUT /store): what it gained and lost, by element, rather
+  // than two counts that may be equal ("[11] → [11]"); the same elements in another order: "reordered".
+  function describeArraySetting(old, now) {
+    const id = (v) => (v && v.$ref) || JSON.stringify(v);
+    const before = new Set(old.map(id));
+    const after = new Set(now.map(id));
+    const added = now.filter((v) => !before.has(id(v)));
+    const removed = old.filter((v) => !after.has(id(v)));
+    if (!added.length && !removed.length) {
+      const same = old.length === now.length && old.every((v, i) => id(v) === id(now[i]));
+      return [h('span', { class: 'new', text: same ? 'unchanged' : 'reordered' })];
+    }
+    const list = (values) => values.map(formatValue).join(', ');
+    return [
+      ...(added.length
+        ? [h('span', { class: 'kind kind-insert', text: '+' }), h('span', { class: 'new', text: list(added) })]
+        : []),
+      ...(removed.length
+        ? [h('span', { class: 'kind kind-remove', text: '−' }), h('span', { class: 'old', text: list(removed) })]
+        : []),
+    ];
+  }
+
   // A change to the store as a whole (PUT /store replaces the object graph): no object, no values.
   function describeStoreChange(c) {
     const text = c.keyPath === 'objects' ? 'Store replaced (PUT /store): every object re-read' : `Store ${c.keyPath} changed`;
@@ -1849,7 +1872,9 @@
           ? [h('span', { class: 'kind kind-insert', text: '+' }), h('span', { class: 'new', text: formatValue(c.new) })]
           : c.kind === 'removal'
             ? [h('span', { class: 'kind kind-remove', text: '−' }), h('span', { class: 'old', text: formatValue(c.old) })]
-            : [
+            : Array.isArray(c.old) && Array.isArray(c.new)
+              ? describeArraySetting(c.old, c.new)
+              : [
                 h('span', { class: 'old', text: formatValue(c.old) }),
                 h('span', { class: 'arrow', 'aria-label': 'becomes', text: '→' }),
                 h('span', { class: 'new', text: formatValue(c.new) }),

@@ -653,6 +653,36 @@ def test_change_feed_names_objects_the_page_had_not_read(page, server):
         server.request("DELETE", f"/objects/{new}")
 
 
+def test_a_to_many_set_as_a_whole_is_shown_by_what_it_gained_and_lost(page, server):
+    everyone = server.get("/objects/Employee")["objects"]
+    boss = next(e for e in everyone if len(e["directReports"]) >= 2)
+    reports = boss["directReports"]
+    name = {e["$id"]: f'{e["firstName"]} {e["lastName"]}' for e in everyone}
+    mine = {r["$ref"] for r in reports}
+    newcomer = next(e for e in everyone if e["$id"] not in mine and e["$id"] != boss["$id"] and not e["directReports"])
+    path = f'/objects/{boss["$id"]}/directReports'
+    feed = page.el("feed")
+    try:
+        # The same reports in another order: two counts would read "[n] → [n]".
+        server.put(path, reports[::-1])
+        page.wait(lambda: "reordered" in feed.text, timeout=LIVE, message="a reorder is named")
+        # One report replaced by another employee: both named, with + and −.
+        server.put(path, reports[1:] + [{"$ref": newcomer["$id"]}])
+        lost = name[reports[0]["$ref"]]
+        page.wait(
+            lambda: any(
+                name[newcomer["$id"]] in t and lost in t and "+" in t and "−" in t
+                for t in (li.text for li in feed.find_elements(By.CSS_SELECTOR, "li"))
+            ),
+            timeout=LIVE,
+            message="the gained and the lost report are named",
+        )
+        assert f"[{len(reports)}] → [{len(reports)}]" not in feed.text
+    finally:
+        server.put(path, reports)
+        server.put(f'/objects/{newcomer["$id"]}/manager', newcomer.get("manager"))
+
+
 def test_reconnects_with_back_off_and_resyncs_after_410(server, start_server):
     small = start_server("--history", "3")  # keeps only the last 3 changes
     b = new_browser()
