@@ -146,8 +146,8 @@ final class TreeController: Controller {
         let oldRoots = roots
         let oldSelection = selectionIndexPaths
         let oldSelected = selectedObjects
-        // A root an insertion placed stays until the tree is re-arranged, also when the filter would hide it (as an
-        // array controller's added object does).
+        // A root an insertion placed stays while its placement is kept (see `placements`), also when the filter
+        // would hide it (as an array controller's added object does).
         let placedRoots = Set(placements.filter { $0.placement.parent == nil }.map(\.object))
         let rootObjects = sorted(
             content.filter { placedRoots.contains($0) || passesFilter($0, view: view) }, view: view)
@@ -560,7 +560,7 @@ final class TreeController: Controller {
     }
 
     /// Puts a node inserted by `add`, `insert`, `addChild` or `insertChild` where its plan placed it among its
-    /// siblings, unsorted until the tree is re-arranged (as NSTreeController's
+    /// siblings, unsorted while its placement is kept (see `placements`; NSTreeController's
     /// `insertObject:atArrangedObjectIndexPath:`), then selects the new node (when `selectsInsertedObjects`).
     func didInsert(_ object: ObjectID, placement: Placement?, in context: ControllerContext) {
         let oldSelected = selectedObjects
