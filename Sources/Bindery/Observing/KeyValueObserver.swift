@@ -31,6 +31,11 @@ final class KeyValueObserver {
         static let old = Options(rawValue: 2)
         static let initial = Options(rawValue: 4)
         static let prior = Options(rawValue: 8)
+
+        /// Each option with its name in `POST /observers` and `GET /observers/{id}`, in the order they are listed.
+        static let named: [(option: Options, name: String)] = [
+            (.new, "new"), (.old, "old"), (.initial, "initial"), (.prior, "prior"),
+        ]
     }
 
     let id: String

@@ -811,16 +811,12 @@ public final class ObservationCenter: @unchecked Sendable {
     public func addObserver(target: String, keyPath: String, options: [String]) throws -> (id: String, since: Int64) {
         var parsedOptions: KeyValueObserver.Options = []
         for option in options {
-            switch option {
-            case "new": parsedOptions.insert(.new)
-            case "old": parsedOptions.insert(.old)
-            case "initial": parsedOptions.insert(.initial)
-            case "prior": parsedOptions.insert(.prior)
-            default:
+            guard let parsed = KeyValueObserver.Options.named.first(where: { $0.name == option })?.option else {
                 // Well-formed, but no option (422, naming the key, as an unknown posting style is).
                 throw ObjectGraphError.typeMismatch(
                     "options", of: nil, "Unknown option \"\(option)\"; options are new, old, initial and prior.")
             }
+            parsedOptions.insert(parsed)
         }
         if target.hasPrefix("controllers/") || target == "defaults" {
             return try addExternalObserver(target: target, keyPath: keyPath, options: parsedOptions)
@@ -1006,23 +1002,20 @@ public final class ObservationCenter: @unchecked Sendable {
         }
     }
 
-    /// Stops an observer; its waiting clients get 404. Returns whether it existed.
     /// `GET /observers/{id}` (the `Location` of its creation): `{"id", "target", "keyPath", "options", "since"}` as
     /// it was registered, or nil for an unknown (or expired) observer. Reading it is not polling it: no renewal.
     public func observerDescription(_ id: String) -> PropertyListValue? {
         onQueue {
             guard let observer = observers[id] else { return nil }
-            let names: [(KeyValueObserver.Options, String)] = [
-                (.new, "new"), (.old, "old"), (.initial, "initial"), (.prior, "prior"),
-            ]
+            let options = KeyValueObserver.Options.named.filter { observer.options.contains($0.option) }
             return [
                 "id": .string(id), "target": .string(observer.target.description), "keyPath": .string(observer.keyPath),
-                "options": .array(names.filter { observer.options.contains($0.0) }.map { .string($0.1) }),
-                "since": .integer(observer.since),
+                "options": .array(options.map { .string($0.name) }), "since": .integer(observer.since),
             ]
         }
     }
 
+    /// Stops an observer; its waiting clients get 404. Returns whether it existed.
     public func removeObserver(_ id: String) -> Bool {
         onQueue {
             guard observers[id] != nil else { return false }
