@@ -177,6 +177,36 @@ struct SnapshotTests {
         #expect(old.read { $0.contentSeq } == 13)
         #expect(old.export() == store.export())
         #expect(ObjectStore.binarySnapshotSeqs(Array("BNDSNAPX".utf8) + bytes[8...]) == nil)
+        #expect(ObjectStore.binarySnapshotSeqs(Array("BNDSNAP2".utf8) + bytes[8...]).map(\.contentSeq) == 2)
         #expect(ObjectStore.binarySnapshotSeqs(Array(bytes.prefix(20))) == nil)
+    }
+
+    /// Snapshots of earlier versions hold each object's own version (the versions of what its derived keys read were
+    /// added at each read); they load with the versions those versions answered, so that no ETag goes back.
+    @Test func binarySnapshotsOfEarlierVersionsKeepTheETagsTheyAnswered() throws {
+        let store = try employeesStore()
+        try store.transaction { tx in
+            try tx.setValue(ref("Department/2"), forKeyPath: "department", of: id("Employee/bob"))
+        }
+        let objects = ["Employee/ann", "Employee/bob", "Employee/dee", "Department/1", "Department/3"].map(id)
+        func versions(_ store: ObjectStore) throws -> [Int64] {
+            try store.read { view throws(ObjectGraphError) in try objects.map(view.version(of:)) }
+        }
+        // Ann's departmentName does not read the departments' employees.
+        #expect(try versions(store) == [1, 2, 1, 2, 1])
+        let bytes = store.read { $0.binarySnapshot() }
+        let copy = ObjectStore(model: try employeesModel())
+        try copy.restore(binarySnapshot: bytes)
+        #expect(try versions(copy) == [1, 2, 1, 2, 1])
+        // Read as an earlier version wrote them: Ann's was her department's (2), Dee's hers and Research's (2).
+        for magic in ["BNDSNAP2", "BNDSNAP1"] {
+            var earlier = bytes
+            earlier.replaceSubrange(0..<8, with: Array(magic.utf8))
+            if magic == "BNDSNAP1" { earlier.removeSubrange(16..<24) }
+            let old = ObjectStore(model: try employeesModel())
+            try old.restore(binarySnapshot: earlier)
+            #expect(try versions(old) == [2, 2, 2, 2, 1], "\(magic)")
+            #expect(old.export() == store.export())
+        }
     }
 }

@@ -61,19 +61,130 @@ struct TransactionTests {
         }
     }
 
-    @Test func versionsAreTheSeqOfTheLastChange() throws {
+    /// An object's version (its ETag) is the seq of the last commit that changed it or a property of another object
+    /// one of its derived keys reads (an employee's `departmentName` reads its department's `name`, a department's
+    /// `payroll` its employees' `salary`), and `changesVersion(of:)` tells inside the transaction what its commit
+    /// moves.
+    @Test func versionsAreTheSeqOfTheLastChangeToTheObjectOrWhatItsDerivedKeysRead() throws {
         let store = try employeesStore()
-        try store.transaction { tx in
-            try tx.setValue(ref("Department/2"), forKeyPath: "department", of: id("Employee/bob"))
-        }
-        let versions = try store.read { view throws(ObjectGraphError) in
-            try ["Employee/ann", "Employee/bob", "Department/1", "Department/2", "Department/3"].map {
-                reference throws(ObjectGraphError) in try view.version(of: id(reference))
+        let objects = [
+            "Employee/ann", "Employee/bob", "Employee/cy", "Employee/dee", "Department/1", "Department/2",
+            "Department/3",
+        ].map(id)
+        func versions(after change: (Transaction) throws -> Void) throws -> [Int64] {
+            let result = try store.transaction { tx in
+                try change(tx)
+                return objects.map { tx.changesVersion(of: $0) }
             }
+            let versions = try store.read { view throws(ObjectGraphError) in try objects.map(view.version(of:)) }
+            #expect(versions.map { $0 == result.seq } == result.value, "changesVersion told what the commit moved")
+            return versions
         }
-        // Ann's own data did not change, but her derived `departmentName` reads Department/1, which did (its
-        // `employees`): an object's version covers what its derived keys read.
-        #expect(versions == [2, 2, 2, 2, 1])
+        // Bob moves: both departments' `employees` change (their headcount and payroll), not Ann's `departmentName`.
+        #expect(
+            try versions { try $0.setValue(ref("Department/2"), forKeyPath: "department", of: id("Employee/bob")) }
+                == [1, 2, 1, 1, 2, 2, 1])
+        // No derived key reads a budget.
+        #expect(
+            try versions { try $0.setValue(5, forKeyPath: "budget", of: id("Department/1")) } == [1, 2, 1, 1, 3, 2, 1])
+        #expect(
+            try versions { try $0.setValue("Sales & Marketing", forKeyPath: "name", of: id("Department/1")) }
+                == [4, 2, 4, 1, 4, 2, 1])
+        #expect(
+            try versions { try $0.setValue(1, forKeyPath: "salary", of: id("Employee/dee")) } == [4, 2, 4, 5, 4, 5, 1])
+        #expect(
+            try versions { try $0.setValue("B.", forKeyPath: "firstName", of: id("Employee/bob")) } == [
+                4, 6, 4, 5, 4, 5, 1,
+            ])
+        // A new employee is read by its department's derived keys; a deleted one no longer.
+        #expect(
+            try versions { tx in
+                try tx.insert(
+                    "Employee", id: "eve",
+                    values: ["firstName": "Eve", "lastName": "E", "department": ref("Department/3")])
+            } == [4, 6, 4, 5, 4, 5, 7])
+        try store.transaction { tx in
+            try tx.delete(id("Employee/dee"))
+            #expect(tx.changesVersion(of: id("Department/2")) && !tx.changesVersion(of: id("Department/1")))
+        }
+        let remaining = ["Employee/ann", "Department/1", "Department/2"].map(id)
+        let after = try store.read { view throws(ObjectGraphError) in try remaining.map(view.version(of:)) }
+        #expect(after == [4, 4, 8])
+    }
+
+    /// A derived key's walk back to its readers goes through several relationships, nested derived keys and
+    /// collection operators; a property it does not read moves nothing but its own object.
+    @Test func versionsFollowDerivedKeysThroughSeveralRelationships() throws {
+        let store = ObjectStore(
+            model: try model(
+                #"""
+                {"entities": {
+                  "Shelf": {"attributes": {"label": {"type": "string"}},
+                            "relationships": {"boxes": {"destination": "Box", "toMany": true, "inverse": "shelf"}},
+                            "derived": {"heaviest": "boxes.@max.weight", "itemNames": "boxes.items.@unionOfArrays.name"}},
+                  "Box": {"attributes": {"tag": {"type": "string"}},
+                          "relationships": {"shelf": {"destination": "Shelf", "inverse": "boxes"},
+                                            "items": {"destination": "Item", "toMany": true, "inverse": "box"}},
+                          "derived": {"weight": "items.@sum.grams", "shelfLabel": "shelf.label"}},
+                  "Item": {"attributes": {"name": {"type": "string"}, "grams": {"type": "integer"},
+                                          "note": {"type": "string"}},
+                           "relationships": {"box": {"destination": "Box", "inverse": "items"}},
+                           "derived": {"where": "box.shelfLabel", "self_": "self.note"}}
+                }}
+                """#))
+        try store.transaction { tx in
+            try tx.insertObjects([
+                ["$id": "Shelf/s", "label": "top"], ["$id": "Shelf/t", "label": "low"],
+                ["$id": "Box/a", "shelf": ref("Shelf/s")], ["$id": "Box/b", "shelf": ref("Shelf/t")],
+                ["$id": "Item/1", "name": "one", "grams": 10, "box": ref("Box/a")],
+                ["$id": "Item/2", "name": "two", "grams": 20, "box": ref("Box/a")],
+                ["$id": "Item/3", "name": "three", "grams": 30, "box": ref("Box/b")],
+            ])
+        }
+        let objects = ["Shelf/s", "Shelf/t", "Box/a", "Box/b", "Item/1", "Item/2", "Item/3"].map(id)
+        func versions(after change: (Transaction) throws -> Void) throws -> [Int64] {
+            let result = try store.transaction { tx in
+                try change(tx)
+                return objects.map { tx.changesVersion(of: $0) }
+            }
+            let versions = try store.read { view throws(ObjectGraphError) in try objects.map(view.version(of:)) }
+            #expect(versions.map { $0 == result.seq } == result.value, "changesVersion told what the commit moved")
+            return versions
+        }
+        // Grams: the box's weight, and the shelf's heaviest through the box's derived weight (two hops back).
+        #expect(try versions { try $0.setValue(11, forKeyPath: "grams", of: id("Item/1")) } == [2, 1, 2, 1, 2, 1, 1])
+        // A name: the shelf's itemNames (through a collection of collections).
+        #expect(try versions { try $0.setValue("3", forKeyPath: "name", of: id("Item/3")) } == [2, 3, 2, 1, 2, 1, 3])
+        // A label: the boxes' shelfLabel and, through it, their items' where (a derived key read by a derived key).
+        #expect(
+            try versions { try $0.setValue("up", forKeyPath: "label", of: id("Shelf/s")) } == [4, 3, 4, 1, 4, 4, 3])
+        // A note is read only by its own object's derived key; a tag by none.
+        #expect(try versions { try $0.setValue("n", forKeyPath: "note", of: id("Item/2")) } == [4, 3, 4, 1, 4, 5, 3])
+        #expect(try versions { try $0.setValue("x", forKeyPath: "tag", of: id("Box/b")) } == [4, 3, 4, 6, 4, 5, 3])
+        // A box moving shelves: both shelves (their boxes), the box, and its items (their where reads box.shelf).
+        #expect(
+            try versions { try $0.setValue(ref("Shelf/s"), forKeyPath: "shelf", of: id("Box/b")) }
+                == [7, 7, 4, 7, 4, 5, 7])
+    }
+
+    /// `replaceGraph` keeps the version of an object it holds as it was, unless a property its derived keys read
+    /// elsewhere changed (Ann's `departmentName` when her department is renamed).
+    @Test func aReplacedGraphKeepsVersionsOfWhatItShowsAsItWas() throws {
+        let store = try employeesStore()
+        try store.transaction { tx in try tx.setValue(1, forKeyPath: "salary", of: id("Employee/dee")) }
+        func replaced(_ edit: (inout [String: PropertyListValue]) -> Void, of target: String) throws -> [Int64] {
+            let objects = try #require(store.export()["objects"]?.arrayValue).map { object -> PropertyListValue in
+                guard var fields = object.dictionaryValue, fields["$id"]?.stringValue == target else { return object }
+                edit(&fields)
+                return .dictionary(fields)
+            }
+            try store.transaction { tx in try tx.replaceGraph(with: ["objects": .array(objects)]) }
+            let shown = ["Employee/ann", "Employee/bob", "Employee/dee", "Department/1", "Department/2"].map(id)
+            return try store.read { view throws(ObjectGraphError) in try shown.map(view.version(of:)) }
+        }
+        #expect(try replaced({ $0["budget"] = 5 }, of: "Department/1") == [1, 1, 2, 3, 2])
+        #expect(try replaced({ $0["name"] = "Sold" }, of: "Department/1") == [4, 4, 2, 4, 2])
+        #expect(try replaced({ $0["salary"] = 2 }, of: "Employee/dee") == [4, 4, 5, 4, 5])
     }
 
     @Test func aThrowingBodyChangesNothing() throws {

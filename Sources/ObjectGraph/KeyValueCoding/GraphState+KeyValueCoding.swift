@@ -113,7 +113,7 @@ extension GraphState {
         case .derived(let index):
             let steps = model.entities[handle.entity].derivedKeys[index].steps
             // A value kept from another object's evaluation would hide the reads it took.
-            guard !evaluation.tracksVersions, evaluation.reads == nil, let allowance = evaluation.allowance,
+            guard evaluation.reads == nil, let allowance = evaluation.allowance,
                 allowance.derivedValues != nil
             else {
                 return try evaluate(steps, on: .object(handle), evaluation: &evaluation)
@@ -126,12 +126,8 @@ extension GraphState {
         }
     }
 
-    /// A property of `handle` is read: its version (when tracked) and the read (when noted).
+    /// A property of `handle` is read: the read is noted (when asked for).
     private func noteRead(of handle: ObjectHandle, evaluation: inout KeyPathEvaluation) {
-        if evaluation.tracksVersions {
-            let version = evaluation.uncommitted.contains(handle) ? .max : tables[handle.entity].versions[handle.row]
-            evaluation.newestVersion = max(evaluation.newestVersion, version)
-        }
         evaluation.reads?.append(handle.key)
     }
 

@@ -9,6 +9,8 @@ public struct EntityDescription: Sendable, Hashable {
     var properties: [String: Property] = [:]
     var toOneCount = 0
     var toManyCount = 0
+    /// Walks back to the objects whose derived keys read a property of an object of this entity (`DerivedKeyReaders`).
+    var derivedKeyReaders: [Property: [[Int]]] = [:]
 
     init(
         name: String, index: Int, attributes: [AttributeDescription], relationships: [RelationshipDescription],

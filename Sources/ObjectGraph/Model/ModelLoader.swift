@@ -32,6 +32,7 @@ struct ModelLoader {
         }
         try resolveRelationships(&entities)
         try compileDerivedKeys(&entities)
+        DerivedKeyReaders.index(&entities)
         return ObjectModel(entities: entities)
     }
 

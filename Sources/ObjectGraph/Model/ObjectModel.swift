@@ -9,9 +9,12 @@ import PropertyList
 public struct ObjectModel: Sendable {
     public let entities: [EntityDescription]
     let entityIndexes: [String: Int]
+    /// Whether a derived key reads a property of another object (`DerivedKeyReaders`).
+    let hasDerivedKeyReaders: Bool
 
     init(entities: [EntityDescription]) {
         self.entities = entities
+        self.hasDerivedKeyReaders = entities.contains { !$0.derivedKeyReaders.isEmpty }
         self.entityIndexes = Dictionary(uniqueKeysWithValues: entities.enumerated().map { ($1.name, $0) })
     }
 

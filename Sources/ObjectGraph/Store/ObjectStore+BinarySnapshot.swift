@@ -4,13 +4,15 @@ import PropertyList
 /// and read straight back into them, so a million objects load in well under a second (the JSON snapshot of
 /// `ReadView.snapshot()` goes through `replaceGraph` and is several times slower).
 ///
-/// Layout (little-endian): `"BNDSNAP2"`, seq (i64), contentSeq (i64), lastAssignedID (i64), the entity count (u32),
+/// Layout (little-endian): `"BNDSNAP3"`, seq (i64), contentSeq (i64), lastAssignedID (i64), the entity count (u32),
 /// then per entity (model order): its name, attribute names (slot order), relationship names each with a to-many flag
 /// byte, the live row count (u32), then per live row in insertion order: id, version (i64), attribute values, to-one
 /// destination rows (i32, -1 for nil), and per to-many a count and its destination rows. Rows are renumbered densely
 /// (tombstones are left out). Strings are a u32 byte count and UTF-8; values are a tag byte and a payload. The format
-/// holds no checksum: the file that carries it does. `"BNDSNAP1"` (earlier versions) is the same without contentSeq;
-/// it still reads, with contentSeq taken to be its seq.
+/// holds no checksum: the file that carries it does. Earlier versions wrote `"BNDSNAP2"`, the same but for what a
+/// version is (an object's own last change: the versions of what its derived keys read were added when it was read),
+/// and `"BNDSNAP1"`, as 2 without contentSeq; both still read, their versions made what those versions answered,
+/// and a contentSeq missing taken to be the seq.
 extension ReadView {
     /// The store as a binary snapshot (see the extension's comment); O(objects), under the store's lock.
     public func binarySnapshot() -> [UInt8] {
@@ -68,8 +70,10 @@ extension ReadView {
 }
 
 extension ObjectStore {
-    static let binarySnapshotMagic = Array("BNDSNAP2".utf8)
-    /// The format without `contentSeq`, written by earlier versions.
+    static let binarySnapshotMagic = Array("BNDSNAP3".utf8)
+    /// The formats with versions of the objects' own changes only, written by earlier versions.
+    private static let binarySnapshotMagicWithOwnVersions = Array("BNDSNAP2".utf8)
+    /// The same without `contentSeq`.
     private static let binarySnapshotMagicWithoutContentSeq = Array("BNDSNAP1".utf8)
 
     /// The seq and the content seq (`ReadView.contentSeq`) a binary snapshot holds, read from its first 24 bytes
@@ -78,25 +82,27 @@ extension ObjectStore {
         let seqs = bytes.withUnsafeBytes { raw in
             Result { () throws(ObjectGraphError) -> (seq: Int64, contentSeq: Int64) in
                 var reader = BinarySnapshotReader(raw)
-                return try readHeader(&reader)
+                let header = try readHeader(&reader)
+                return (header.seq, header.contentSeq)
             }
         }
         return try? seqs.get()
     }
 
-    /// Reads the magic and the seqs; a snapshot without `contentSeq` has its seq for it.
+    /// Reads the magic and the seqs; a snapshot without `contentSeq` has its seq for it. `ownVersions`: the versions
+    /// are the objects' own (an earlier format).
     private static func readHeader(
         _ reader: inout BinarySnapshotReader
-    ) throws(ObjectGraphError) -> (seq: Int64, contentSeq: Int64) {
+    ) throws(ObjectGraphError) -> (seq: Int64, contentSeq: Int64, ownVersions: Bool) {
         var magic: [UInt8] = []
         for _ in 0..<8 { magic.append(try reader.byte()) }
         switch magic {
-        case binarySnapshotMagic:
+        case binarySnapshotMagic, binarySnapshotMagicWithOwnVersions:
             let seq = try reader.int64()
-            return (seq, try reader.int64())
+            return (seq, try reader.int64(), magic == binarySnapshotMagicWithOwnVersions)
         case binarySnapshotMagicWithoutContentSeq:
             let seq = try reader.int64()
-            return (seq, seq)
+            return (seq, seq, true)
         default:
             throw BinarySnapshotReader.bad("not a Bindery snapshot.")
         }
@@ -122,13 +128,16 @@ extension ObjectStore {
             state.seq = loaded.seq
             state.contentSeq = loaded.contentSeq
             state.lastAssignedID = loaded.lastAssignedID
+            if loaded.ownVersions { state.addDerivedReadsToVersions() }
         }
     }
 
     private static func readTables(
         _ reader: inout BinarySnapshotReader, model: ObjectModel
-    ) throws(ObjectGraphError) -> (tables: [EntityTable], seq: Int64, contentSeq: Int64, lastAssignedID: Int64) {
-        let (seq, contentSeq) = try readHeader(&reader)
+    ) throws(ObjectGraphError) -> (
+        tables: [EntityTable], seq: Int64, contentSeq: Int64, lastAssignedID: Int64, ownVersions: Bool
+    ) {
+        let (seq, contentSeq, ownVersions) = try readHeader(&reader)
         let lastAssignedID = try reader.int64()
         guard Int(try reader.uint32()) == model.entities.count else {
             throw BinarySnapshotReader.bad("it was written for another model (entity count differs).")
@@ -181,7 +190,7 @@ extension ObjectStore {
                 }
             }
         }
-        return (tables, seq, contentSeq, lastAssignedID)
+        return (tables, seq, contentSeq, lastAssignedID, ownVersions)
     }
 
     private static func checkSchema(
@@ -208,5 +217,31 @@ extension ObjectStore {
                 "it was written for another model (entity \(entity.name) differs); move the data directory away or "
                     + "export with the old model and import with the new one.")
         }
+    }
+}
+
+extension GraphState {
+    /// Makes the versions of a snapshot in an earlier format what that version answered: an object's own version,
+    /// or the newest version of the objects its derived keys read when that is newer (it was added at each read
+    /// then; `Transaction.moveVersions(to:)` moves readers' versions at commit now). O(objects with derived keys).
+    fileprivate func addDerivedReadsToVersions() {
+        var moved: [(ObjectHandle, Int64)] = []
+        for (entity, description) in model.entities.enumerated() where !description.derivedKeys.isEmpty {
+            for row in tables[entity].liveRows {
+                var evaluation = KeyPathEvaluation()
+                evaluation.reads = []
+                for derived in description.derivedKeys {
+                    _ = try? evaluate(
+                        derived.steps, on: .object(ObjectHandle(entity: entity, row: row)),
+                        evaluation: &evaluation)
+                }
+                let own = tables[entity].versions[row]
+                let newest = (evaluation.reads ?? []).reduce(own) { newest, key in
+                    max(newest, tables[Int(key >> 32)].versions[Int(key & 0xffff_ffff)])
+                }
+                if newest > own { moved.append((ObjectHandle(entity: entity, row: row), newest)) }
+            }
+        }
+        for (handle, version) in moved { tables[handle.entity].versions[handle.row] = version }
     }
 }

@@ -24,18 +24,12 @@ public struct ReadView: KeyPathResolving {
         state.existingHandle(of: object) != nil
     }
 
-    /// The object's version (its ETag): the seq of the last transaction that changed it or an object its derived
-    /// keys read (renaming a department changes its employees' `departmentName`, so their versions move too).
+    /// The object's version (its ETag): the seq of the last transaction that changed it or a property of another
+    /// object one of its derived keys reads (renaming a department changes its employees' `departmentName`, so their
+    /// versions move too; a change of its budget does not). Moved at commit (`Transaction.moveVersions(to:)`).
     public func version(of object: ObjectID) throws(ObjectGraphError) -> Int64 {
         let handle = try state.handle(of: object)
-        let own = state.tables[handle.entity].versions[handle.row]
-        let derivedKeys = state.model.entities[handle.entity].derivedKeys
-        guard !derivedKeys.isEmpty else { return own }
-        var evaluation = KeyPathEvaluation(tracksVersions: true, newestVersion: own)
-        for derived in derivedKeys {
-            _ = try? state.evaluate(derived.steps, on: .object(handle), evaluation: &evaluation)
-        }
-        return evaluation.newestVersion
+        return state.tables[handle.entity].versions[handle.row]
     }
 
     /// The ids of every object of `entity`, in insertion order (404 `no-such-entity`).

@@ -29,7 +29,7 @@ extension Transaction {
         try load(objects)
         let new: PropertyListValue = ["objects": .array(state.exportObjects())]
         let oldTables = Self.oldTables(of: steps[resetStep])
-        let unchanged = unchangedVersions(old: old, new: new, oldTables: oldTables)
+        let (unchanged, changedProperties) = compare(old: old, new: new, oldTables: oldTables)
         // The same objects with the same values, in whatever order: every new object is an old one as it was.
         let sameObjects =
             unchanged.count == old["objects"]?.arrayValue?.count && unchanged.count == new["objects"]?.arrayValue?.count
@@ -41,29 +41,46 @@ extension Transaction {
             return
         }
         steps[resetStep] = .reset(oldTables: oldTables, old: old, new: new)
-        keptVersions = unchanged
+        // Objects are compared with the graph the transaction started from: after earlier changes in the same
+        // transaction (made on rows the reset renumbered), none is held as it was.
+        keptVersions = resetStep == 0 ? unchanged : [:]
+        replacedProperties = resetStep == 0 ? changedProperties : []
     }
 
     /// The objects of `new` that are in `old` as they were (the same export, found by `$id`), with their versions
-    /// in `oldTables`.
-    private func unchangedVersions(
+    /// in `oldTables`, and the properties of those in both with other values (when derived keys read them).
+    private func compare(
         old: PropertyListValue, new: PropertyListValue, oldTables: [EntityTable]
-    ) -> [ObjectHandle: Int64] {
+    ) -> (kept: [ObjectHandle: Int64], changed: [ChangedProperty]) {
         guard case .array(let oldObjects)? = old["objects"], case .array(let newObjects)? = new["objects"],
             !oldObjects.isEmpty
-        else { return [:] }
+        else { return ([:], []) }
         var byID: [String: PropertyListValue] = [:]
         byID.reserveCapacity(oldObjects.count)
         for object in oldObjects { byID[object["$id"]?.stringValue ?? ""] = object }
         var kept: [ObjectHandle: Int64] = [:]
+        var changed: [ChangedProperty] = []
         for object in newObjects {
-            guard let text = object["$id"]?.stringValue, byID[text]?.isIdentical(to: object) == true,
+            guard let text = object["$id"]?.stringValue, let oldObject = byID[text],
                 let id = ObjectID(reference: text), let handle = state.existingHandle(of: id),
                 let row = oldTables[handle.entity].row(of: id.id)
             else { continue }
-            kept[handle] = oldTables[handle.entity].versions[row]
+            if oldObject.isIdentical(to: object) {
+                kept[handle] = oldTables[handle.entity].versions[row]
+            } else if state.model.hasDerivedKeyReaders, case .dictionary(let oldFields) = oldObject,
+                case .dictionary(let newFields) = object
+            {
+                let properties = state.model.entities[handle.entity].properties
+                for key in Set(oldFields.keys).union(newFields.keys) {
+                    guard let property = properties[key] else { continue }
+                    let same = oldFields[key].map { value in newFields[key]?.isIdentical(to: value) == true }
+                    if !(same ?? (newFields[key] == nil)) {
+                        changed.append(ChangedProperty(object: handle, property: property))
+                    }
+                }
+            }
         }
-        return kept
+        return (kept, changed)
     }
 
     /// Replaces the graph with a snapshot written by `ReadView.snapshot()`, restoring each object's `$version`;

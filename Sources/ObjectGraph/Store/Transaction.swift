@@ -17,6 +17,8 @@ public final class Transaction {
     /// The versions the objects a `replaceGraph` left as they were keep at commit (every other object's becomes the
     /// commit's seq).
     var keptVersions: [ObjectHandle: Int64] = [:]
+    /// The properties of objects a `replaceGraph` kept with other values (for the versions of their readers).
+    var replacedProperties: [ChangedProperty] = []
     /// Set by `ObjectStore.advanceSeq()`: the transaction commits (with a record of no changes) although it changes
     /// nothing.
     var takesSeq = false
@@ -34,22 +36,6 @@ public final class Transaction {
 
     /// Whether the transaction has changed anything so far.
     public var hasChanges: Bool { !steps.isEmpty }
-
-    /// Whether committing now moves the object's version (its ETag, `ReadView.version(of:)`) to the commit's seq: the
-    /// transaction changed it, or an object its derived keys read. False for an object that does not exist.
-    public func changesVersion(of object: ObjectID) -> Bool {
-        guard let handle = state.existingHandle(of: object) else { return false }
-        if resetIndex != nil || steps.contains(where: { $0.target == handle }) { return true }
-        let derivedKeys = state.model.entities[handle.entity].derivedKeys
-        guard !derivedKeys.isEmpty, !steps.isEmpty else { return false }
-        var evaluation = KeyPathEvaluation(tracksVersions: true)
-        evaluation.uncommitted = Set(steps.compactMap(\.target))
-        for derived in derivedKeys {
-            _ = try? state.evaluate(derived.steps, on: .object(handle), evaluation: &evaluation)
-            if evaluation.newestVersion == .max { return true }
-        }
-        return false
-    }
 
     // MARK: Recorded primitive changes (one side of a relationship each)
 
@@ -228,6 +214,7 @@ public final class Transaction {
         steps = []
         resetIndex = nil
         keptVersions = [:]
+        replacedProperties = []
     }
 
     /// The change record of the transaction as committed with `seq` (nil when nothing changed).
@@ -264,27 +251,15 @@ public final class Transaction {
             lastAssignedID: state.lastAssignedID, firstSeq: state.seq + 1)
     }
 
-    /// Makes the transaction's changes current: the seq, and the version of every object it touched.
+    /// Makes the transaction's changes current: the seq, and the versions (`moveVersions(to:)`).
     func commit(seq: Int64) {
         state.seq = seq
         if !steps.isEmpty { state.contentSeq = seq }
-        if let resetIndex {
-            for table in state.tables {
-                for row in 0..<table.rowCount where table.alive[row] { table.versions[row] = seq }
-            }
-            let changedSince = Set(steps[(resetIndex + 1)...].compactMap(\.target))
-            for (handle, version) in keptVersions where state.isAlive(handle) && !changedSince.contains(handle) {
-                state.tables[handle.entity].versions[handle.row] = version
-            }
-        } else {
-            for step in steps {
-                guard let handle = step.target, state.isAlive(handle) else { continue }
-                state.tables[handle.entity].versions[handle.row] = seq
-            }
-        }
+        moveVersions(to: seq)
         steps = []
         resetIndex = nil
         keptVersions = [:]
+        replacedProperties = []
         state.compactIfNeeded()
     }
 
