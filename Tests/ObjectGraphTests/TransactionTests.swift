@@ -72,13 +72,7 @@ struct TransactionTests {
             "Department/3",
         ].map(id)
         func versions(after change: (Transaction) throws -> Void) throws -> [Int64] {
-            let result = try store.transaction { tx in
-                try change(tx)
-                return objects.map { tx.changesVersion(of: $0) }
-            }
-            let versions = try store.read { view throws(ObjectGraphError) in try objects.map(view.version(of:)) }
-            #expect(versions.map { $0 == result.seq } == result.value, "changesVersion told what the commit moved")
-            return versions
+            try Self.versions(of: objects, in: store, after: change)
         }
         // Bob moves: both departments' `employees` change (their headcount and payroll), not Ann's `departmentName`.
         #expect(
@@ -143,13 +137,7 @@ struct TransactionTests {
         }
         let objects = ["Shelf/s", "Shelf/t", "Box/a", "Box/b", "Item/1", "Item/2", "Item/3"].map(id)
         func versions(after change: (Transaction) throws -> Void) throws -> [Int64] {
-            let result = try store.transaction { tx in
-                try change(tx)
-                return objects.map { tx.changesVersion(of: $0) }
-            }
-            let versions = try store.read { view throws(ObjectGraphError) in try objects.map(view.version(of:)) }
-            #expect(versions.map { $0 == result.seq } == result.value, "changesVersion told what the commit moved")
-            return versions
+            try Self.versions(of: objects, in: store, after: change)
         }
         // Grams: the box's weight, and the shelf's heaviest through the box's derived weight (two hops back).
         #expect(try versions { try $0.setValue(11, forKeyPath: "grams", of: id("Item/1")) } == [2, 1, 2, 1, 2, 1, 1])
@@ -185,6 +173,20 @@ struct TransactionTests {
         #expect(try replaced({ $0["budget"] = 5 }, of: "Department/1") == [1, 1, 2, 3, 2])
         #expect(try replaced({ $0["name"] = "Sold" }, of: "Department/1") == [4, 4, 2, 4, 2])
         #expect(try replaced({ $0["salary"] = 2 }, of: "Employee/dee") == [4, 4, 5, 4, 5])
+    }
+
+    /// Commits `change` and answers the objects' versions after it, checking that `changesVersion(of:)` told inside
+    /// the transaction which of them the commit moved.
+    static func versions(
+        of objects: [ObjectID], in store: ObjectStore, after change: (Transaction) throws -> Void
+    ) throws -> [Int64] {
+        let result = try store.transaction { tx in
+            try change(tx)
+            return objects.map { tx.changesVersion(of: $0) }
+        }
+        let versions = try store.read { view throws(ObjectGraphError) in try objects.map(view.version(of:)) }
+        #expect(versions.map { $0 == result.seq } == result.value, "changesVersion told what the commit moved")
+        return versions
     }
 
     @Test func aThrowingBodyChangesNothing() throws {
