@@ -40,7 +40,7 @@ since = param("since", "query", "Sequence number to answer after (default: now)"
 lastEventID = param("Last-Event-ID", "header", "With Accept: text/event-stream: the seq to resume after (replaces since)", {"type": "integer", "minimum": 0})
 timeout = param("timeout", "query", "Seconds to wait (default 30, max 300)", {"type": "number", "minimum": 0})
 ifmatch = param("If-Match", "header", "ETags (comma list) one of which the object must have, compared strongly (a weak W/\"n\" never matches; * matches any "
-                "object); else 412 precondition-failed. On a key path, the ETag of the object the path starts at")
+                "object); else 412 precondition-failed. On a key path, the ETag of the object the path starts at (which covers its own keys and what its derived keys read, not other keys of the objects the path goes through)")
 ifnonematch = param("If-None-Match", "header", "ETags (comma list) the object must not have, compared weakly (* matches any object); "
                     "a match is 412 precondition-failed")
 index = param("index", "path", "The index of the element to remove", {"type": "integer", "minimum": 0})

@@ -111,7 +111,9 @@ final class DocumentStorage: Sendable {
             file = try Journal.openSegment(directory, firstSeq: firstSeq)
         } else {
             seededSeq = nil
-            snapshotSeq = try Self.loadNewestSnapshot(snapshots, in: directory, into: store, report: report)
+            let earlierFormat: Bool
+            (snapshotSeq, earlierFormat) = try Self.loadNewestSnapshot(
+                snapshots, in: directory, into: store, report: report)
             if recoveredFromCrash && segments.isEmpty {
                 // A run always has a segment after its newest snapshot (it is opened before the old ones go): none
                 // after a crash means it was removed, and what it held (if anything) is lost. Said, not refused: a
@@ -122,6 +124,7 @@ final class DocumentStorage: Sendable {
             }
             (savedSeq, uneditedContentSeq) = Self.savedState(in: directory)
             replayed = try Self.replay(segments, in: directory, into: store, report: report)
+            if earlierFormat && replayed > 0 { store.addDerivedReadsToVersions() }
             let seq = store.seq
             if let last = segments.last, last <= seq + 1 {
                 firstSeq = last
@@ -217,8 +220,10 @@ final class DocumentStorage: Sendable {
             try directory.checkInPlace()
             let durable = ObjectStore(model: store.model)
             let (snapshots, segments) = try directory.contents()
-            _ = try loadNewestSnapshot(snapshots, in: directory, into: durable, report: report)
-            _ = try replay(segments, in: directory, into: durable, report: report)
+            let earlierFormat = try loadNewestSnapshot(snapshots, in: directory, into: durable, report: report).1
+            if try replay(segments, in: directory, into: durable, report: report) > 0 && earlierFormat {
+                durable.addDerivedReadsToVersions()
+            }
             let before = store.seq
             try store.restore(binarySnapshot: durable.read { $0.binarySnapshot() })
             store.discardUndelivered(after: durable.seq)
@@ -231,18 +236,19 @@ final class DocumentStorage: Sendable {
     }
 
     /// Restores the newest snapshot that reads back intact (reporting the others); returns its seq, or 0 when there
-    /// is none. Throws when snapshots exist but none is intact.
+    /// is none, and whether it is of an earlier format (`ObjectStore.restore(binarySnapshot:)`). Throws when
+    /// snapshots exist but none is intact.
     private static func loadNewestSnapshot(
         _ snapshots: [Int64], in directory: DataDirectory, into store: ObjectStore, report: (String) -> Void
-    ) throws(ObjectGraphError) -> Int64 {
+    ) throws(ObjectGraphError) -> (seq: Int64, earlierFormat: Bool) {
         var failures: [String] = []
         for seq in snapshots.reversed() {
             let path = directory.file(DataDirectory.snapshotName(seq))
             do throws(ObjectGraphError) {
                 let payload = try SnapshotFile.payload(of: try FileIO.read(path), path: path)
-                try store.restore(binarySnapshot: payload)
+                let earlierFormat = try store.restore(binarySnapshot: payload)
                 for failure in failures { report(failure + "; loaded \(path) instead") }
-                return store.seq
+                return (store.seq, earlierFormat)
             } catch {
                 failures.append(error.message)
             }
@@ -252,7 +258,7 @@ final class DocumentStorage: Sendable {
                 status: 500, code: "bad-snapshot",
                 message: "No snapshot in \(directory.path) can be read: " + failures.joined(separator: "; "))
         }
-        return 0
+        return (0, false)
     }
 
     /// Applies every journal record after the store's seq, segment by segment; returns how many were applied.

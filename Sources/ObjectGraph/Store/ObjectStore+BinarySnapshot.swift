@@ -115,8 +115,13 @@ extension ObjectStore {
     /// (same entities, attribute and relationship names in the same order; 500 `bad-snapshot` otherwise), and every
     /// row reference is range-checked; the values are trusted (they were validated when they were committed, and the
     /// file's checksum vouches for them). On error nothing changes.
-    public func restore(binarySnapshot bytes: [UInt8]) throws(ObjectGraphError) {
-        try read { (view: ReadView) throws(ObjectGraphError) in
+    ///
+    /// Answers whether the snapshot is of an earlier format (`BNDSNAP2`, `BNDSNAP1`): its versions are then made
+    /// what that version answered, and after journal records are replayed on it, `addDerivedReadsToVersions()`
+    /// must run again (the records moved versions by the current rule, where that version's answers read further).
+    @discardableResult
+    public func restore(binarySnapshot bytes: [UInt8]) throws(ObjectGraphError) -> Bool {
+        try read { (view: ReadView) throws(ObjectGraphError) -> Bool in
             let state = view.state
             let loaded = try bytes.withUnsafeBytes { raw in
                 Result { () throws(ObjectGraphError) in
@@ -129,7 +134,15 @@ extension ObjectStore {
             state.contentSeq = loaded.contentSeq
             state.lastAssignedID = loaded.lastAssignedID
             if loaded.ownVersions { state.addDerivedReadsToVersions() }
+            return loaded.ownVersions
         }
+    }
+
+    /// Makes each object's version at least the newest version of the objects its derived keys read (what versions
+    /// before `BNDSNAP3` answered), after journal records were replayed on a snapshot of that format; never lowers
+    /// one. O(objects with derived keys).
+    public func addDerivedReadsToVersions() {
+        read { $0.state.addDerivedReadsToVersions() }
     }
 
     private static func readTables(
@@ -224,7 +237,7 @@ extension GraphState {
     /// Makes the versions of a snapshot in an earlier format what that version answered: an object's own version,
     /// or the newest version of the objects its derived keys read when that is newer (it was added at each read
     /// then; `Transaction.moveVersions(to:)` moves readers' versions at commit now). O(objects with derived keys).
-    fileprivate func addDerivedReadsToVersions() {
+    func addDerivedReadsToVersions() {
         var moved: [(ObjectHandle, Int64)] = []
         for (entity, description) in model.entities.enumerated() where !description.derivedKeys.isEmpty {
             for row in tables[entity].liveRows {
