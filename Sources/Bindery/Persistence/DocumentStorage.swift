@@ -98,6 +98,7 @@ final class DocumentStorage: Sendable {
         var firstSeq: Int64
         var size = 0
         var replayed = 0
+        var earlierFormat = false
         if snapshots.isEmpty && segments.isEmpty {
             try seed()
             let seq = store.seq
@@ -111,7 +112,6 @@ final class DocumentStorage: Sendable {
             file = try Journal.openSegment(directory, firstSeq: firstSeq)
         } else {
             seededSeq = nil
-            let earlierFormat: Bool
             (snapshotSeq, earlierFormat) = try Self.loadNewestSnapshot(
                 snapshots, in: directory, into: store, report: report)
             if recoveredFromCrash && segments.isEmpty {
@@ -140,7 +140,10 @@ final class DocumentStorage: Sendable {
         }
         journal = Journal(
             directory: directory, policy: options.fsync, file: file, firstSeq: firstSeq, size: size, seq: store.seq,
-            snapshotSeq: snapshotSeq, recordsSinceSnapshot: replayed, snapshotRecords: options.snapshotRecords,
+            snapshotSeq: snapshotSeq,
+            // A snapshot of an earlier format is replaced at the first commit: its versions are converted at each start.
+            recordsSinceSnapshot: earlierFormat ? max(replayed, options.snapshotRecords) : replayed,
+            snapshotRecords: options.snapshotRecords,
             snapshotBytes: options.snapshotBytes, deliver: { store.deliverCommitted(through: $0) },
             rollBack: { [rolledBack] in
                 Self.reload(store, from: directory, report: report)
