@@ -71,7 +71,7 @@ extension ReadView {
 
 extension ObjectStore {
     static let binarySnapshotMagic = Array("BNDSNAP3".utf8)
-    /// The formats with versions of the objects' own changes only, written by earlier versions.
+    /// The format with versions of the objects' own changes only, written by earlier versions.
     private static let binarySnapshotMagicWithOwnVersions = Array("BNDSNAP2".utf8)
     /// The same without `contentSeq`.
     private static let binarySnapshotMagicWithoutContentSeq = Array("BNDSNAP1".utf8)

@@ -73,10 +73,13 @@ extension Transaction {
                 let properties = state.model.entities[handle.entity].properties
                 for key in Set(oldFields.keys).union(newFields.keys) {
                     guard let property = properties[key] else { continue }
-                    let same = oldFields[key].map { value in newFields[key]?.isIdentical(to: value) == true }
-                    if !(same ?? (newFields[key] == nil)) {
-                        changed.append(ChangedProperty(object: handle, property: property))
-                    }
+                    let same =
+                        switch (oldFields[key], newFields[key]) {
+                        case (nil, nil): true
+                        case (let old?, let new?): old.isIdentical(to: new)
+                        default: false
+                        }
+                    if !same { changed.append(ChangedProperty(object: handle, property: property)) }
                 }
             }
         }

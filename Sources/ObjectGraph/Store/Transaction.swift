@@ -17,7 +17,7 @@ public final class Transaction {
     /// The versions the objects a `replaceGraph` left as they were keep at commit (every other object's becomes the
     /// commit's seq).
     var keptVersions: [ObjectHandle: Int64] = [:]
-    /// The properties of objects a `replaceGraph` kept with other values (for the versions of their readers).
+    /// The properties a `replaceGraph` changed on objects in both graphs (for the versions of their readers).
     var replacedProperties: [ChangedProperty] = []
     /// Set by `ObjectStore.advanceSeq()`: the transaction commits (with a record of no changes) although it changes
     /// nothing.
