@@ -58,7 +58,8 @@ extension BinderyService {
                 [("", String(HTTPServer.processConnectionCount))])
             metric(
                 "bindery_http_unsent_bytes", "gauge",
-                "Bytes of answers of 16 KiB or more held for clients that have not read them (--max-unsent).",
+                "Bytes of answers of 16 KiB or more and of event streams held for clients that have not read them "
+                    + "(--max-unsent).",
                 [("", String(HTTPServer.processUnsentByteCount))])
             if let rss = residentMemoryBytes() {
                 metric("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", [("", String(rss))])

@@ -182,6 +182,7 @@ extension BinderyService {
 
     /// Unsent bytes a client may leave behind on an event stream before the stream ends with `client-too-slow` (the
     /// client reconnects with `Last-Event-ID`); a single event larger than this is still sent when nothing waits.
+    /// All streams and large answers together are held to `--max-unsent` the same way (`HTTPStream`).
     static let maxUnsentEventBytes = 4 << 20
 
     /// The same feed as server-sent events: `id:` is the seq, `event: change` (notifications too), a heartbeat
@@ -191,19 +192,7 @@ extension BinderyService {
         let id = center.subscribe(
             request, isAbandoned: { stream.peerHasClosed },
             send: { events, whenSent in
-                var text = ""
-                for event in events {
-                    switch event {
-                    case .item(let id, let data):
-                        if let id { text += "id: \(id)\n" }
-                        text += "event: change\ndata: \(data.jsonString())\n\n"
-                    case .error(let body): text += "event: error\ndata: \(body.jsonString())\n\n"
-                    case .heartbeat(let lastEventID):
-                        text += ": heartbeat\n" + (lastEventID.map { "id: \($0)\n" } ?? "") + "\n"
-                    }
-                }
-                let unsent = stream.bufferedCount
-                if unsent > 0 && unsent + text.utf8.count > maxUnsentEventBytes {
+                func tooSlow(_ unsent: Int) -> Bool {
                     let error: PropertyListValue = [
                         "error": [
                             "code": "client-too-slow",
@@ -214,7 +203,30 @@ extension BinderyService {
                     stream.write(Array("event: error\ndata: \(error.jsonString())\n\n".utf8))
                     return false
                 }
-                return stream.write(Array(text.utf8), whenSent: whenSent)
+                // A client that has not read what it was sent while the server is over its limit already: not even
+                // rendered (a change is rendered for every stream).
+                let unsent = stream.bufferedCount
+                if unsent > 0 && stream.wouldPassServerUnsentLimit(adding: 0) { return tooSlow(unsent) }
+                // Bytes, not text: an item's JSON is shared by every stream of its feed and copied once here.
+                var bytes: [UInt8] = []
+                for event in events {
+                    switch event {
+                    case .item(let id, let json):
+                        if let id { bytes += Array("id: \(id)\n".utf8) }
+                        bytes += Array("event: change\ndata: ".utf8)
+                        bytes += json
+                        bytes += Array("\n\n".utf8)
+                    case .error(let body): bytes += Array("event: error\ndata: \(body.jsonString())\n\n".utf8)
+                    case .heartbeat(let lastEventID):
+                        bytes += Array((": heartbeat\n" + (lastEventID.map { "id: \($0)\n" } ?? "") + "\n").utf8)
+                    }
+                }
+                if unsent > 0 && unsent + bytes.count > maxUnsentEventBytes
+                    || stream.wouldPassServerUnsentLimit(adding: bytes.count)
+                {
+                    return tooSlow(unsent)
+                }
+                return stream.write(bytes, whenSent: whenSent)
             },
             close: { stream.finish() })
         stream.onClose { center.unsubscribe(id) }

@@ -45,17 +45,25 @@ public final class HTTPServer: Sendable {
     fileprivate let headerDeadlines: HeaderDeadlines
     /// Which workers are inside a handler, for the acceptor to keep new connections off stuck ones.
     fileprivate let workerLoad: WorkerLoad
-    /// Bytes of the answers of at least `countedBodySize` that libmicrohttpd holds, not yet sent (`UnsentBody`).
-    fileprivate let unsentBytes = Atomic<Int>(0)
+    /// Bytes of the answers of at least `countedBodySize` that libmicrohttpd holds, not yet sent (`UnsentBody`), and
+    /// of the streams it sends (`HTTPStream`).
+    private let unsentBytes = Atomic<Int>(0)
     /// Answers at least this large are counted in `unsentBytes`. Smaller ones are copied by libmicrohttpd uncounted:
     /// at most this much per connection.
     static let countedBodySize = 16 << 10
 
-    /// Bytes of large answers waiting for clients to read them (see `HTTPServerConfiguration.maxUnsentBytes`).
+    /// Bytes of large answers and of streams waiting for clients to read them (see
+    /// `HTTPServerConfiguration.maxUnsentBytes`).
     public var unsentByteCount: Int { unsentBytes.load(ordering: .relaxed) }
     /// The same, for every server of the process (what `/metrics` reports: a responder does not know its server).
     public static var processUnsentByteCount: Int { processUnsentBytes.load(ordering: .relaxed) }
-    fileprivate static let processUnsentBytes = Atomic<Int>(0)
+    private static let processUnsentBytes = Atomic<Int>(0)
+
+    /// Counts bytes held for clients (positive) or handed on (negative) in `unsentByteCount` and its process total.
+    func countUnsent(_ delta: Int) {
+        unsentBytes.add(delta, ordering: .relaxed)
+        Self.processUnsentBytes.add(delta, ordering: .relaxed)
+    }
     /// Open client connections (suspended ones included), for every server of the process (`/metrics`).
     public static var processConnectionCount: Int { processConnections.load(ordering: .relaxed) }
     fileprivate static let processConnections = Atomic<Int>(0)
@@ -420,7 +428,7 @@ public final class HTTPServer: Sendable {
             mhdResponse = MHD_create_response_from_buffer(
                 bytes.buffer.count, UnsafeMutableRawPointer(mutating: bytes.buffer.baseAddress), .RESPMEM_PERSISTENT)
         case .stream(let stream):
-            stream.attach(to: connection)
+            stream.attach(to: connection, countingIn: self)
             let key = ObjectIdentifier(stream)
             let stopping = streams.withLock { streams in
                 streams.open[key] = stream
@@ -580,13 +588,11 @@ private final class UnsentBody {
         bytes.withUnsafeBytes { storage.copyMemory(from: $0) }
         self.storage = storage
         self.server = server
-        server.unsentBytes.add(bytes.count, ordering: .relaxed)
-        HTTPServer.processUnsentBytes.add(bytes.count, ordering: .relaxed)
+        server.countUnsent(bytes.count)
     }
 
     deinit {
-        server.unsentBytes.subtract(storage.count, ordering: .relaxed)
-        HTTPServer.processUnsentBytes.subtract(storage.count, ordering: .relaxed)
+        server.countUnsent(-storage.count)
         storage.deallocate()
     }
 }

@@ -15,9 +15,10 @@ public struct HTTPServerConfiguration: Sendable {
     /// Seconds a connection has to send a whole request (head and body) once it starts waiting for one, however
     /// steadily the bytes come (against slowloris); nil: `idleTimeout`.
     public var requestTimeout: Int?
-    /// Bytes of large answers (`HTTPServer.countedBodySize` and over) held for clients that have not read them yet;
-    /// while more is held, a GET or HEAD whose answer is large gets `HTTPResponder.respondToUnsentLimit` instead
-    /// (unless nothing else is held: one answer larger than the limit still goes).
+    /// Bytes of large answers (`HTTPServer.countedBodySize` and over) and of streams held for clients that have not
+    /// read them yet; while more is held, a GET or HEAD whose answer is large gets `HTTPResponder.respondToUnsentLimit`
+    /// instead (unless nothing else is held: one answer larger than the limit still goes), and a stream's writer is
+    /// told its client is too slow (`HTTPStream.wouldPassServerUnsentLimit(adding:)`).
     public var maxUnsentBytes: Int
     /// Bytes of libmicrohttpd's per-connection memory pool (request line, headers, response headers).
     public var connectionMemoryLimit: Int

@@ -16,6 +16,8 @@ public final class HTTPStream: @unchecked Sendable {
         var released = false
         var parked = false
         var connection: Connection?
+        /// The server sending it, which counts its unsent bytes (`HTTPServer.unsentByteCount`).
+        weak var server: HTTPServer?
         /// Called once everything written so far has been handed to libmicrohttpd (`write(_:whenSent:)`).
         var whenSent: (@Sendable () -> Void)?
     }
@@ -60,7 +62,13 @@ public final class HTTPStream: @unchecked Sendable {
     public func write(_ bytes: [UInt8], whenSent: (@Sendable () -> Void)? = nil) -> Bool {
         state.withLock { state in
             guard !state.finished, !state.released else { return false }
-            state.buffer.append(contentsOf: bytes)
+            if state.start == state.buffer.count {
+                state.buffer = bytes  // nothing unsent: taken as it is, not copied
+                state.start = 0
+            } else {
+                state.buffer.append(contentsOf: bytes)
+            }
+            state.server?.countUnsent(bytes.count)
             if let whenSent { state.whenSent = whenSent }
             wake(&state)
             return true
@@ -84,9 +92,25 @@ public final class HTTPStream: @unchecked Sendable {
 
     // MARK: Server side
 
-    func attach(to connection: OpaquePointer) {
+    func attach(to connection: OpaquePointer, countingIn server: HTTPServer) {
         let connection = Connection(pointer: connection)
-        state.withLock { $0.connection = connection }
+        state.withLock { state in
+            state.connection = connection
+            state.server = server
+            server.countUnsent(state.buffer.count - state.start)
+        }
+    }
+
+    /// Whether `count` more bytes would take what the server sending the stream holds for clients (its large answers
+    /// and streams, `HTTPServerConfiguration.maxUnsentBytes`) past its limit while it holds anything: the writer
+    /// should end the stream rather than write them (a large answer to a GET is refused the same way; one larger
+    /// than the limit still goes when nothing else is held). False before the server sends the stream.
+    public func wouldPassServerUnsentLimit(adding count: Int) -> Bool {
+        state.withLock { state in
+            guard let server = state.server else { return false }
+            let held = server.unsentByteCount
+            return held > 0 && held + count > server.configuration.maxUnsentBytes
+        }
     }
 
     /// The content reader: copies buffered bytes, ends the stream, or parks the connection until `write`; then runs
@@ -111,6 +135,7 @@ public final class HTTPStream: @unchecked Sendable {
                     from: source.baseAddress! + state.start, byteCount: count)
             }
             state.start += count
+            state.server?.countUnsent(-count)
             if state.start == state.buffer.count {
                 state.buffer.removeAll(keepingCapacity: state.buffer.capacity <= 1 << 16)
                 state.start = 0
@@ -133,6 +158,8 @@ public final class HTTPStream: @unchecked Sendable {
         state.withLock { state in
             state.released = true
             state.connection = nil
+            state.server?.countUnsent(state.start - state.buffer.count)
+            state.server = nil
             state.buffer = []
             state.start = 0
         }

@@ -49,7 +49,9 @@ struct ServeCommand: ParsableCommand {
 
     @Option(
         parsing: .unconditional,
-        help: "Bytes of large answers held for clients that have not read them; beyond, a GET gets 503 server-busy.")
+        help: ArgumentHelp(
+            "Bytes of large answers and event streams held for clients that have not read them; beyond, a GET gets "
+                + "503 server-busy and a stream with unread bytes ends."))
     var maxUnsent = 1 << 30
 
     @Option(parsing: .unconditional, help: "Seconds after which an unpolled observer expires.")

@@ -894,6 +894,56 @@ struct ServerSentEventsTests {
         }
     }
 
+    /// Event streams' unread bytes count in what the server holds for clients (`--max-unsent`, `/metrics`): past
+    /// that, a stream holding unread bytes ends with `client-too-slow`, so streams that never read cannot together
+    /// make the server hold any amount (300 held 9.3 GB).
+    @Test func streamsThatDoNotReadAreHeldToTheServersUnsentLimitTogether() throws {
+        try withServiceAndServer(maxUnsent: 1 << 20) { client, server in
+            var sockets: [Int32] = []
+            defer { for socket in sockets { close(socket) } }
+            for _ in 0..<2 {
+                let socket = try client.connect()
+                sockets.append(socket)
+                var timeout = timeval(tv_sec: 10, tv_usec: 0)
+                setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                try client.send(
+                    Array("GET /changes HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n".utf8), on: socket)
+                var received = ""
+                #expect(read(socket, until: "text/event-stream", into: &received))
+            }
+            var held = 0
+            for round in 0..<16 {
+                let value = String(repeating: round % 2 == 0 ? "a" : "b", count: 700_000)
+                #expect(try client.request("PUT", "/objects/Employee/4/firstName", json: "\"\(value)\"").status == 200)
+                held = max(held, server.unsentByteCount)
+            }
+            // The observation queue renders behind the writes: a while longer.
+            for _ in 0..<200 {
+                held = max(held, server.unsentByteCount)
+                usleep(10_000)
+            }
+            // Counted (and held to the limit, but for what one write adds while nothing else is held: a push renders
+            // every change that came since the last, ~1.4 MB each with old and new values, several when the
+            // observation queue is behind).
+            #expect(held > 0, "the streams' unread bytes are counted")
+            let marker = Array("event: error\ndata: {\"error\":{\"code\":\"client-too-slow\"".utf8)
+            var buffer = [UInt8](repeating: 0, count: 1 << 16)
+            var window: [UInt8] = []
+            var found = false
+            while !found {
+                let count = buffer.withUnsafeMutableBytes { recv(sockets[0], $0.baseAddress, $0.count, 0) }
+                guard count > 0 else { break }
+                window = Array(window.suffix(64)) + buffer[0..<count]
+                found = occurrences(of: marker, in: window) > 0
+            }
+            #expect(found)
+            for socket in sockets { close(socket) }
+            sockets = []
+            for _ in 0..<500 where server.unsentByteCount != 0 { usleep(10_000) }
+            #expect(server.unsentByteCount == 0)
+        }
+    }
+
     @Test func queryChecksOfTheFeeds() throws {
         try withService { client in
             let unknown = try client.request("GET", "/changes?entity=Nope&timeout=0")

@@ -26,20 +26,32 @@ func withService(
     observationQueue: DispatchQueue = DispatchQueue(label: "test.observation"),
     _ body: (TestHTTPClient) throws -> Void
 ) throws {
+    try withServiceAndServer(
+        maxBody: maxBody, observation: observation, document: document, observationQueue: observationQueue
+    ) { client, _ in try body(client) }
+}
+
+/// `withService`, with the server too (and its `maxUnsentBytes`).
+func withServiceAndServer(
+    maxBody: Int = 1 << 20, maxUnsent: Int = 1 << 30, observation: ObservationCenter.Configuration = .init(),
+    document: Document? = nil, observationQueue: DispatchQueue = DispatchQueue(label: "test.observation"),
+    _ body: (TestHTTPClient, HTTPServer) throws -> Void
+) throws {
     let document = try document ?? Document(fixtureDirectory: packageRoot + "/Fixtures/employees")
     let observations = ObservationCenter(document: document, queue: observationQueue, configuration: observation)
     let service = BinderyService(
         configuration: .init(publicDirectory: packageRoot + "/Public", corsOrigin: "*"), document: document,
         observations: observations)
     let server = HTTPServer(
-        configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 2, maxBodySize: maxBody),
+        configuration: HTTPServerConfiguration(
+            host: "127.0.0.1", port: 0, threads: 2, maxBodySize: maxBody, maxUnsentBytes: maxUnsent),
         responder: service)
     try server.start()
     defer {
         observations.answerAllWaiters()
         server.stop()
     }
-    try body(TestHTTPClient(port: try #require(server.port)))
+    try body(TestHTTPClient(port: try #require(server.port)), server)
 }
 
 extension TestResponse {

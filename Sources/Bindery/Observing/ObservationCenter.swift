@@ -60,8 +60,9 @@ public final class ObservationCenter: @unchecked Sendable {
         /// One change or notification. `id` is its seq on the last item of that seq only (a transaction's changes,
         /// a prior notification and its change share one): a client that resumes from `Last-Event-ID` after losing
         /// the connection in the middle of a seq is sent the whole seq again rather than miss the rest of it. Every
-        /// feed's items are one event, `change` (API.md §7), notifications too.
-        case item(id: Int64?, data: PropertyListValue)
+        /// feed's items are one event, `change` (API.md §7), notifications too. `json`: the item, rendered once for
+        /// every stream of the same feed.
+        case item(id: Int64?, json: [UInt8])
         /// The stream cannot go on (history compacted, observer gone): the error body; the stream then ends.
         case error(PropertyListValue)
         /// A comment when the stream is idle; with `lastEventID` when its cursor has moved past changes that were not
@@ -108,6 +109,31 @@ public final class ObservationCenter: @unchecked Sendable {
     /// Seconds between looks for waiters whose clients have gone (a peek at each one's socket).
     private static let abandonedSweepInterval = 2.0
     private var subscribers: [Int: Subscriber] = [:]
+    /// Items rendered for event streams, by feed and place: a change sent to many streams is rendered once (300
+    /// streams rendering each change of a 500 KB value kept the queue busy for 40 s). Dropped past `renderedLimit`.
+    private var renderedItems: [RenderedItem: [UInt8]] = [:]
+    private var renderedBytes = 0
+    private static let renderedLimit = 64 << 20
+
+    /// An item's place: the feed (with its filter), its seq, and its place among that seq's items of the feed.
+    private struct RenderedItem: Hashable {
+        var source: PollRequest.Source
+        var seq: Int64
+        var ordinal: Int
+    }
+
+    /// The item's JSON text, rendered once per feed and place.
+    private func rendered(_ item: PropertyListValue, _ key: RenderedItem) -> [UInt8] {
+        if let json = renderedItems[key] { return json }
+        let json = Array(item.jsonString().utf8)
+        if renderedBytes + json.count > Self.renderedLimit {
+            renderedItems = [:]
+            renderedBytes = 0
+        }
+        renderedItems[key] = json
+        renderedBytes += json.count
+        return json
+    }
     private let notificationCenter: NotificationCenter
     /// Whether the service's own notifications are being dropped (their seqs cannot be reserved); reported once.
     private var droppingNotifications = false
@@ -378,9 +404,13 @@ public final class ObservationCenter: @unchecked Sendable {
             let isNotification = if case .notifications = subscriber.source { true } else { false }
             let items = (isNotification ? json["notifications"] : json["changes"])?.arrayValue ?? []
             let seqs = items.map { $0["seq"]?.integerValue ?? 0 }
+            var ordinal = 0
             events = items.indices.map { index in
+                ordinal = index > 0 && seqs[index - 1] == seqs[index] ? ordinal + 1 : 0
+                let json = rendered(
+                    items[index], RenderedItem(source: subscriber.source, seq: seqs[index], ordinal: ordinal))
                 let last = index == items.count - 1 || seqs[index + 1] != seqs[index]
-                return .item(id: last ? seqs[index] : nil, data: items[index])
+                return .item(id: last ? seqs[index] : nil, json: json)
             }
             let last = json["last"]?.integerValue ?? subscriber.since
             subscriber.since = last
