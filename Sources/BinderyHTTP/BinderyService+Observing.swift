@@ -207,26 +207,29 @@ extension BinderyService {
                 // rendered (a change is rendered for every stream).
                 let unsent = stream.bufferedCount
                 if unsent > 0 && stream.wouldPassServerUnsentLimit(adding: 0) { return tooSlow(unsent) }
-                // Bytes, not text: an item's JSON is shared by every stream of its feed and copied once here.
-                var bytes: [UInt8] = []
+                // Parts: an item's JSON is shared by every stream of its feed, not copied; the framing goes between.
+                var parts: [[UInt8]] = []
+                var framing: [UInt8] = []
                 for event in events {
                     switch event {
                     case .item(let id, let json):
-                        if let id { bytes += Array("id: \(id)\n".utf8) }
-                        bytes += Array("event: change\ndata: ".utf8)
-                        bytes += json
-                        bytes += Array("\n\n".utf8)
-                    case .error(let body): bytes += Array("event: error\ndata: \(body.jsonString())\n\n".utf8)
+                        if let id { framing += Array("id: \(id)\n".utf8) }
+                        framing += Array("event: change\ndata: ".utf8)
+                        parts += [framing, json]
+                        framing = Array("\n\n".utf8)
+                    case .error(let body): framing += Array("event: error\ndata: \(body.jsonString())\n\n".utf8)
                     case .heartbeat(let lastEventID):
-                        bytes += Array((": heartbeat\n" + (lastEventID.map { "id: \($0)\n" } ?? "") + "\n").utf8)
+                        framing += Array((": heartbeat\n" + (lastEventID.map { "id: \($0)\n" } ?? "") + "\n").utf8)
                     }
                 }
-                if unsent > 0 && unsent + bytes.count > maxUnsentEventBytes
-                    || stream.wouldPassServerUnsentLimit(adding: bytes.count)
+                parts.append(framing)
+                let count = parts.reduce(0) { $0 + $1.count }
+                if unsent > 0 && unsent + count > maxUnsentEventBytes
+                    || stream.wouldPassServerUnsentLimit(adding: count)
                 {
                     return tooSlow(unsent)
                 }
-                return stream.write(bytes, whenSent: whenSent)
+                return stream.write(parts: parts, whenSent: whenSent)
             },
             close: { stream.finish() })
         stream.onClose { center.unsubscribe(id) }

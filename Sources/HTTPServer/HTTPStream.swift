@@ -9,9 +9,14 @@ import Synchronization
 /// being queued and the stream being released by libmicrohttpd.
 public final class HTTPStream: @unchecked Sendable {
     private struct State {
-        var buffer: [UInt8] = []
-        /// Where the unsent bytes of `buffer` begin (sent bytes are dropped in bulk, not on every read).
-        var start = 0
+        /// What was written and not yet sent, as written: parts are shared with the writer, not copied (one
+        /// rendered change goes to many streams).
+        var parts: [[UInt8]] = []
+        /// The first part not wholly sent, and how much of it was.
+        var head = 0
+        var offset = 0
+        /// The bytes of `parts` not yet sent.
+        var unsent = 0
         var finished = false
         var released = false
         var parked = false
@@ -41,7 +46,7 @@ public final class HTTPStream: @unchecked Sendable {
 
     /// The bytes written and not yet sent (the client reads slower than the stream is written when this grows).
     public var bufferedCount: Int {
-        state.withLock { $0.buffer.count - $0.start }
+        state.withLock { $0.unsent }
     }
 
     /// Whether the client has closed or reset the connection while the stream is parked waiting for bytes
@@ -60,15 +65,18 @@ public final class HTTPStream: @unchecked Sendable {
     /// the next part then, so that a slow client holds one part in memory, not all of them.
     @discardableResult
     public func write(_ bytes: [UInt8], whenSent: (@Sendable () -> Void)? = nil) -> Bool {
+        write(parts: [bytes], whenSent: whenSent)
+    }
+
+    /// `write(_:whenSent:)` of the parts one after the other, each kept as it is (not copied).
+    @discardableResult
+    public func write(parts: [[UInt8]], whenSent: (@Sendable () -> Void)? = nil) -> Bool {
         state.withLock { state in
             guard !state.finished, !state.released else { return false }
-            if state.start == state.buffer.count {
-                state.buffer = bytes  // nothing unsent: taken as it is, not copied
-                state.start = 0
-            } else {
-                state.buffer.append(contentsOf: bytes)
-            }
-            state.server?.countUnsent(bytes.count)
+            let count = parts.reduce(0) { $0 + $1.count }
+            state.parts += parts.filter { !$0.isEmpty }
+            state.unsent += count
+            state.server?.countUnsent(count)
             if let whenSent { state.whenSent = whenSent }
             wake(&state)
             return true
@@ -97,7 +105,7 @@ public final class HTTPStream: @unchecked Sendable {
         state.withLock { state in
             state.connection = connection
             state.server = server
-            server.countUnsent(state.buffer.count - state.start)
+            server.countUnsent(state.unsent)
         }
     }
 
@@ -118,7 +126,7 @@ public final class HTTPStream: @unchecked Sendable {
     func read(into destination: UnsafeMutablePointer<CChar>, max: Int) -> Int {
         let (count, sent) = state.withLock { state -> (Int, (@Sendable () -> Void)?) in
             let count = copy(into: destination, max: max, &state)
-            guard state.start == state.buffer.count, let sent = state.whenSent else { return (count, nil) }
+            guard state.unsent == 0, let sent = state.whenSent else { return (count, nil) }
             state.whenSent = nil
             return (count, sent)
         }
@@ -128,20 +136,30 @@ public final class HTTPStream: @unchecked Sendable {
 
     /// Under the lock: copies buffered bytes, ends the stream, or parks the connection until `write`.
     private func copy(into destination: UnsafeMutablePointer<CChar>, max: Int, _ state: inout State) -> Int {
-        if state.start < state.buffer.count {
-            let count = min(max, state.buffer.count - state.start)
-            state.buffer.withUnsafeBufferPointer { source in
-                UnsafeMutableRawPointer(destination).copyMemory(
-                    from: source.baseAddress! + state.start, byteCount: count)
+        if state.unsent > 0 {
+            var count = 0
+            while count < max, state.head < state.parts.count {
+                let part = state.parts[state.head]
+                let taken = min(max - count, part.count - state.offset)
+                part.withUnsafeBufferPointer { source in
+                    (UnsafeMutableRawPointer(destination) + count).copyMemory(
+                        from: source.baseAddress! + state.offset, byteCount: taken)
+                }
+                count += taken
+                state.offset += taken
+                if state.offset == part.count {
+                    state.head += 1
+                    state.offset = 0
+                }
             }
-            state.start += count
+            state.unsent -= count
             state.server?.countUnsent(-count)
-            if state.start == state.buffer.count {
-                state.buffer.removeAll(keepingCapacity: state.buffer.capacity <= 1 << 16)
-                state.start = 0
-            } else if state.start >= 1 << 16 && state.start * 2 >= state.buffer.count {
-                state.buffer.removeFirst(state.start)
-                state.start = 0
+            if state.head == state.parts.count {
+                state.parts.removeAll(keepingCapacity: state.parts.capacity <= 64)
+                state.head = 0
+            } else if state.head >= 64 {
+                state.parts.removeFirst(state.head)
+                state.head = 0
             }
             return count
         }
@@ -158,10 +176,12 @@ public final class HTTPStream: @unchecked Sendable {
         state.withLock { state in
             state.released = true
             state.connection = nil
-            state.server?.countUnsent(state.start - state.buffer.count)
+            state.server?.countUnsent(-state.unsent)
             state.server = nil
-            state.buffer = []
-            state.start = 0
+            state.parts = []
+            state.head = 0
+            state.offset = 0
+            state.unsent = 0
         }
         let handler = closeHandler.withLock { handler in
             defer { handler = nil }
