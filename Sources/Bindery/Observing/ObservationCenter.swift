@@ -122,7 +122,7 @@ public final class ObservationCenter: @unchecked Sendable {
         var ordinal: Int
     }
 
-    /// The item's JSON text, rendered once per feed and place.
+    /// The item's JSON (UTF-8), rendered once per feed and place.
     private func rendered(_ item: PropertyListValue, _ key: RenderedItem) -> [UInt8] {
         if let json = renderedItems[key] { return json }
         let json = Array(item.jsonString().utf8)
