@@ -282,6 +282,14 @@ public final class HTTPServer: Sendable {
                 reason: "The request line and its \(fields) header fields and query arguments take \(headSize) bytes "
                     + "of the connection's memory; at most \(configuration.maximumRequestHeadSize) are taken.")
         }
+        // RFC 9112 §6.1: an HTTP/1.0 message with Transfer-Encoding has faulty framing (an HTTP/1.0 hop before the
+        // server may have read its body otherwise); libmicrohttpd would read it chunked and keep the connection.
+        if let version, strcmp(version, "HTTP/1.0") == 0,
+            MHD_lookup_connection_value(connection, .HEADER_KIND, "Transfer-Encoding") != nil
+        {
+            return .malformed(
+                status: 400, reason: "An HTTP/1.0 request has no Transfer-Encoding (its framing is faulty).")
+        }
         let needsHost = version.map { strcmp($0, "HTTP/1.1") == 0 } ?? false
         switch Int(bindery_mhd_framing_problem(connection, method, needsHost ? 1 : 0)) {
         case Int(BINDERY_FRAMING_OK): break

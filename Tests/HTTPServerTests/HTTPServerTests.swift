@@ -178,6 +178,12 @@ struct HTTPServerTests {
                 #expect(answer.hasPrefix("HTTP/1.1 \(status)"), "\(head): \(answer)")
                 #expect(!answer.contains("smuggled"), "\(head)")
             }
+            // Transfer-Encoding in HTTP/1.0 is faulty framing (RFC 9112 §6.1), also with keep-alive.
+            let chunked10 =
+                "PUT /echo HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nhello!\r\n0\r\n\r\n"
+                + smuggled
+            let refused = String(decoding: try client.exchange(Array(chunked10.utf8)), as: UTF8.self)
+            #expect(refused.hasPrefix("HTTP/1.1 400") && !refused.contains("smuggled"), "\(refused)")
             // Equal duplicates are one length (RFC 9112 §6.3 lets a server take them).
             let equal =
                 "PUT /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
