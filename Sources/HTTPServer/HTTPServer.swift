@@ -256,11 +256,21 @@ public final class HTTPServer: Sendable {
         // libmicrohttpd reads the request line by its bytes but hands the target on as a C string: a raw NUL in it
         // would cut the path short (`DELETE /objects/E/1\0/rest` would delete E/1). In the buffer, the target is
         // followed by the space before the HTTP version, which libmicrohttpd turned into the NUL that ends it: the
-        // target's length as a C string (taken before the query was split off) must reach it.
+        // target's length up to its first control character (taken before the query was split off) must reach it.
+        // (RFC 9112 §3.2: no control character is part of a target; raw ones in the query would read as encoded.)
         if let url, let version, let length = clock(of: connection)?.targetLength.exchange(-1, ordering: .relaxed),
             length < 0 || url + length + 1 != version
         {
-            return .malformed(status: 400, reason: "The request target holds a NUL byte.")
+            return .malformed(status: 400, reason: "The request target holds a NUL byte or a control character.")
+        }
+        // RFC 9112 §3.2: a target is a path (the origin form), an absolute URI, or `*` for a server-wide OPTIONS;
+        // libmicrohttpd hands on anything (`GET healthz` would be answered for `/healthz`).
+        if let url, url.pointee != CChar(UInt8(ascii: "/")), strncasecmp(url, "http://", 7) != 0,
+            strncasecmp(url, "https://", 8) != 0,
+            strcmp(url, "*") != 0 || method.map({ strcmp($0, "OPTIONS") }) != 0
+        {
+            return .malformed(
+                status: 400, reason: "The request target is not a path (nor an absolute URI, nor * for OPTIONS).")
         }
         // A target has no white space (RFC 9112 §3.2): libmicrohttpd splits the line at its first and last space, so
         // `GET /a  HTTP/1.1` would be answered for the path `/a ` and `GET /a b HTTP/1.1` for `/a b`. (Only the path
@@ -620,11 +630,14 @@ private let streamReleased: MHD_ContentReaderFreeCallback = { cls in
     stream.released()
 }
 
-/// Notes the length of each request's target (see `refusalUpFront`) and its query as sent (`HTTPRequest.rawQuery`),
-/// before libmicrohttpd splits off the query and decodes it in place.
+/// The control characters but NUL (which ends a C string): none is part of a request target.
+private let targetControlCharacters = String((1..<0x20).map { Character(Unicode.Scalar(UInt8($0))) }) + "\u{7F}"
+
+/// Notes the length of each request's target up to its first control character (see `refusalUpFront`) and its query
+/// as sent (`HTTPRequest.rawQuery`), before libmicrohttpd splits off the query and decodes it in place.
 private let targetSeen: bindery_mhd_uri_log_callback = { _, uri, connection in
     guard let uri, let connection, let clock = clock(of: connection) else { return nil }
-    clock.targetLength.store(strlen(uri), ordering: .relaxed)
+    clock.targetLength.store(strcspn(uri, targetControlCharacters), ordering: .relaxed)
     // Only a request with a query notes one (and `handle` reads it only then): the others pay nothing for it.
     if let mark = strchr(uri, Int32(UInt8(ascii: "?"))) {
         clock.rawQuery.withLock { $0 = HTTPRequest.rawQuery(from: mark + 1) }

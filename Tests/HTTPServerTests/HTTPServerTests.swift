@@ -222,13 +222,18 @@ struct HTTPServerTests {
     }
 
     /// A raw NUL in the request target is refused: libmicrohttpd would hand on the target cut at it, and the shorter
-    /// path would be answered (a `DELETE` of `/objects/E/1\0/rest` deleting E/1). So is white space in its path.
+    /// path would be answered (a `DELETE` of `/objects/E/1\0/rest` deleting E/1). So are white space in its path,
+    /// other control characters anywhere in it, and a target that is not a path (RFC 9112 §3.2).
     @Test func aRawNULOrWhiteSpaceInTheTargetIsRefused() throws {
         try withServer { _, _, client in
             let refused = [
                 "/echo/a\0/b", "/echo/a\0", "/echo/a?x=1\0&y=2", "/echo/a\0 HTTP/1.1 x", "/echo\0HTTP/1.1",
                 // White space is no part of a target either: libmicrohttpd splits the line at its last space.
                 "/echo/a ", "/echo/a b", "/echo/a\tb", "/echo/a b?x=1",
+                // Nor are other control characters, in the path or the query (which would read as percent-encoded).
+                "/echo/a\u{1}b", "/echo/a\u{7F}", "/echo/a?x=\u{1B}", "/echo?\u{7F}",
+                // A target is a path, an absolute URI, or `*` for OPTIONS only.
+                "echo/a", "*", "echo", "ftp://h/echo/a",
             ]
             for target in refused {
                 let request = "DELETE \(target) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
@@ -236,6 +241,9 @@ struct HTTPServerTests {
                 #expect(answer.hasPrefix("HTTP/1.1 400"), "\(target.debugDescription): \(answer)")
                 #expect(!answer.contains("DELETE echo"), "\(target.debugDescription)")
             }
+            let request = "OPTIONS * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+            let answer = String(decoding: try client.exchange(Array(request.utf8)), as: UTF8.self)
+            #expect(!answer.hasPrefix("HTTP/1.1 400"), "OPTIONS *: \(answer)")
             // Targets without one, with and without a query, in both forms, one after another on a connection.
             let targets = ["/echo/a/b?x=1&y", "/echo/a", "/echo?", "http://h/echo/z?q=%00"]
             let requests = targets.map { "GET \($0) HTTP/1.1\r\nHost: x\r\n\r\n" }.joined()
