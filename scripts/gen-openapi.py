@@ -65,9 +65,10 @@ etag, location = ["ETag"], ["Location"]
 paths = {
   "/healthz": {"get": op("Health", responses={**ok({"type": "object", "required": ["status"], "properties": {"status": {"const": "ok"}}}),
         # An API.md §2 error with the status beside it: {"status": "journal-failed", "error": {"code": "journal-failed", "message"}}.
-        **ok({"allOf": [ref("Error"), {"type": "object", "required": ["status"], "properties": {"status": {"const": "journal-failed"},
-                                                                                          "error": {"properties": {"code": {"const": "journal-failed"}}}}}]},
-             "The journal refuses every change until restart (no Retry-After: it lasts until the server is restarted)", "503")}, tags=["service"])},
+        **ok({"allOf": [ref("Error"), {"type": "object", "required": ["status"], "properties": {"status": {"enum": ["journal-failed", "storage-error"]},
+                                                                                          "error": {"properties": {"code": {"enum": ["journal-failed", "storage-error"]}}}}}]},
+             "journal-failed: the journal refuses every change until restart (no Retry-After: it lasts until the server is restarted); "
+             "storage-error (--fsync always and never): the latest journal write failed (a full disk), until one succeeds", "503")}, tags=["service"])},
   "/metrics": {"get": op("Prometheus metrics", responses={"200": {"description": "Prometheus text", "content": {"text/plain": {"schema": {"type": "string"}}}}}, tags=["service"])},
   "/model": {"get": op("The model", responses=ok(ref("Model")), tags=["model"])},
   "/model/{entity}": {"get": op("One entity of the model", [entity], responses=ok({"type": "object"}), tags=["model"])},

@@ -11,10 +11,11 @@ extension BinderyService {
 
     /// `GET /healthz`: 200 `{"status": "ok"}`, or 503 `{"status": "journal-failed", "error": {"code", "message"}}`
     /// (an API.md §2 error with the status beside it) while the journal refuses every change (until restart), so
-    /// that a supervisor's health check restarts the service.
+    /// that a supervisor's health check restarts the service; `storage-error` likewise while journal writes fail
+    /// (`--fsync always` and `never`: until one succeeds).
     static func addHealthRoutes(to router: inout Router, document: Document) {
         router.add("GET", "/healthz") { _ in
-            if let failure = document.journalFailure {
+            if let failure = document.journalFailure ?? document.journalWriteFailure {
                 var body = APIError(failure).body.dictionaryValue ?? [:]
                 body["status"] = .string(failure.code)
                 return .response(.json(.dictionary(body), status: 503))

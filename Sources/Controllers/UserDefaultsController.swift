@@ -330,7 +330,7 @@ public final class UserDefaultsController: Sendable {
             try FileIO.writeDurably([bytes], to: path, directory: directory.isEmpty ? "." : directory)
         } catch {
             throw ObjectGraphError(
-                status: 500, code: "storage-error", message: "Cannot save the defaults: \(error.message)")
+                status: error.status, code: "storage-error", message: "Cannot save the defaults: \(error.message)")
         }
     }
 }

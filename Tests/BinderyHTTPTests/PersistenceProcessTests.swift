@@ -487,6 +487,40 @@ struct PersistenceProcessTests {
         }
     }
 
+    /// With `always` (each change written before it is committed), a write that fails refuses that change only,
+    /// with `Retry-After`; `/healthz` says so while writes fail, and standard error once.
+    @Test func aFailingWriteWithAlwaysIsRefusedAndToldByHealth() throws {
+        try withTemporaryDataDirectory { data in
+            let (started, _, message) = try ServerProcess.start(data: data, fsync: "always", fileSizeLimit: 128)
+            let server = try #require(started, "\(message)")
+            let client = server.client
+            #expect(try client.request("GET", "/healthz").status == 200)
+            var acknowledged = 0
+            var refusal: TestResponse?
+            for value in 1...5_000 {
+                let response = try client.request("PUT", "/objects/Employee/4/salary", json: String(value))
+                guard response.status == 200 else {
+                    refusal = response
+                    break
+                }
+                acknowledged = value
+            }
+            let refused = try #require(refusal)
+            #expect(refused.status == 503)
+            #expect(refused.errorCode == "storage-error")
+            #expect(refused.header("Retry-After") == "1")
+            #expect(try client.request("PUT", "/objects/Employee/4/salary", json: "1").errorCode == "storage-error")
+            #expect(try client.request("GET", "/objects/Employee/4/salary").json == .integer(Int64(acknowledged)))
+            let health = try client.request("GET", "/healthz")
+            #expect(health.status == 503)
+            #expect(health.json?["status"] == "storage-error")
+            #expect(try client.request("GET", "/metrics").text.contains("bindery_journal_failed 0\n"))
+            _ = server.terminate()
+            let errors = String(decoding: server.errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            #expect(errors.components(separatedBy: "a change could not be journaled").count == 2, "\(errors)")
+        }
+    }
+
     @Test func aRolledBackInsertLeavesNoControllerHoldingIt() throws {
         try withTemporaryDataDirectory { data in
             let (started, _, message) = try ServerProcess.start(data: data, fsync: "batch", fileSizeLimit: 128)

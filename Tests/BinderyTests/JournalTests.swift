@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import ObjectGraph
 import Synchronization
@@ -118,6 +119,103 @@ struct JournalTests {
         let refused = #expect(throws: ObjectGraphError.self) { try journal.append(record(1)) }
         #expect(refused?.code == "journal-segment-removed")
         #expect(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int == 0)
+    }
+
+    final class Reports: Sendable {
+        let lines = Mutex<[String]>([])
+    }
+
+    final class Disk: Sendable {
+        let isFull: Atomic<Bool>
+        init(full: Bool) { isFull = Atomic(full) }
+        func fill(_ full: Bool) { isFull.store(full, ordering: .relaxed) }
+    }
+
+    /// A journal on a fresh file whose writes fail with ENOSPC while `disk` is full.
+    private func journalOnFillableDisk(
+        _ policy: FsyncPolicy, disk: Disk, rolledBack: RollBacks = RollBacks(), reports: Reports = Reports(),
+        patience: Double = 5
+    ) throws -> (Journal, path: String) {
+        let path = NSTemporaryDirectory() + "bindery-journal-\(UUID()).log"
+        let journal = Journal(
+            directory: DataDirectory(path: NSTemporaryDirectory()), policy: policy,
+            file: try FileIO.open(path, O_WRONLY | O_CREAT | O_APPEND), firstSeq: 1, size: 0, seq: 0,
+            snapshotSeq: nil, recordsSinceSnapshot: 0, snapshotRecords: 1_000, snapshotBytes: 1 << 20,
+            deliver: { _ in }, rollBack: { [rolledBack] in rolledBack.count.withLock { $0 += 1 } },
+            report: { [reports] line in reports.lines.withLock { $0.append(line) } }, fullDiskPatience: patience,
+            writeFile: { fd, bytes in disk.isFull.load(ordering: .relaxed) ? ENOSPC : FileIO.writeAll(fd, bytes) })
+        return (journal, path)
+    }
+
+    /// With `batch` the change is committed already when the flusher's write finds the disk full: the write is tried
+    /// again while space may come back (a snapshot that did not fit removes its temporary file), and the change is
+    /// acknowledged once written, the journal never failed.
+    @Test func batchRetriesAWriteThatFailsForWantOfSpace() throws {
+        let disk = Disk(full: true)
+        let rollBacks = RollBacks()
+        let (journal, path) = try journalOnFillableDisk(.batch, disk: disk, rolledBack: rollBacks)
+        defer { unlink(path) }
+        defer { journal.close() }
+        try journal.append(record(1))
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.2) { disk.fill(false) }
+        try journal.append(record(2))
+        try journal.waitUntilDurable(2)
+        #expect(journal.durableSeq == 2)
+        #expect(journal.failure == nil)
+        #expect(rollBacks.count.withLock { $0 } == 0)
+        let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int
+        #expect(size == journalFrame(record(1).jsonBytes()).count + journalFrame(record(2).jsonBytes()).count)
+        // A rotation (a snapshot) that finds the disk full leaves the records queued and the segment in place.
+        disk.fill(true)
+        try journal.append(record(3))
+        let refused = #expect(throws: ObjectGraphError.self) { try journal.rotate(nextSeq: 4) }
+        #expect(refused?.code == "storage-error")
+        #expect(journal.failure == nil)
+        disk.fill(false)
+        try journal.waitUntilDurable(3)
+        #expect(rollBacks.count.withLock { $0 } == 0)
+    }
+
+    /// A disk that stays full fails the journal once the flusher's patience is spent, as a failed flush does.
+    @Test func batchFailsWhenTheDiskStaysFull() throws {
+        let rollBacks = RollBacks()
+        let reports = Reports()
+        let (journal, path) = try journalOnFillableDisk(
+            .batch, disk: Disk(full: true), rolledBack: rollBacks, reports: reports, patience: 0.1)
+        defer { unlink(path) }
+        defer { journal.close() }
+        try journal.append(record(1))
+        let refused = #expect(throws: ObjectGraphError.self) { try journal.waitUntilDurable(1) }
+        #expect(refused?.code == "journal-failed")
+        #expect(refused?.message.contains(String(cString: strerror(ENOSPC))) == true)
+        #expect(rollBacks.count.withLock { $0 } == 1)
+        #expect(reports.lines.withLock { $0 } == [journal.failure?.message])
+        #expect(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int == 0)
+    }
+
+    /// With `always` and `never`, a write that fails refuses its change only; the failure is readable (for
+    /// `/healthz`) and reported once until a write succeeds again.
+    @Test(arguments: [FsyncPolicy.always, .never])
+    func aFailingWriteIsToldUntilOneSucceeds(_ policy: FsyncPolicy) throws {
+        let disk = Disk(full: false)
+        let reports = Reports()
+        let (journal, path) = try journalOnFillableDisk(policy, disk: disk, reports: reports)
+        defer { unlink(path) }
+        defer { journal.close() }
+        try journal.append(record(1))
+        #expect(journal.writeFailure == nil)
+        disk.fill(true)
+        for seq in 2...3 {
+            let refused = #expect(throws: ObjectGraphError.self) { try journal.append(record(Int64(seq))) }
+            #expect(refused?.code == "storage-error")
+            #expect(journal.writeFailure?.code == "storage-error")
+        }
+        #expect(reports.lines.withLock { $0.count } == 1)
+        disk.fill(false)
+        try journal.append(record(2))
+        #expect(journal.writeFailure == nil)
+        #expect(journal.failure == nil)
+        #expect(reports.lines.withLock { $0.count } == 2)
     }
 
     @Test(arguments: [FsyncPolicy.always, .never])

@@ -117,7 +117,7 @@ final class NotificationCenter {
     }
 
     /// Makes sure the next seq is reserved, writing the next block when `lastSeq` reached the reserved ones; throws
-    /// (500 `storage-error`) when it cannot be.
+    /// (`storage-error`, 503 for a full or failing disk) when it cannot be.
     func reserveNext() throws(ObjectGraphError) {
         guard let directory, lastSeq >= reservedThrough else { return }
         if let unreadable { throw unreadable }

@@ -93,6 +93,13 @@ extension Document {
         storage.journal.failure
     }
 
+    /// With `--fsync always` and `never`: why the latest journal write failed (a full disk, 503 `storage-error`),
+    /// while none has succeeded since (each change is tried; with `batch` a write that keeps failing is
+    /// `journalFailure`). `/healthz` reports it too.
+    public var journalWriteFailure: ObjectGraphError? {
+        storage.journal.writeFailure
+    }
+
     /// Writes a last snapshot if anything changed since the newest, and flushes and closes the journal: later
     /// changes are refused (503). Idempotent; call it before exiting. Answers false when the last snapshot or the
     /// journal could not be written (the exit status should say so).

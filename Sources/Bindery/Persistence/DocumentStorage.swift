@@ -148,7 +148,7 @@ final class DocumentStorage: Sendable {
             rollBack: { [rolledBack] in
                 Self.reload(store, from: directory, report: report)
                 for observer in rolledBack.observers.withLock({ $0 }) { observer() }
-            })
+            }, report: report)
         progress = Mutex(
             Progress(
                 snapshotSeq: snapshotSeq, savedSeq: savedSeq, savedSnapshotSeq: savedSeq,
@@ -499,10 +499,19 @@ final class DocumentStorage: Sendable {
         return seq
     }
 
+    /// A snapshot that cannot fit is not begun: written until the disk is full, it would take the space the
+    /// journal's next writes need (with `batch` they wait for it to come back) for nothing.
     private static func writeSnapshot(_ payload: [UInt8], seq: Int64, in directory: DataDirectory)
         throws(ObjectGraphError)
     {
-        try directory.writeDurably([SnapshotFile.header(for: payload), payload], to: DataDirectory.snapshotName(seq))
+        let header = SnapshotFile.header(for: payload)
+        let needed = UInt64(header.count + payload.count)
+        if let available = FileIO.availableSpace(directory.path), available < needed {
+            throw ObjectGraphError(
+                status: 503, code: "storage-error",
+                message: "A snapshot of \(needed) bytes does not fit in \(directory.path) (\(available) bytes free).")
+        }
+        try directory.writeDurably([header, payload], to: DataDirectory.snapshotName(seq))
     }
 
     /// Makes `saved.bin` a hard link to the snapshot of `seq` (atomically replacing the previous one).

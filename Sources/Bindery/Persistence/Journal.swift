@@ -18,7 +18,10 @@ import Synchronization
 /// acknowledged only once durable, and (with `batch`) after it was delivered. A failed write is cut back off the
 /// file; with `batch` (the change is already committed in memory), and for any failed flush, the journal goes to the
 /// `failed` state, in which the waiting requests get 503 and every later commit is refused (the disk can no longer be
-/// trusted).
+/// trusted). With `batch`, a write that fails for want of space is first tried again for `fullDiskPatience` seconds
+/// (the records stay queued, their requests waiting): space often comes back at once, when a snapshot that did not fit
+/// removes its temporary file. With `always` and `never`, a failed write refuses its change only, and `writeFailure`
+/// says why until a write succeeds.
 ///
 /// A segment removed from the directory while open (found after each write and flush: no link is left) is not
 /// failed but recovered: the storage's recovery (`setRecovery`) writes a snapshot of the store, which starts a new
@@ -36,8 +39,13 @@ final class Journal: Sendable {
     private let deliver: @Sendable (_ durableSeq: Int64) -> Void
     /// Brings the store back to what the files hold, after a failed flush (`batch`).
     private let rollBack: @Sendable () -> Void
-    /// `fdatasync` (`FileIO.sync`); tests make it fail.
+    /// `fdatasync` (`FileIO.sync`) and `write` (`FileIO.writeAll`); tests make them fail.
     private let syncFile: @Sendable (Int32) -> Int32?
+    private let writeFile: @Sendable (Int32, UnsafeRawBufferPointer) -> Int32?
+    /// How long (seconds) the flusher tries again a write that fails for want of space before the journal fails.
+    private let fullDiskPatience: Double
+    /// Receives a line when the journal fails, and when writes start and stop failing (`always`, `never`).
+    private let report: @Sendable (String) -> Void
     /// Writes a snapshot of the store and answers its error, or schedules it when `wait` is false (set by the
     /// storage once it exists).
     private let recovery = Mutex<(@Sendable (_ wait: Bool) -> ObjectGraphError?)?>(nil)
@@ -49,6 +57,10 @@ final class Journal: Sendable {
     private let publishedDurableSeq: Atomic<Int64>
     /// Set (for good) when the lifecycle becomes `failed`: `failure` is read on every `/healthz` without the lock.
     private let hasFailed = Atomic<Bool>(false)
+    /// With `always` and `never`: why the latest write failed, until one succeeds (set and cleared under the store's
+    /// lock, which every such write holds); `isWriteFailing` says whether it is set, without the lock.
+    private let latestWriteFailure = Mutex<ObjectGraphError?>(nil)
+    private let isWriteFailing = Atomic<Bool>(false)
     /// Held while queued records are written to the current segment (and while the segment changes or closes), so
     /// that batches reach the file in seq order. Lock order: the store's lock, then `io`, then `state`.
     private let io = Mutex(())
@@ -105,10 +117,15 @@ final class Journal: Sendable {
         directory: DataDirectory, policy: FsyncPolicy, file: OwnedFileDescriptor, firstSeq: Int64, size: Int,
         seq: Int64, snapshotSeq: Int64?, recordsSinceSnapshot: Int, snapshotRecords: Int, snapshotBytes: Int,
         deliver: @escaping @Sendable (_ durableSeq: Int64) -> Void, rollBack: @escaping @Sendable () -> Void,
-        syncFile: @escaping @Sendable (Int32) -> Int32? = FileIO.sync
+        report: @escaping @Sendable (String) -> Void = { _ in }, fullDiskPatience: Double = 2,
+        syncFile: @escaping @Sendable (Int32) -> Int32? = FileIO.sync,
+        writeFile: @escaping @Sendable (Int32, UnsafeRawBufferPointer) -> Int32? = FileIO.writeAll
     ) {
         self.directory = directory
         self.syncFile = syncFile
+        self.writeFile = writeFile
+        self.fullDiskPatience = fullDiskPatience
+        self.report = report
         countsLinks = Self.linkCount(of: file) != 0
         self.policy = policy
         self.snapshotRecords = snapshotRecords
@@ -162,7 +179,8 @@ final class Journal: Sendable {
         }
         if policy != .batch {
             do throws(ObjectGraphError) {
-                try io.withLock { _ throws(ObjectGraphError) in try writeQueued(sync: policy == .always) }
+                _ = try io.withLock { _ throws(ObjectGraphError) in try writeQueued(sync: policy == .always) }
+                if isWriteFailing.load(ordering: .relaxed) { noteWrite(failure: nil) }
             } catch  where error.code == Self.segmentLostCode {
                 // Under the store's lock: the snapshot that recovers the segment can only be scheduled.
                 _ = recovery.withLock { $0 }?(false)
@@ -175,6 +193,7 @@ final class Journal: Sendable {
                     return false
                 }
                 if closedDurable { return }
+                if error.code == Self.writeFailedCode { noteWrite(failure: error) }
                 throw error
             }
         } else if wakesFlusher {
@@ -190,7 +209,14 @@ final class Journal: Sendable {
     /// `rollsBack` (the flusher): a failed flush puts the journal in the `failed` state and holds waiting requests
     /// (`rollingBack`) in the same step, until the flusher has rolled the store back: a request answered in between
     /// would read the change it was told was refused.
-    private func writeQueued(sync: Bool, rollsBack: Bool = false) throws(ObjectGraphError) {
+    ///
+    /// `keepsWhenFull` (`batch`, where the records are committed already): a write that fails for want of space puts
+    /// the records back at the front of the queue, and its error is returned rather than thrown, for the caller to try
+    /// again or give up.
+    @discardableResult
+    private func writeQueued(
+        sync: Bool, rollsBack: Bool = false, keepsWhenFull: Bool = false
+    ) throws(ObjectGraphError) -> ObjectGraphError? {
         let (records, file, size, snapshotPath) = try state.withLock {
             (state: inout State) throws(ObjectGraphError) -> (
                 [(record: ChangeRecord, encoded: [UInt8]?)], OwnedFileDescriptor, Int, String?
@@ -203,7 +229,7 @@ final class Journal: Sendable {
         if !records.isEmpty {
             frames.reserveCapacity(records.count * 256)
             for (record, encoded) in records { JournalFrame.append(encoded ?? record.jsonBytes(), to: &frames) }
-            if let code = frames.withUnsafeBytes({ FileIO.writeAll(file.fd, $0) }) {
+            if let code = frames.withUnsafeBytes({ writeFile(file.fd, $0) }) {
                 // 503, as for a failed flush: the server cannot take changes now (a full disk), no fault of the
                 // request's; unlike a failed flush, the next change is tried again.
                 var failure = FileIO.error("write", file.path, errno: code)
@@ -213,7 +239,10 @@ final class Journal: Sendable {
                         state.lifecycle = .failed(FileIO.error("ftruncate", file.path))
                         if rollsBack, !state.rolledBack { state.rollingBack = true }
                     }
-                    hasFailed.store(true, ordering: .releasing)
+                    markFailed()
+                } else if keepsWhenFull, code == ENOSPC || code == EDQUOT {
+                    state.withLock { $0.queued.insert(contentsOf: records, at: 0) }
+                    return failure
                 }
                 throw failure
             }
@@ -239,7 +268,6 @@ final class Journal: Sendable {
             if let failure {
                 state.lifecycle = .failed(failure)
                 if rollsBack, !state.rolledBack { state.rollingBack = true }
-                hasFailed.store(true, ordering: .releasing)
                 return false
             }
             if removed != nil || state.segmentLost {
@@ -262,8 +290,12 @@ final class Journal: Sendable {
         if discarded, !frames.isEmpty, ftruncate(file.fd, off_t(size)) != 0 {
             fail(FileIO.error("ftruncate", file.path))
         }
-        if let failure { throw Self.refusal(failure) }
+        if let failure {
+            markFailed()
+            throw Self.refusal(failure)
+        }
         if let removed { throw Self.segmentLost(removed) }
+        return nil
     }
 
     /// The snapshot the segments follow when it is not in the directory. `path` is the one noted when the flush
@@ -280,6 +312,8 @@ final class Journal: Sendable {
     }
 
     private static let segmentLostCode = "journal-segment-removed"
+    /// A write that failed and was cut back off the file (`FileIO.error`'s code): the journal is still sound.
+    private static let writeFailedCode = "storage-error"
 
     private static func segmentLost(_ path: String) -> ObjectGraphError {
         ObjectGraphError(
@@ -370,14 +404,18 @@ final class Journal: Sendable {
                 return false
             }
             guard rotates else { return }
+            var full: ObjectGraphError?
             do throws(ObjectGraphError) {
-                try writeQueued(sync: policy != .never)
+                full = try writeQueued(sync: policy != .never, keepsWhenFull: policy == .batch)
             } catch  where error.code == Self.segmentLostCode {
                 // Left for the new segment; the snapshot being written makes what it held durable.
             } catch {
                 fail(error)
                 throw error
             }
+            // With `batch`, records that did not fit stay queued for the flusher, which tries them again; the segment
+            // stays, and the snapshot that wanted the rotation fails instead.
+            if let full { throw full }
             let file = try Self.openSegment(directory, firstSeq: nextSeq)
             state.withLock { state in
                 state.lifecycle = .open(file, firstSeq: nextSeq)
@@ -448,7 +486,7 @@ final class Journal: Sendable {
             if isClosed { return }
             do throws(ObjectGraphError) {
                 do throws(ObjectGraphError) {
-                    try io.withLock { _ throws(ObjectGraphError) in try writeQueued(sync: true, rollsBack: true) }
+                    try writeGroup()
                 } catch  where error.code == Self.segmentLostCode {
                     // Recovered before the group is answered: its changes are in the snapshot.
                     guard let recover = recovery.withLock({ $0 }) else { throw error }
@@ -466,6 +504,21 @@ final class Journal: Sendable {
                 }
             }
             answerWaiters()
+        }
+    }
+
+    /// The flusher's write and flush of what is queued. A write that fails for want of space is tried again (its
+    /// records kept queued, their requests waiting) for up to `fullDiskPatience` seconds before its error is thrown.
+    private func writeGroup() throws(ObjectGraphError) {
+        var delay: useconds_t = 5_000
+        var waited: Double = 0
+        while let full = try io.withLock({ _ throws(ObjectGraphError) in
+            try writeQueued(sync: true, rollsBack: true, keepsWhenFull: true)
+        }) {
+            guard waited < fullDiskPatience, !isClosed else { throw full }
+            usleep(delay)
+            waited += Double(delay) / 1e6
+            delay = min(delay * 2, 200_000)
         }
     }
 
@@ -532,13 +585,40 @@ final class Journal: Sendable {
         state.withLock { state in
             if case .open = state.lifecycle { state.lifecycle = .failed(error) }
         }
-        hasFailed.store(true, ordering: .releasing)
+        markFailed()
+    }
+
+    /// Publishes the `failed` state set under the lock (for `failure`), and reports it the first time.
+    private func markFailed() {
+        guard !hasFailed.exchange(true, ordering: .acquiringAndReleasing), let failure else { return }
+        report(failure.message)
+    }
+
+    /// Notes the outcome of a write (`always`, `never`; under the store's lock), reporting when writes start and
+    /// stop failing.
+    private func noteWrite(failure: ObjectGraphError?) {
+        latestWriteFailure.withLock { $0 = failure }
+        guard isWriteFailing.exchange(failure != nil, ordering: .acquiringAndReleasing) != (failure != nil) else {
+            return
+        }
+        if let failure {
+            report("a change could not be journaled (\(failure.message)); changes are refused until one can be")
+        } else {
+            report("changes are journaled again")
+        }
+    }
+
+    /// With `always` and `never`: why the latest write failed (a full disk, 503 `storage-error`), while no write
+    /// has succeeded since; nil otherwise. What `/healthz` reports besides `failure`.
+    var writeFailure: ObjectGraphError? {
+        guard isWriteFailing.load(ordering: .acquiring) else { return nil }
+        return latestWriteFailure.withLock { $0 }
     }
 
     /// Like `fail`, and answers whether the store is to be rolled back now: the first time after the failure only.
     /// Then, in the same step, requests that start waiting are held until `rollingBack` is cleared.
     private func startRollBack(_ error: ObjectGraphError) -> Bool {
-        defer { hasFailed.store(true, ordering: .releasing) }
+        defer { markFailed() }
         return state.withLock { state in
             if case .open = state.lifecycle { state.lifecycle = .failed(error) }
             guard !state.rolledBack else { return false }

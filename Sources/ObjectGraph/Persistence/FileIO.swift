@@ -25,11 +25,20 @@ package final class OwnedFileDescriptor: Sendable {
 
 /// The few POSIX file operations persistence needs, with errors that name the file.
 package enum FileIO {
-    /// 500 `storage-error` naming the operation, the file and `errno`'s text.
+    /// `storage-error` naming the operation, the file and `errno`'s text: 503 when the storage cannot take it now (a
+    /// full disk or quota, a file size limit, a read-only or failing device), which an operator can remedy and a
+    /// client try again (with `Retry-After`); 500 otherwise.
     package static func error(_ operation: String, _ path: String, errno code: Int32 = errno) -> ObjectGraphError {
         ObjectGraphError(
-            status: 500, code: "storage-error",
+            status: [ENOSPC, EDQUOT, EFBIG, EROFS, EIO].contains(code) ? 503 : 500, code: "storage-error",
             message: "\(operation) \(path) failed: \(String(cString: strerror(code))).")
+    }
+
+    /// Bytes available to this process on the file system of `path`, or nil when `statvfs` fails.
+    package static func availableSpace(_ path: String) -> UInt64? {
+        var status = statvfs()
+        guard statvfs(path, &status) == 0 else { return nil }
+        return UInt64(status.f_bavail).multipliedReportingOverflow(by: UInt64(status.f_frsize)).partialValue
     }
 
     /// `mkdir -p`: creates `path` and its missing parents. The error names the system's reason (a parent that is a
