@@ -62,15 +62,24 @@ final class ArrayController: Controller {
     override func update(_ cause: UpdateCause, in context: ControllerContext) {
         if case .full = cause { computeWatchedKeys(model: context.model) }
         let oldContent = contentSet
+        var contentChange: (added: [ObjectID], removed: Set<ObjectID>)?
         if refreshContent(cause, in: context) {
             // The controller's own `insert` adds to the content, and places the object itself: what is arranged
             // (earlier insertions among it, unsorted) keeps its order.
             if ownInsertions > 0, contentSet.isSuperset(of: oldContent), case .record = cause, !cause.replacesGraph {
                 appendUnsorted(content.filter { !oldContent.contains($0) }, in: context)
-            } else {
-                rearrange(in: context, contentChanged: true)
+                return
             }
-            return
+            // Few objects came in or left, the others in the same order: placed one by one, as a full
+            // re-arrangement would place them (the stable sort orders equal keys by content order), without reading
+            // and sorting every object again.
+            guard case .record = cause, !cause.replacesGraph, let change = contentDifference,
+                !ordering.descriptors.isEmpty, isSorted, !showsFilteredOut
+            else {
+                rearrange(in: context, contentChanged: true)
+                return
+            }
+            contentChange = change
         }
         guard case .record(let record) = cause else { return }
         var candidates: [ObjectID] = []
@@ -91,8 +100,18 @@ final class ArrayController: Controller {
             // A key can be both (`lastName` with `manager.lastName`): the change may move other objects too.
             if indirectKeys.contains(key) { needsFull = true }
         }
+        if let contentChange {
+            // A sort or filter key of an object that stayed changed too: the content is arranged whole, as it is
+            // after any other change of the content.
+            guard !needsFull, candidates.allSatisfy({ contentChange.added.contains($0) }) else {
+                rearrange(in: context, contentChanged: true)
+                return
+            }
+            rearrange(removing: contentChange.removed, adding: contentChange.added, in: context)
+        }
         if touchesContent { context.emit(self, .arrangedObjects) }
         if !selectionIndexes.isEmpty { context.emit(self, .selection) }
+        if contentChange != nil { return }
         if !options.automaticallyRearrangesObjects && touchesSort && !ordering.descriptors.isEmpty { isSorted = false }
         guard options.automaticallyRearrangesObjects, needsFull || !candidates.isEmpty else { return }
         // Content that holds an object twice (a key path through to-manys) is re-arranged whole.
@@ -137,14 +156,7 @@ final class ArrayController: Controller {
             arrangedKeys = []
         } else {
             let keys = filtered.map { sortKeys(of: $0, view: view) }
-            var order = Array(filtered.indices)
-            order.sort { lhs, rhs in
-                switch ordering.compare(keys[lhs], keys[rhs]) {
-                case .orderedAscending: true
-                case .orderedDescending: false
-                case .orderedSame: lhs < rhs
-                }
-            }
+            let order = ordering.order(of: keys)
             arranged = order.map { filtered[$0] }
             arrangedKeys = order.map { keys[$0] }
         }
@@ -231,6 +243,35 @@ final class ArrayController: Controller {
             return
         }
         setSelection(selection, in: context, changed: selection != selectionIndexes || selectedObjects != oldSelected)
+    }
+
+    /// Takes the objects that left the content out of the arranged objects and places those that came in where their
+    /// keys go (a binary search each; among equal keys by content order), then selects again as a full
+    /// re-arrangement does.
+    private func rearrange(removing removed: Set<ObjectID>, adding added: [ObjectID], in context: ControllerContext) {
+        let view = context.view
+        let oldArranged = arranged
+        let oldSelection = selectionIndexes
+        let oldSelected = selectedObjects
+        if !removed.isEmpty {
+            let kept = arranged.indices.filter { !removed.contains(arranged[$0]) }
+            arrangedKeys = kept.map { arrangedKeys[$0] }
+            arranged = kept.map { arranged[$0] }
+        }
+        for object in added where passesFilter(object, view: view) {
+            let keys = sortKeys(of: object, view: view)
+            let index = ordering.insertionIndex(
+                for: keys, count: arranged.count, keysAt: { arrangedKeys[$0] },
+                precedes: {
+                    (self.contentPosition(of: object) ?? Int.max)
+                        < (self.contentPosition(of: self.arranged[$0]) ?? Int.max)
+                })
+            arranged.insert(object, at: index)
+            arrangedKeys.insert(keys, at: index)
+        }
+        if arranged != oldArranged { context.emit(self, .arrangedObjects) }
+        reselect(
+            after: oldArranged, selection: oldSelection, selected: oldSelected, contentChanged: true, in: context)
     }
 
     /// Adds `objects` (new in the content) at the end of the arranged objects, unsorted, those the filter passes.

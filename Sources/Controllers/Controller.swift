@@ -39,6 +39,9 @@ class Controller {
         didSet { contentPositions = nil }
     }
     var contentSet: Set<ObjectID> = []
+    /// What the latest content change (`refreshContent`) brought in and took out, when it was small and the objects
+    /// that stayed kept their order (see `smallDifference`); nil after any other.
+    var contentDifference: (added: [ObjectID], removed: Set<ObjectID>)?
     /// A client asked for an empty selection; `avoidsEmptySelection` leaves it empty until a client selects again or
     /// the content is replaced by other objects.
     var explicitlyEmpty = false
@@ -103,11 +106,51 @@ class Controller {
         owner = resolved.owner
         guard resolved.objects != content || cause.replacesGraph else { return false }
         let oldSet = contentSet
+        contentDifference = Self.smallDifference(from: content, to: resolved.objects, oldSet: oldSet)
         content = resolved.objects
-        contentSet = Set(content)
+        if let contentDifference {
+            contentSet.subtract(contentDifference.removed)
+            contentSet.formUnion(contentDifference.added)
+        } else {
+            contentSet = Set(content)
+        }
         if !content.isEmpty && contentSet.isDisjoint(with: oldSet) { explicitlyEmpty = false }
         context.emit(self, .content)
         return true
+    }
+
+    /// Changes of the content beyond which `contentDifference` is not worked out.
+    static let smallDifferenceLimit = 64
+
+    /// What `new` adds to and takes from `old` (whose objects are `oldSet`, each once), when that is at most
+    /// `smallDifferenceLimit` objects, `new` holds each once too, and the objects in both are in the same order;
+    /// nil otherwise. One pass comparing the two in step: only where they differ is `oldSet` looked up (an object of
+    /// `new` that is not in it came in; else the one of `old` left, and if it is in `new` after all, the order
+    /// changed, which the pass finds when the objects of `old` run out or the limit is passed).
+    static func smallDifference(from old: [ObjectID], to new: [ObjectID], oldSet: Set<ObjectID>) -> (
+        added: [ObjectID], removed: Set<ObjectID>
+    )? {
+        guard old.count == oldSet.count, abs(new.count - old.count) <= smallDifferenceLimit else { return nil }
+        var added: [ObjectID] = []
+        var removed: Set<ObjectID> = []
+        var (i, j) = (0, 0)
+        while j < new.count || i < old.count {
+            if i < old.count, j < new.count, old[i] == new[j] {
+                i += 1
+                j += 1
+            } else if j < new.count, !oldSet.contains(new[j]) {
+                if added.contains(new[j]) { return nil }
+                added.append(new[j])
+                j += 1
+            } else if i < old.count {
+                removed.insert(old[i])
+                i += 1
+            } else {
+                return nil
+            }
+            if added.count + removed.count > smallDifferenceLimit { return nil }
+        }
+        return (added, removed)
     }
 
     /// The index of `object` in the content (in O(1) after one O(n) pass per content change); nil when it is not in.

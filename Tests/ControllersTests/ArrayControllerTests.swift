@@ -587,3 +587,80 @@ struct KeyPathContentTests {
         #expect(state["canAdd"] == false)
     }
 }
+
+/// Objects that come into or leave a sorted content are placed one by one (a binary search each) rather than by
+/// sorting the whole content again: the arrangement must be the one a full re-arrangement makes.
+struct ContentChangeArrangementTests {
+    /// 200 random commits (inserts, deletes, both, with a sort key of a staying object changed now and then), on
+    /// keys with many equals; after each, the arrangement equals that of a controller made afresh (a full sort of
+    /// the content), and with `preservesSelection` the selected objects that are still arranged stay selected. In
+    /// a to-many content, objects come in at any index: among equal keys their content order places them.
+    @Test(
+        arguments: [
+            ("Employee", "salary", nil, UInt64(1)), ("Employee", "salary,-lastName", "salary > 150", 2),
+            ("Employee", "department.name,salary", nil, 3), ("Employee", "lastName", "salary < 350", 4),
+            ("Department/1.employees", "salary", nil, 5), ("Department/1.employees", "lastName", "salary > 150", 6),
+        ] as [(String, String, String?, UInt64)])
+    func placedOneByOne_asAFullRearrangement(content: String, sort: String, filter: String?, seed: UInt64) throws {
+        let h = try Harness()
+        let toMany = content != "Employee"
+        try h.employees(content: content, sort: sort, filter: filter)
+        var random = SeededGenerator(state: seed)
+        let salaries: [PropertyListValue] = [100, 200, 300, 400]
+        let names: [PropertyListValue] = ["Archer", "Baker", "Cole"]
+        var made = 0
+        for step in 0..<200 {
+            let employees = try h.store.read { view throws(ObjectGraphError) in try view.objects(of: "Employee") }
+            let kind = Int.random(in: 0..<5, using: &random)
+            var inserts = kind == 2 ? 0 : Int.random(in: 1...3, using: &random)
+            let deletes = kind < 2 ? 0 : min(Int.random(in: 1...2, using: &random), employees.count - 2)
+            if kind == 4 { inserts = 0 }
+            let doomed = Array(employees.shuffled(using: &random).prefix(deletes))
+            let changed = kind == 3 ? employees.filter { !doomed.contains($0) }.randomElement(using: &random) : nil
+            var values: [[String: PropertyListValue]] = []
+            for _ in 0..<inserts {
+                made += 1
+                values.append([
+                    "firstName": .string("N\(made)"), "lastName": names.randomElement(using: &random)!,
+                    "salary": salaries.randomElement(using: &random)!,
+                    "department": ref("Department/\(toMany ? 2 : Int.random(in: 1...3, using: &random))"),
+                ])
+            }
+            let members = try h.store.read { view throws(ObjectGraphError) in
+                try view.value(forKeyPath: "employees", of: id("Department/1")).json.arrayValue ?? []
+            }
+            let staying = members.filter { member in !doomed.contains { ref($0.description) == member } }.count
+            let indexes = values.indices.map { Int.random(in: 0...(staying + $0), using: &random) }
+            let salary = salaries.randomElement(using: &random)!
+            if Bool.random(using: &random) {
+                let count = try h.value("arrangedObjects.@count").integerValue ?? 0
+                try h.select(count == 0 ? [] : [Int.random(in: 0..<Int(count), using: &random)])
+            }
+            let selectedBefore = try h.value("selectedObjects")
+            try h.store.transaction { transaction in
+                for object in doomed { try transaction.delete(object) }
+                for (object, index) in zip(values, indexes) {
+                    let inserted = try transaction.insert("Employee", values: object)
+                    // Into the to-many content at a random place (it leaves Department/2 on the way).
+                    if toMany {
+                        try transaction.insert(inserted, at: index, intoKeyPath: "employees", of: id("Department/1"))
+                    }
+                }
+                if let changed { try transaction.setValue(salary, forKeyPath: "salary", of: changed) }
+                // Now and then the to-many's order changes too: the content is then arranged whole.
+                if toMany, kind == 4, staying > 1 {
+                    let moved = try transaction.remove(at: 0, fromKeyPath: "employees", of: id("Department/1"))
+                    try transaction.insert(moved, at: staying - 1, intoKeyPath: "employees", of: id("Department/1"))
+                }
+            }
+            let arranged = try h.value("arrangedObjects")
+            try h.employees("fresh", content: content, sort: sort, filter: filter)
+            #expect(arranged == (try h.value("arrangedObjects", of: "fresh")), "seed \(seed), step \(step)")
+            try h.registry.remove(named: "fresh")
+            let selected = try h.value("selectedObjects").arrayValue ?? []
+            for object in selectedBefore.arrayValue ?? [] where (arranged.arrayValue ?? []).contains(object) {
+                #expect(selected.contains(object), "seed \(seed), step \(step)")
+            }
+        }
+    }
+}

@@ -70,11 +70,28 @@ public struct SortOrdering: Sendable, Hashable {
                 keys.append(SortKey(try value.value(forKeyPath: descriptor.key), selector: descriptor.selector))
             }
         }
+        return order(ofRows: keys).map { elements[$0] }
+    }
+
+    /// The stable sorted order (row indexes) of subjects whose keys were read already (`keys(of:resolver:)`): as
+    /// `sorted` orders them, without reading them again.
+    public func order(of keys: [Keys]) -> [Int] {
+        guard keys.count > 1, !descriptors.isEmpty else { return Array(keys.indices) }
+        var rows: [SortKey] = []
+        rows.reserveCapacity(keys.count * descriptors.count)
+        for subject in keys { rows += subject.keys }
+        return order(ofRows: rows)
+    }
+
+    /// The stable sorted order of `keys`, one row of `descriptors.count` keys per subject: by dense ranks packed into
+    /// integers when they fit, else by ranks, else by comparing the keys; ties by row.
+    private func order(ofRows keys: [SortKey]) -> [Int] {
+        let width = descriptors.count
         let ascending = descriptors.map(\.ascending)
-        var order = Array(elements.indices)
+        var order = Array(0..<(keys.count / width))
         if let (ranks, maximums) = Self.denseRanks(keys, width: width) {
             if let packed = Self.packedOrder(ranks, maximums: maximums, ascending: ascending) {
-                return packed.map { elements[$0] }
+                return packed
             }
             ranks.withUnsafeBufferPointer { ranks in
                 order.sort { lhs, rhs in
@@ -86,7 +103,7 @@ public struct SortOrdering: Sendable, Hashable {
                     return lhs < rhs
                 }
             }
-            return order.map { elements[$0] }
+            return order
         }
         keys.withUnsafeBufferPointer { keys in
             order.sort { lhs, rhs in
@@ -101,7 +118,7 @@ public struct SortOrdering: Sendable, Hashable {
                 return lhs < rhs
             }
         }
-        return order.map { elements[$0] }
+        return order
     }
 
     /// The keys (`width` per element, row by row) as dense ranks laid out the same way, with each column's greatest
