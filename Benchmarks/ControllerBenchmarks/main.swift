@@ -94,6 +94,31 @@ for _ in 0..<5 {
 }
 report("controller: full re-arrangement (rearrangeObjects)", full)
 
+// The content changes: one employee inserted, or one deleted (placed or taken out one by one, not re-sorted).
+var insertions: [Double] = []
+var deletions: [Double] = []
+for index in 0..<100 {
+    let record = try store.transaction {
+        try $0.insert(
+            "Employee", id: "new\(index)",
+            values: [
+                "firstName": .string(randomName()), "lastName": .string(randomName()), "salary": 50_000,
+                "department": ["$ref": "Department/1"],
+            ])
+    }.record
+    guard let record else { continue }
+    registry.storeDidCommit(record)
+    insertions.append(milliseconds { registry.synchronize() })
+}
+for index in 0..<100 {
+    let record = try store.transaction { try $0.delete(ObjectID(entity: "Employee", id: "new\(index)")) }.record
+    guard let record else { continue }
+    registry.storeDidCommit(record)
+    deletions.append(milliseconds { registry.synchronize() })
+}
+report("controller: one employee inserted into the content", insertions)
+report("controller: one employee deleted from the content", deletions)
+
 // The selection proxy over 10,000 selected objects.
 try registry.setSelectionIndexes(Array(0..<10_000), controller: "bench")
 var equal: [Double] = []

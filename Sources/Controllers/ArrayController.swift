@@ -253,10 +253,11 @@ final class ArrayController: Controller {
         let oldArranged = arranged
         let oldSelection = selectionIndexes
         let oldSelected = selectedObjects
-        if !removed.isEmpty {
-            let kept = arranged.indices.filter { !removed.contains(arranged[$0]) }
-            arrangedKeys = kept.map { arrangedKeys[$0] }
-            arranged = kept.map { arranged[$0] }
+        // Found by comparing (cheaper than hashing every arranged object), and removed from the last.
+        let indexes = removed.compactMap { arranged.firstIndex(of: $0) }.sorted(by: >)
+        for index in indexes {
+            arranged.remove(at: index)
+            arrangedKeys.remove(at: index)
         }
         for object in added where passesFilter(object, view: view) {
             let keys = sortKeys(of: object, view: view)
