@@ -176,10 +176,14 @@ paths = {
   "/actions": {"get": op("Actions handled now (X-First-Responder)", [param("X-First-Responder", "header"), param("target", "query", "Only this responder")],
         responses=ok({"type": "object", "required": ["actions"], "properties": {"actions": {"type": "array", "items": ref("ActionValidation")}}}), tags=["document"])},
   "/actions/{action}": {"post": op("Send an action along the responder chain", [param("action"), param("X-First-Responder", "header")],
-        {"required": False, "content": {"application/json": {"schema": {"type": "object", "properties": {"target": {"type": ["string", "null"]}, "sender": {}}}}}},
+        {"required": False, "content": {"application/json": {"schema": {"type": ["object", "null"], "additionalProperties": False,
+                                                                          "properties": {"target": {"type": ["string", "null"]}, "sender": {}}}}}},
         ok(ANY, "Handled: the document's actions answer {action, responder, seq}; a controller's, its state"), tags=["document"])},
   "/store": {"get": op("Export the graph (Accept: application/x-plist for XML)", responses=ok(ref("Graph"), alternatives=PLIST), tags=["document"]),
-             "put": op("Replace the graph (one transaction)", body={"required": True, "content": {"application/json": {"schema": ref("Graph")}, **PLIST}},
+             "put": op("Replace the graph (one transaction)", body={"required": True, "content": {"application/json": {"schema": {"oneOf": [
+                           {"type": "object", "required": ["objects"], "additionalProperties": False, "properties": {"seq": {"type": "integer", "description": "Ignored (an export's)"},
+                                                                                                                      "objects": {"type": "array", "items": ref("Object")}}},
+                           {"type": "array", "items": ref("Object"), "description": "The objects alone"}]}}, **PLIST}},
                        responses=ok({"type": "object", "required": ["seq", "count"], "properties": {"seq": {"type": "integer"}, "count": {"type": "integer"}}}), tags=["document"])},
 }
 # "Templated paths with the same hierarchy but different templated names MUST NOT exist" (OpenAPI 3.1, Paths Object).
@@ -211,13 +215,16 @@ schemas = {
   "Model": {"type": "object", "properties": {"entities": {"type": "object"}}},
   "Change": {"type": "object", "required": ["seq", "target", "keyPath", "kind"], "properties": {"seq": {"type": "integer"}, "target": {"type": "string"}, "keyPath": {"type": "string"},
             "kind": {"enum": ["setting", "insertion", "removal", "replacement"]}, "old": {}, "new": {}, "indexes": {"type": "array", "items": {"type": "integer"}}, "prior": {"type": "boolean"}}},
-  "ObserverRequest": {"type": "object", "required": ["target", "keyPath"], "properties": {"target": {"type": "string"}, "keyPath": {"type": "string"},
+  "ObserverRequest": {"type": "object", "required": ["target", "keyPath"], "properties": {
+            "target": {"type": "string", "pattern": "^(defaults|controllers/[A-Za-z0-9_-]{1,64}|[A-Za-z_][A-Za-z0-9_]*/[A-Za-z0-9_.-]{1,64})$",
+                       "description": "An object (Entity/id), a controller (controllers/NAME) or the user defaults (defaults)"},
+            "keyPath": {"type": "string", "minLength": 1},
             "options": {"type": "array", "items": {"enum": ["new", "old", "initial", "prior"]}}}},
   "Notification": {"type": "object", "required": ["seq", "name"], "properties": {"seq": {"type": "integer"}, "name": {"type": "string"}, "object": {}, "userInfo": {"type": ["object", "null"]}}},
   "NotificationRequest": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "object": {}, "userInfo": {"type": ["object", "null"]},
             "postingStyle": {"enum": ["now", "asap", "whenIdle"]}, "coalesce": {"type": "array", "items": {"enum": ["name", "sender"]}}}},
   "SortDescriptor": {"type": "object", "required": ["key"], "properties": {"key": {"type": "string"}, "ascending": {"type": "boolean"},
-            "selector": {"enum": ["compare:", "caseInsensitiveCompare:", "localizedStandardCompare:"]}}},
+            "selector": {"enum": ["compare:", "caseInsensitiveCompare:", "localizedStandardCompare:", None], "description": "null or absent: compare:"}}},
   "ControllerState": {"type": "object", "required": ["name", "kind", "content"], "properties": {
             "name": {"type": "string"}, "kind": {"enum": ["object", "array", "tree"]}, "content": {"type": "string"}, "entity": {"type": "string"},
             "count": {"type": "integer", "description": "Arranged objects (tree: root nodes)"}, "declared": {"type": "boolean", "description": "From controllers.json"},
@@ -230,13 +237,15 @@ schemas = {
             "pending": {"type": "object"}, "initialValues": {"type": "object"}}},
   "ActionValidation": {"type": "object", "required": ["action", "responder", "enabled"], "properties": {
             "action": {"type": "string"}, "responder": {"type": "string"}, "enabled": {"type": "boolean"}}},
-  "ControllerDescription": {"type": "object", "required": ["name", "kind", "content"], "properties": {
-            "name": {"type": "string"}, "kind": {"enum": ["object", "array", "tree"]}, "content": {"type": "string"},
-            "sortDescriptors": {"type": "array", "items": ref("SortDescriptor")}, "filterPredicate": {"type": ["string", "null"]},
-            **{k: {"type": "boolean"} for k in ["avoidsEmptySelection", "preservesSelection", "selectsInsertedObjects", "clearsFilterPredicateOnInsertion",
+  "ControllerDescription": {"type": "object", "required": ["name", "kind", "content"], "additionalProperties": False,
+            "description": "null for an optional field is the same as leaving it out. A tree controller needs childrenKeyPath.",
+            "if": {"properties": {"kind": {"const": "tree"}}}, "then": {"required": ["childrenKeyPath"]}, "properties": {
+            "name": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"}, "kind": {"enum": ["object", "array", "tree"]}, "content": {"type": "string"},
+            "sortDescriptors": {"type": ["array", "null"], "items": ref("SortDescriptor")}, "filterPredicate": {"type": ["string", "null"]},
+            **{k: {"type": ["boolean", "null"]} for k in ["avoidsEmptySelection", "preservesSelection", "selectsInsertedObjects", "clearsFilterPredicateOnInsertion",
                                                   "alwaysUsesMultipleValuesMarker", "automaticallyRearrangesObjects", "editable"]},
-            "childrenKeyPath": {"type": "string"}, "leafKeyPath": {"type": "string"}, "countKeyPath": {"type": "string"},
-            "idleTimeout": {"type": "number", "exclusiveMinimum": 0, "maximum": 31536000,
+            "childrenKeyPath": {"type": ["string", "null"]}, "leafKeyPath": {"type": ["string", "null"]}, "countKeyPath": {"type": ["string", "null"]},
+            "idleTimeout": {"type": ["number", "null"], "exclusiveMinimum": 0, "maximum": 31536000,
                             "description": "Bindery's own: seconds after which a controller created at run time that no request names is removed"}}},
 }
 headers = {
@@ -250,7 +259,11 @@ headers = {
                   "503s: journal-failed and document-closed last until restart, too-many-observers and too-many-controllers until one is deleted", "schema": {"type": "integer", "minimum": 0}},
 }
 doc = {"openapi": "3.1.0", "info": {"title": "Bindery", "version": "1.0.0",
-        "description": "Cocoa Bindings as an HTTP service. The contract is API.md; this document describes the routes the server has."},
+        "description": "Cocoa Bindings as an HTTP service. The contract is API.md; this document describes the routes the server has. "
+                       "Not listed per route: HEAD on every GET route, OPTIONS on every path (204 with Allow, for CORS preflights), the static "
+                       "files of the demo page (GET /, /index.html, /openapi.json), 501 not-implemented for a method no route takes, and the "
+                       "request bodies read as JSON besides application/json (any +json type, application/x-www-form-urlencoded for curl -d, and "
+                       "a body without Content-Type); GET /store answers 406 not-acceptable when the XML form cannot hold a string (a control character)."},
        "servers": [{"url": "http://127.0.0.1:8080"}], "paths": paths, "components": {"schemas": schemas, "headers": headers}}
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 with open(os.path.join(root, "Public", "openapi.json"), "w") as f:

@@ -76,8 +76,20 @@ extension BinderyService {
         }
         router.add("PUT", "/controllers/:name/sortDescriptors") { request in
             let name = request.parameter("name")
-            try controllers.setSortDescriptors(
-                try SortDescriptor.descriptors(json: try request.jsonBody()), controller: name)
+            let descriptors: [SortDescriptor]
+            do {
+                descriptors = try SortDescriptor.descriptors(json: try request.jsonBody())
+            } catch let error as ObjectGraphError where error.code == "bad-query" {
+                // A malformed key in it is unparsable (400 `bad-key-path`); a body that parsed but is no list of
+                // sort descriptors is an invalid value (API.md §2), as for the other controller keys.
+                if error.fields["keyPath"] != nil {
+                    throw APIError(status: 400, code: "bad-key-path", message: error.message, fields: error.fields)
+                }
+                throw APIError(
+                    status: 422, code: "type-mismatch", message: error.message,
+                    fields: error.fields.merging(["keyPath": "sortDescriptors"]) { $1 })
+            }
+            try controllers.setSortDescriptors(descriptors, controller: name)
             return try read("sortDescriptors", of: name, controllers, document: document)
         }
         router.add("PUT", "/controllers/:name/filterPredicate") { request in

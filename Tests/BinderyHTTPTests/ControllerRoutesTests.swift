@@ -248,7 +248,13 @@ struct ControllerRoutesTests {
             #expect(bad.errorCode == "bad-predicate")
             let badSelector = try client.request(
                 "PUT", "/controllers/employees/sortDescriptors", json: #"[{"key": "salary", "selector": "nope:"}]"#)
-            #expect(badSelector.errorCode == "bad-query")
+            #expect(badSelector.status == 422)
+            #expect(badSelector.errorCode == "type-mismatch")
+            // A malformed key path in a descriptor is unparsable input.
+            let badKey = try client.request(
+                "PUT", "/controllers/employees/sortDescriptors", json: #"[{"key": "salary..x"}]"#)
+            #expect(badKey.status == 400)
+            #expect(badKey.errorCode == "bad-key-path")
             #expect(try client.request("PUT", "/controllers/employees/filterPredicate", json: "null").json == .null)
             #expect(try lastNames(client).count == 11)
         }
@@ -676,12 +682,14 @@ struct ControllerRoutesTests {
         }
     }
 
-    @Test func sortDescriptorsThatAreNoArray_refused() throws {
+    /// Well-formed JSON that is no list of sort descriptors is an invalid value (422), as for the other keys.
+    @Test(arguments: [#"{"key": "budget"}"#, #"[{"ascending": true}]"#, "[5]", #"[{"key": "name", "x": 1}]"#])
+    func sortDescriptorsThatAreNoArray_refused(body: String) throws {
         try withService { client in
-            let answer = try client.request(
-                "PUT", "/controllers/departments/sortDescriptors", json: #"{"key": "budget"}"#)
-            #expect(answer.status == 400)
-            #expect(answer.json?["error"]?["code"] == "bad-query")
+            let answer = try client.request("PUT", "/controllers/departments/sortDescriptors", json: body)
+            #expect(answer.status == 422)
+            #expect(answer.json?["error"]?["code"] == "type-mismatch")
+            #expect(answer.json?["error"]?["keyPath"] == "sortDescriptors")
             #expect(
                 try client.request("GET", "/controllers/departments/sortDescriptors").json?.arrayValue?.first?["key"]
                     == "name")

@@ -776,6 +776,7 @@ extension ObservingRoutesTests {
         arguments: [
             (#"{"target": "Employee/1", "keyPath": "salary", "bogus": 1}"#, 422, "undefined-key", "bogus"),
             (#"{"target": 5, "keyPath": "salary"}"#, 422, "type-mismatch", "target"),
+            (#"{"target": "nope", "keyPath": "salary"}"#, 422, "type-mismatch", "target"),
             (#"{"keyPath": "salary"}"#, 422, "type-mismatch", "target"),
             (#"{"target": "Employee/1", "keyPath": 5}"#, 422, "type-mismatch", "keyPath"),
             (#"{"target": "Employee/1", "keyPath": "salary", "options": "new"}"#, 422, "type-mismatch", "options"),

@@ -852,9 +852,10 @@ public final class ObservationCenter: @unchecked Sendable {
             return try addExternalObserver(target: target, keyPath: keyPath, options: parsedOptions)
         }
         guard let object = ObjectID(reference: target) else {
-            throw ObjectGraphError(
-                status: 400, code: "bad-request",
-                message: "The target must be \"Entity/id\", \"controllers/NAME\" or \"defaults\", not \"\(target)\".")
+            // Well-formed, but no target (422, naming the key, as a target that is no string is).
+            throw ObjectGraphError.typeMismatch(
+                "target", of: nil,
+                "The target must be \"Entity/id\", \"controllers/NAME\" or \"defaults\", not \"\(target)\".")
         }
         let entity = store.model.entity(named: object.entity)
         let storedKey = entity?.attribute(named: keyPath) != nil || entity?.relationship(named: keyPath) != nil
