@@ -416,15 +416,23 @@ struct PersistenceTests {
         }
     }
 
-    /// After a crash, a data directory without any journal segment lost it (a run always has one after its newest
-    /// snapshot): the start says so rather than start silently at the snapshot.
-    @Test func aCrashWithoutAnyJournalSegmentIsReported() throws {
+    /// After a crash, a data directory without a journal segment after its newest snapshot lost it (a run always
+    /// has one): the start says so rather than start silently at the snapshot, also when an older segment is left.
+    @Test(arguments: [false, true])
+    func aCrashWithoutAnyJournalSegmentIsReported(olderSegmentLeft: Bool) throws {
         try withTemporaryDirectory { path in
             let document = try openDocument(path, fsync: .always)
             try document.set(1, "salary", of: "Employee/5")
             let copy = try crashCopy(of: path)
             defer { try? FileManager.default.removeItem(atPath: copy) }
-            for segment in try segments(in: copy) { try FileManager.default.removeItem(atPath: copy + "/" + segment) }
+            let removed = try segments(in: copy)
+            for segment in removed { try FileManager.default.removeItem(atPath: copy + "/" + segment) }
+            if olderSegmentLeft {
+                // One that starts at the snapshot's seq (1, the seed's) or before: what the snapshot holds already.
+                let older = removed[0].replacingOccurrences(of: "00002.log", with: "00001.log")
+                #expect(older != removed[0])
+                try Data(segmentHeader).write(to: URL(fileURLWithPath: copy + "/" + older))
+            }
             let reports = Reports()
             let recovered = try openDocument(copy, reports: reports)
             #expect(try recovered.value("salary", of: "Employee/5") != 1)
@@ -574,6 +582,59 @@ struct PersistenceTests {
         }
     }
 
+    /// Every segment begins with a header written before any record: a newest segment found empty (emptied by
+    /// something else, after acknowledged changes) is reported, as a torn tail is, and a header cut short is cut
+    /// off; an empty segment of an earlier version (no header: nothing was written to it) is no problem, and gets
+    /// its header.
+    @Test(arguments: ["emptied", "torn header", "earlier version"])
+    func anEmptiedSegmentIsReported(damage: String) throws {
+        try withTemporaryDirectory { path in
+            let document = try openDocument(path, fsync: .always)
+            if damage == "earlier version" {
+                // An earlier version's snapshot file (`BNDSNAPF`): the segments after it may have no header.
+                for name in try FileManager.default.contentsOfDirectory(atPath: path) where name.hasPrefix("snapshot-")
+                {
+                    let url = URL(fileURLWithPath: path + "/" + name)
+                    var bytes = [UInt8](try Data(contentsOf: url))
+                    #expect(bytes.starts(with: Array("BNDSNAPH".utf8)))
+                    bytes.replaceSubrange(0..<8, with: Array("BNDSNAPF".utf8))
+                    try Data(bytes).write(to: url)
+                }
+            }
+            try document.set(1, "salary", of: "Employee/1")
+            let copy = try crashCopy(of: path)
+            defer { try? FileManager.default.removeItem(atPath: copy) }
+            let segment = copy + "/" + (try segments(in: copy)).last!
+            let before = [UInt8](try Data(contentsOf: URL(fileURLWithPath: segment)))
+            #expect(before.starts(with: segmentHeader))
+            try Data(damage == "torn header" ? Array(segmentHeader.prefix(3)) : []).write(
+                to: URL(fileURLWithPath: segment))
+            let reports = Reports()
+            do {
+                let recovered = try openDocument(copy, reports: reports)
+                #expect(try recovered.value("salary", of: "Employee/1") != 1)
+                switch damage {
+                case "emptied":
+                    #expect(reports.all.count == 1, "\(reports.all)")
+                    #expect(reports.all.first?.contains("is empty") == true)
+                    #expect(reports.all.first?.contains("are lost") == true)
+                case "torn header":
+                    #expect(reports.all.count == 1, "\(reports.all)")
+                    #expect(reports.all.first?.contains("a torn segment header") == true)
+                default:
+                    #expect(reports.all.isEmpty, "\(reports.all)")
+                }
+                #expect(recovered.problemsRecoveredAtOpen == reports.all.count)
+                // The segment goes on, header first: a change after it is there at the next start.
+                try recovered.set(7, "salary", of: "Employee/1")
+                let after = [UInt8](try Data(contentsOf: URL(fileURLWithPath: segment)))
+                #expect(after.starts(with: segmentHeader))
+            }
+            let again = try openDocument(copy, reports: reports)
+            #expect(try again.value("salary", of: "Employee/1") == 7)
+        }
+    }
+
     /// Two servers appending to one segment (its `lock` deleted under a running one) leave seqs that go back: the
     /// records after the turn are refused as damage, not skipped as already replayed.
     @Test func seqsThatDoNotIncreaseWithinASegmentRefuseToStart() throws {
@@ -585,11 +646,13 @@ struct PersistenceTests {
             defer { try? FileManager.default.removeItem(atPath: copy) }
             let segment = copy + "/" + (try segments(in: copy)).last!
             let frames = [UInt8](try Data(contentsOf: URL(fileURLWithPath: segment)))
-            try Data(frames + frames).write(to: URL(fileURLWithPath: segment))
+            #expect(frames.starts(with: segmentHeader))
+            let records = frames.dropFirst(segmentHeader.count)
+            try Data(frames + records).write(to: URL(fileURLWithPath: segment))
             let refused = #expect(throws: ObjectGraphError.self) { try openDocument(copy) }
             #expect(refused?.code == "journal-corrupt")
             #expect(refused?.message.contains("record 2 follows record 3") == true, "\(refused?.message ?? "")")
-            #expect([UInt8](try Data(contentsOf: URL(fileURLWithPath: segment))) == frames + frames)
+            #expect([UInt8](try Data(contentsOf: URL(fileURLWithPath: segment))) == frames + records)
         }
     }
 
@@ -831,9 +894,13 @@ struct PersistenceTests {
 }
 
 /// The offset of the last frame of a journal segment.
+/// What a journal segment begins with (on disk: the format's, written here as a reader would).
+let segmentHeader = Array("BNDJRNL1".utf8)
+
+/// Where the last frame of a segment's bytes starts (after the segment header, when it has one).
 func lastFrameStart(_ bytes: [UInt8]) -> Int {
-    var offset = 0
-    var last = 0
+    var offset = bytes.starts(with: segmentHeader) ? segmentHeader.count : 0
+    var last = offset
     while offset + 8 <= bytes.count {
         last = offset
         offset += 8 + frameLength(bytes, at: offset)

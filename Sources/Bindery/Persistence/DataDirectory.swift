@@ -129,10 +129,19 @@ struct DataDirectory: Sendable {
     }
 }
 
-/// A snapshot file: `"BNDSNAPF"`, the payload length (u64), the payload's CRC-32 (u32), the payload.
+/// A snapshot file: `"BNDSNAPH"`, the payload length (u64), the payload's CRC-32 (u32), the payload.
+///
+/// Earlier versions wrote `"BNDSNAPF"`, read the same way; `"BNDSNAPH"` also says that every journal segment after
+/// the snapshot was opened with a header (`JournalFrame.segmentHeader`).
 enum SnapshotFile {
-    static let magic = Array("BNDSNAPF".utf8)
+    static let magic = Array("BNDSNAPH".utf8)
+    static let magicBeforeSegmentHeaders = Array("BNDSNAPF".utf8)
     static let headerSize = 20
+
+    /// Whether the journal segments after the snapshot in `bytes` begin with a header (see the type's comment).
+    static func isFollowedBySegmentHeaders(_ bytes: [UInt8]) -> Bool {
+        bytes.starts(with: magic)
+    }
 
     static func header(for payload: [UInt8]) -> [UInt8] {
         var bytes = magic
@@ -146,7 +155,9 @@ enum SnapshotFile {
         func bad(_ reason: String) -> ObjectGraphError {
             ObjectGraphError(status: 500, code: "bad-snapshot", message: "\(path): \(reason).")
         }
-        guard bytes.count >= headerSize, Array(bytes[0..<8]) == magic else { throw bad("not a snapshot file") }
+        guard bytes.count >= headerSize, [magic, magicBeforeSegmentHeaders].contains(Array(bytes[0..<8])) else {
+            throw bad("not a snapshot file")
+        }
         let (length, checksum) = bytes.withUnsafeBytes { raw in
             (
                 UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)),

@@ -109,33 +109,32 @@ final class DocumentStorage: Sendable {
             savedSeq = seq
             uneditedContentSeq = store.read { $0.contentSeq }
             firstSeq = seq + 1
-            file = try Journal.openSegment(directory, firstSeq: firstSeq)
+            (file, size) = try Journal.openSegment(directory, firstSeq: firstSeq)
         } else {
             seededSeq = nil
-            (snapshotSeq, earlierFormat) = try Self.loadNewestSnapshot(
+            let segmentHeaders: Bool
+            (snapshotSeq, earlierFormat, segmentHeaders) = try Self.loadNewestSnapshot(
                 snapshots, in: directory, into: store, report: report)
-            if recoveredFromCrash && segments.isEmpty {
+            if recoveredFromCrash && (segments.last ?? 0) <= snapshotSeq {
                 // A run always has a segment after its newest snapshot (it is opened before the old ones go): none
                 // after a crash means it was removed, and what it held (if anything) is lost. Said, not refused: a
                 // crash between seeding's snapshot and its first segment leaves the same, with nothing lost.
                 report(
-                    "no journal segment in \(path) after a crash: changes after the snapshot of seq \(snapshotSeq), if "
-                        + "there were any, are lost")
+                    "no journal segment after the snapshot of seq \(snapshotSeq) in \(path) after a crash: changes "
+                        + "after it, if there were any, are lost")
             }
             (savedSeq, uneditedContentSeq) = Self.savedState(in: directory)
-            replayed = try Self.replay(segments, in: directory, into: store, report: report)
+            replayed = try Self.replay(
+                segments, in: directory, into: store, headersExpected: segmentHeaders, report: report)
             if earlierFormat && replayed > 0 { store.addDerivedReadsToVersions() }
             let seq = store.seq
             if let last = segments.last, last <= seq + 1 {
                 firstSeq = last
-                let path = directory.file(DataDirectory.segmentName(last))
-                file = try FileIO.open(path, O_WRONLY | O_APPEND)
-                let end = lseek(file.fd, 0, SEEK_END)
-                guard end >= 0 else { throw FileIO.error("lseek", path) }
-                size = Int(end)
+                file = try FileIO.open(directory.file(DataDirectory.segmentName(last)), O_WRONLY | O_APPEND)
+                size = try Journal.writeHeaderIfEmpty(file)
             } else {
                 firstSeq = seq + 1
-                file = try Journal.openSegment(directory, firstSeq: firstSeq)
+                (file, size) = try Journal.openSegment(directory, firstSeq: firstSeq)
             }
         }
         journal = Journal(
@@ -223,8 +222,11 @@ final class DocumentStorage: Sendable {
             try directory.checkInPlace()
             let durable = ObjectStore(model: store.model)
             let (snapshots, segments) = try directory.contents()
-            let earlierFormat = try loadNewestSnapshot(snapshots, in: directory, into: durable, report: report).1
-            if try replay(segments, in: directory, into: durable, report: report) > 0 && earlierFormat {
+            let earlierFormat = try loadNewestSnapshot(snapshots, in: directory, into: durable, report: report)
+                .earlierFormat
+            if try replay(segments, in: directory, into: durable, headersExpected: false, report: report) > 0
+                && earlierFormat
+            {
                 durable.addDerivedReadsToVersions()
             }
             let before = store.seq
@@ -243,15 +245,16 @@ final class DocumentStorage: Sendable {
     /// snapshots exist but none is intact.
     private static func loadNewestSnapshot(
         _ snapshots: [Int64], in directory: DataDirectory, into store: ObjectStore, report: (String) -> Void
-    ) throws(ObjectGraphError) -> (seq: Int64, earlierFormat: Bool) {
+    ) throws(ObjectGraphError) -> (seq: Int64, earlierFormat: Bool, segmentHeaders: Bool) {
         var failures: [String] = []
         for seq in snapshots.reversed() {
             let path = directory.file(DataDirectory.snapshotName(seq))
             do throws(ObjectGraphError) {
-                let payload = try SnapshotFile.payload(of: try FileIO.read(path), path: path)
+                let bytes = try FileIO.read(path)
+                let payload = try SnapshotFile.payload(of: bytes, path: path)
                 let earlierFormat = try store.restore(binarySnapshot: payload)
                 for failure in failures { report(failure + "; loaded \(path) instead") }
-                return (store.seq, earlierFormat)
+                return (store.seq, earlierFormat, SnapshotFile.isFollowedBySegmentHeaders(bytes))
             } catch {
                 failures.append(error.message)
             }
@@ -261,16 +264,19 @@ final class DocumentStorage: Sendable {
                 status: 500, code: "bad-snapshot",
                 message: "No snapshot in \(directory.path) can be read: " + failures.joined(separator: "; "))
         }
-        return (0, false)
+        return (0, false, false)
     }
 
     /// Applies every journal record after the store's seq, segment by segment; returns how many were applied.
     ///
     /// A torn or corrupt frame at the end of the last segment is cut off (with everything after it), then reported;
     /// anywhere else it is an error, as are an intact frame that is not a change record, gaps, seqs that do not
-    /// increase within a segment, and records that do not apply.
+    /// increase within a segment, and records that do not apply. A segment begins with `JournalFrame.segmentHeader`
+    /// (one an earlier version wrote may not); with `headersExpected` (the snapshot says every segment after it was
+    /// opened with one), a last segment without it lost its bytes: reported, as a torn tail is.
     private static func replay(
-        _ segments: [Int64], in directory: DataDirectory, into store: ObjectStore, report: (String) -> Void
+        _ segments: [Int64], in directory: DataDirectory, into store: ObjectStore, headersExpected: Bool,
+        report: (String) -> Void
     ) throws(ObjectGraphError) -> Int {
         var applied = 0
         for (position, firstSeq) in segments.enumerated() {
@@ -286,9 +292,21 @@ final class DocumentStorage: Sendable {
                         + "only seq \(store.seq); records or a snapshot are missing.")
             }
             let bytes = try FileIO.read(path)
-            let (payloads, end) = JournalFrame.scan(bytes)
+            let header = JournalFrame.segmentHeader
+            let hasHeader = bytes.starts(with: header)
+            let (payloads, end) = JournalFrame.scan(bytes, from: hasHeader ? header.count : 0)
             var damage: (offset: Int, reason: String)?
             if case .damaged(let offset, let reason) = end { damage = (offset, reason) }
+            if !hasHeader, bytes.count < header.count, header.starts(with: bytes) {
+                // Empty, or a header cut short: no record was ever in it, or its bytes are gone.
+                if !bytes.isEmpty {
+                    damage = (0, "a torn segment header")
+                } else if isLast && headersExpected {
+                    report(
+                        "\(path) is empty, without the header it was opened with: the changes after seq \(store.seq), "
+                            + "if there were any, are lost")
+                }
+            }
             var previousSeq: Int64?
             for payload in payloads {
                 let record: ChangeRecord

@@ -146,15 +146,31 @@ final class Journal: Sendable {
         }
     }
 
-    /// Opens (creating if needed) the segment whose first record will be `firstSeq`, for appending.
+    /// Opens (creating if needed) the segment whose first record will be `firstSeq`, for appending, with its header
+    /// (`JournalFrame.segmentHeader`) durable before anything is written after it; answers its size.
     static func openSegment(_ directory: DataDirectory, firstSeq: Int64) throws(ObjectGraphError)
-        -> OwnedFileDescriptor
+        -> (file: OwnedFileDescriptor, size: Int)
     {
         try directory.checkInPlace()
         let path = directory.file(DataDirectory.segmentName(firstSeq))
         let file = try FileIO.open(path, O_WRONLY | O_CREAT | O_APPEND)
+        let size = try writeHeaderIfEmpty(file)
         try FileIO.syncDirectory(directory.path)
-        return file
+        return (file, size)
+    }
+
+    /// Writes and flushes the segment header into `file` when it is empty (a new segment, or one an earlier version
+    /// opened and wrote nothing to); answers the file's size. From then on an empty segment is one that lost its
+    /// bytes, which a start reports (`DocumentStorage.replay`).
+    static func writeHeaderIfEmpty(_ file: OwnedFileDescriptor) throws(ObjectGraphError) -> Int {
+        let end = lseek(file.fd, 0, SEEK_END)
+        guard end >= 0 else { throw FileIO.error("lseek", file.path) }
+        guard end == 0 else { return Int(end) }
+        if let code = JournalFrame.segmentHeader.withUnsafeBytes({ FileIO.writeAll(file.fd, $0) }) {
+            throw FileIO.error("write", file.path, errno: code)
+        }
+        if let code = FileIO.sync(file.fd) { throw FileIO.error("fdatasync", file.path, errno: code) }
+        return JournalFrame.segmentHeader.count
     }
 
     /// Sets what recovers a removed segment (`recoverLostSegment`): a snapshot, waited for or (`wait` false)
@@ -416,10 +432,10 @@ final class Journal: Sendable {
             // With `batch`, records that did not fit stay queued for the flusher, which tries them again; the segment
             // stays, and the snapshot that wanted the rotation fails instead.
             if let full { throw full }
-            let file = try Self.openSegment(directory, firstSeq: nextSeq)
+            let (file, size) = try Self.openSegment(directory, firstSeq: nextSeq)
             state.withLock { state in
                 state.lifecycle = .open(file, firstSeq: nextSeq)
-                state.size = 0
+                state.size = size
                 if !state.segmentLost {
                     state.durableSeq = state.writtenSeq
                     publishedDurableSeq.store(state.durableSeq, ordering: .releasing)

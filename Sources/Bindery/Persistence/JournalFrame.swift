@@ -6,6 +6,9 @@
 /// all.
 enum JournalFrame {
     static let headerSize = 8
+    /// What each journal segment this version opens begins with (segments of earlier versions have none), so that a
+    /// segment emptied by something else is told from one nothing was written to.
+    static let segmentHeader = Array("BNDJRNL1".utf8)
     /// Larger lengths are taken as garbage (a record is at most a few graphs of a large store).
     static let maximumPayload = 1 << 31
 
@@ -45,11 +48,11 @@ enum JournalFrame {
         }
     }
 
-    /// The payload ranges of the whole, intact frames at the start of `bytes`, and how the scan ended.
-    static func scan(_ bytes: [UInt8]) -> (payloads: [Range<Int>], end: End) {
+    /// The payload ranges of the whole, intact frames of `bytes` from `start` on, and how the scan ended.
+    static func scan(_ bytes: [UInt8], from start: Int = 0) -> (payloads: [Range<Int>], end: End) {
         bytes.withUnsafeBytes { raw in
             var payloads: [Range<Int>] = []
-            var offset = 0
+            var offset = start
             while offset < raw.count {
                 guard raw.count - offset >= headerSize else {
                     return (payloads, .damaged(offset: offset, reason: "a torn record header"))
