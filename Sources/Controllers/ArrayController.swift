@@ -61,7 +61,8 @@ final class ArrayController: Controller {
 
     override func update(_ cause: UpdateCause, in context: ControllerContext) {
         if case .full = cause { computeWatchedKeys(model: context.model) }
-        let oldContent = contentSet
+        // Kept only when needed: held, it would make the content set's update in place a copy.
+        let oldContent = ownInsertions > 0 ? contentSet : []
         var contentChange: (added: [ObjectID], removed: Set<ObjectID>)?
         if refreshContent(cause, in: context) {
             // The controller's own `insert` adds to the content, and places the object itself: what is arranged

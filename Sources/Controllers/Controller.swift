@@ -105,16 +105,20 @@ class Controller {
         contentEntity = resolved.entity
         owner = resolved.owner
         guard resolved.objects != content || cause.replacesGraph else { return false }
-        let oldSet = contentSet
-        contentDifference = Self.smallDifference(from: content, to: resolved.objects, oldSet: oldSet)
+        contentDifference = Self.smallDifference(from: content, to: resolved.objects, oldSet: contentSet)
         content = resolved.objects
+        let replaced: Bool
         if let contentDifference {
+            // Changed in place (a copy of the set would cost what rebuilding it does).
+            replaced = contentDifference.removed.count == contentSet.count
             contentSet.subtract(contentDifference.removed)
             contentSet.formUnion(contentDifference.added)
         } else {
+            let oldSet = contentSet
             contentSet = Set(content)
+            replaced = contentSet.isDisjoint(with: oldSet)
         }
-        if !content.isEmpty && contentSet.isDisjoint(with: oldSet) { explicitlyEmpty = false }
+        if !content.isEmpty && replaced { explicitlyEmpty = false }
         context.emit(self, .content)
         return true
     }
