@@ -445,23 +445,22 @@ struct PersistenceProcessTests {
         }
     }
 
+    /// Sets Employee/4's salary to 1, 2, ... until a change is refused: the last value acknowledged, and the refusal.
+    private static func setSalariesUntilRefused(_ client: TestHTTPClient) throws -> (Int, TestResponse) {
+        for value in 1...5_000 {
+            let response = try client.request("PUT", "/objects/Employee/4/salary", json: String(value))
+            if response.status != 200 { return (value - 1, response) }
+        }
+        throw TestHTTPError(description: "no change was refused")
+    }
+
     @Test func aJournalThatCannotBeWrittenRefusesTheChangeAndShowsNothingOfIt() throws {
         try withTemporaryDataDirectory { data in
             // 64 KiB per file: the seed's snapshot fits; the journal fills up after a few hundred changes.
             let (started, _, message) = try ServerProcess.start(data: data, fsync: "batch", fileSizeLimit: 128)
             let server = try #require(started, "\(message)")
             let client = server.client
-            var acknowledged = 0
-            var refusal: TestResponse?
-            for value in 1...5_000 {
-                let response = try client.request("PUT", "/objects/Employee/4/salary", json: String(value))
-                guard response.status == 200 else {
-                    refusal = response
-                    break
-                }
-                acknowledged = value
-            }
-            let refused = try #require(refusal)
+            let (acknowledged, refused) = try Self.setSalariesUntilRefused(client)
             #expect(refused.status == 503)
             #expect(refused.errorCode == "journal-failed")
             #expect(acknowledged > 100)
@@ -495,17 +494,7 @@ struct PersistenceProcessTests {
             let server = try #require(started, "\(message)")
             let client = server.client
             #expect(try client.request("GET", "/healthz").status == 200)
-            var acknowledged = 0
-            var refusal: TestResponse?
-            for value in 1...5_000 {
-                let response = try client.request("PUT", "/objects/Employee/4/salary", json: String(value))
-                guard response.status == 200 else {
-                    refusal = response
-                    break
-                }
-                acknowledged = value
-            }
-            let refused = try #require(refusal)
+            let (acknowledged, refused) = try Self.setSalariesUntilRefused(client)
             #expect(refused.status == 503)
             #expect(refused.errorCode == "storage-error")
             #expect(refused.header("Retry-After") == "1")
