@@ -486,6 +486,59 @@ struct ObservingRoutesTests {
         }
     }
 
+    /// An observer of a stored to-many keeps its value from the records' insertions, removals and replacements
+    /// (a relationship of 100,000 is not read again for each): after 80 of them in random places, replacing the store
+    /// with its export, another department renamed (which has every observer read its value again), tells it
+    /// nothing, so what it kept is what the store holds.
+    @Test func aToManyObserverKeepsItsValueFromTheRecords() throws {
+        try withService { client in
+            let registered = try client.request(
+                "POST", "/observers", json: #"{"target": "Department/1", "keyPath": "employees", "options": ["old"]}"#)
+            let id = try #require(registered.json?["id"]?.stringValue)
+            var state: UInt64 = 11
+            func random(_ count: Int) -> Int {
+                state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                return Int((state >> 33) % UInt64(count))
+            }
+            func members() throws -> Int {
+                Int(try client.request("GET", "/objects/Department/1/employees/@count").json?.integerValue ?? 0)
+            }
+            for _ in 0..<80 {
+                let employee = "Employee/\(random(32) + 1)"
+                switch random(3) {
+                case 0:
+                    // Moved to another department (a removal here) or here (an insertion at the end).
+                    let department = random(2) == 0 ? "Department/1" : "Department/\(random(4) + 2)"
+                    _ = try client.request(
+                        "PUT", "/objects/\(employee)/department", json: #"{"$ref": "\#(department)"}"#)
+                case 1:
+                    // Inserted at a random index (an employee already here is refused, and changes nothing).
+                    _ = try client.request(
+                        "POST", "/objects/Department/1/employees?index=\(random(try members() + 1))",
+                        json: #"{"$ref": "\#(employee)"}"#)
+                default:
+                    let count = try members()
+                    // Removed by index: the employee then has no department, which is refused (required).
+                    if count > 0 {
+                        _ = try client.request("DELETE", "/objects/Department/1/employees/\(random(count))")
+                    }
+                }
+            }
+            let told = changes(try client.request("GET", "/observers/\(id)/changes?since=1&timeout=0"))
+            #expect(told.contains { $0["kind"] == "insertion" } && told.contains { $0["kind"] == "removal" })
+            let last = try #require(try client.request("GET", "/healthz").header("X-Store-Seq").flatMap { Int64($0) })
+            var objects = try #require(try client.request("GET", "/store").json?["objects"]?.arrayValue)
+            let index = try #require(objects.firstIndex { $0["$id"] == "Department/2" })
+            var department = try #require(objects[index].dictionaryValue)
+            department["name"] = "Renamed"
+            objects[index] = .dictionary(department)
+            let graph: PropertyListValue = ["objects": .array(objects)]
+            #expect(try client.request("PUT", "/store", body: graph.jsonBytes()).status == 200)
+            let after = changes(try client.request("GET", "/observers/\(id)/changes?since=\(last)&timeout=0"))
+            #expect(after.isEmpty, "\(after)")
+        }
+    }
+
     @Test func replacingTheStoreFeedsEveryChangedValue() throws {
         try withService { client in
             let original = try #require(try client.request("GET", "/store").json?["objects"]?.arrayValue)

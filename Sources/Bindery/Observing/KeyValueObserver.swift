@@ -76,6 +76,32 @@ final class KeyValueObserver {
         self.initialSeq = initialSeq
     }
 
+    /// Brings `lastValue` (of a stored key) to what it is after `change` of that key, as the record has it (see
+    /// `Change`: indexes in the new list for an insertion, in the old one for a removal), without reading the store.
+    func keepValue(after change: Change) {
+        if change.kind == .setting {
+            lastValue = change.new ?? .null
+            return
+        }
+        guard case .array(var elements) = lastValue, let indexes = change.indexes else { return }
+        // Taken out first, so that the array is changed in place rather than copied.
+        lastValue = .null
+        let values = change.kind == .removal ? [] : change.new?.arrayValue ?? []
+        switch change.kind {
+        case .insertion:
+            for (index, value) in zip(indexes, values) where index <= elements.count {
+                elements.insert(value, at: index)
+            }
+        case .removal:
+            for index in indexes.sorted(by: >) where index < elements.count { elements.remove(at: index) }
+        case .replacement:
+            for (index, value) in zip(indexes, values) where index < elements.count { elements[index] = value }
+        default:
+            break
+        }
+        lastValue = .array(elements)
+    }
+
     /// The `initial` change, to record when its seq is processed.
     var initialChange: FeedChange? {
         initialSeq.map {

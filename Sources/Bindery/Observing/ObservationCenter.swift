@@ -157,6 +157,8 @@ public final class ObservationCenter: @unchecked Sendable {
         var weight: Int
         /// What its last evaluation read (nil: it failed): a commit that changed none of it is not evaluated.
         var reads: ObjectReads?
+        /// One stored key of the object (`KeyValueObserver.storedKey`): its changes come with the records.
+        var storedKey = false
     }
 
     /// The to-many values all observed key paths may reach together in a store of `objectCount` objects, as measured
@@ -728,7 +730,15 @@ public final class ObservationCenter: @unchecked Sendable {
         var values: [String: PropertyListValue] = [:]
         var reads: [String: ObjectReads?] = [:]
         let objectCount = view.objectCount
+        // The observer of a stored key applies the record's changes of it to the value it keeps (a to-many of
+        // 100,000 is not read again for one insertion); it reads it again only where the record has it re-read.
+        var rereadObjects: Set<ObjectID> = []
+        var resets = false
+        for change in record.changes where !change.isKeyChange {
+            if let target = change.target { rereadObjects.insert(target) } else { resets = true }
+        }
         for entry in list where entry.reads?.mayChange(with: changed) ?? true {
+            if entry.storedKey && !resets && !rereadObjects.contains(entry.object) { continue }
             var noted: ObjectReads?
             let read = try? Self.boundedRead(objectCount: objectCount) {
                 try view.value(forKeyPath: entry.keyPath, of: entry.object, noting: &noted).json
@@ -793,6 +803,10 @@ public final class ObservationCenter: @unchecked Sendable {
                 reread.append(observer)
             } else if let value = capturedValues[observer.id] {
                 observer.lastValue = storedValue(value, of: observer)
+            } else {
+                for change in record.changes where change.target == id && change.key == observer.keyPath {
+                    observer.keepValue(after: change)
+                }
             }
         }
         guard !reread.isEmpty else { return }
@@ -872,7 +886,8 @@ public final class ObservationCenter: @unchecked Sendable {
                     try view.value(forKeyPath: keyPath, of: object, noting: &reads).json
                 }
                 let entry = WatchedKeyPath(
-                    observerID: id, object: object, keyPath: keyPath, weight: weight, reads: reads)
+                    observerID: id, object: object, keyPath: keyPath, weight: weight, reads: reads,
+                    storedKey: storedKey)
                 try watched.withLock { (list: inout [WatchedKeyPath]) throws(ObjectGraphError) in
                     try checkObservedWeight(adding: entry.weight, objects: list, objectCount: view.objectCount)
                     list.append(entry)
