@@ -28,6 +28,9 @@ final class ArrayController: Controller {
     /// `add` or `insert` showed an object the filter refuses (the filter was kept): the next re-arrangement, also an
     /// automatic one, is a full one that filters it out.
     var showsFilteredOut = false
+    /// A sort or filter key of the arranged objects changed while `automaticallyRearrangesObjects` is off: the
+    /// arrangement is not what a full one would be until the next (a content change then re-arranges whole).
+    var isStale = false
     /// Sorted, unique, in range.
     var selectionIndexes: [Int] = []
     var ordering = SortOrdering([])
@@ -75,7 +78,7 @@ final class ArrayController: Controller {
             // re-arrangement would place them (the stable sort orders equal keys by content order), without reading
             // and sorting every object again.
             guard case .record = cause, !cause.replacesGraph, let change = contentDifference,
-                !ordering.descriptors.isEmpty, isSorted, !showsFilteredOut
+                !ordering.descriptors.isEmpty, isSorted, !showsFilteredOut, !isStale
             else {
                 rearrange(in: context, contentChanged: true)
                 return
@@ -87,11 +90,14 @@ final class ArrayController: Controller {
         var needsFull = false
         var touchesContent = false
         var touchesSort = false
+        var touchesArrangement = false
         for change in record.changes where change.isKeyChange {
             guard let key = change.key, let target = change.target else { continue }
             let isMember = contentSet.contains(target)
             touchesContent = touchesContent || isMember
             touchesSort = touchesSort || (sortKeys.contains(key) && (isMember || indirectKeys.contains(key)))
+            touchesArrangement =
+                touchesArrangement || (isMember && directKeys.contains(key)) || indirectKeys.contains(key)
             // Past `incrementalLimit` the arrangement is made whole anyway: no more candidates to look through.
             if isMember && directKeys.contains(key) && candidates.count <= Self.incrementalLimit
                 && !candidates.contains(target)
@@ -114,6 +120,7 @@ final class ArrayController: Controller {
         if !selectionIndexes.isEmpty { context.emit(self, .selection) }
         if contentChange != nil { return }
         if !options.automaticallyRearrangesObjects && touchesSort && !ordering.descriptors.isEmpty { isSorted = false }
+        if !options.automaticallyRearrangesObjects && touchesArrangement { isStale = true }
         guard options.automaticallyRearrangesObjects, needsFull || !candidates.isEmpty else { return }
         // Content that holds an object twice (a key path through to-manys) is re-arranged whole.
         if needsFull || candidates.count > Self.incrementalLimit || !isSorted || showsFilteredOut
@@ -163,6 +170,7 @@ final class ArrayController: Controller {
         }
         isSorted = true
         showsFilteredOut = false
+        isStale = false
         if arranged != oldArranged { context.emit(self, .arrangedObjects) }
         reselect(
             after: oldArranged, selection: oldSelection, selected: oldSelected, contentChanged: contentChanged,

@@ -611,12 +611,15 @@ struct ContentChangeArrangementTests {
         var made = 0
         for step in 0..<200 {
             let employees = try h.store.read { view throws(ObjectGraphError) in try view.objects(of: "Employee") }
-            let kind = Int.random(in: 0..<5, using: &random)
-            var inserts = kind == 2 ? 0 : Int.random(in: 1...3, using: &random)
-            let deletes = kind < 2 ? 0 : min(Int.random(in: 1...2, using: &random), employees.count - 2)
+            // 5: only a sort or filter key changes, which (automaticallyRearrangesObjects off) leaves the arrangement
+            // as it was until the next content change re-arranges it whole.
+            let kind = Int.random(in: 0..<6, using: &random)
+            var inserts = kind == 2 || kind == 5 ? 0 : Int.random(in: 1...3, using: &random)
+            let deletes = kind < 2 || kind == 5 ? 0 : min(Int.random(in: 1...2, using: &random), employees.count - 2)
             if kind == 4 { inserts = 0 }
             let doomed = Array(employees.shuffled(using: &random).prefix(deletes))
-            let changed = kind == 3 ? employees.filter { !doomed.contains($0) }.randomElement(using: &random) : nil
+            let changed =
+                kind == 3 || kind == 5 ? employees.filter { !doomed.contains($0) }.randomElement(using: &random) : nil
             var values: [[String: PropertyListValue]] = []
             for _ in 0..<inserts {
                 made += 1
@@ -654,6 +657,8 @@ struct ContentChangeArrangementTests {
                 }
             }
             let arranged = try h.value("arrangedObjects")
+            // After a key change alone, the arrangement waits for the next content change (or rearrangeObjects).
+            if kind == 5 { continue }
             try h.employees("fresh", content: content, sort: sort, filter: filter)
             #expect(arranged == (try h.value("arrangedObjects", of: "fresh")), "seed \(seed), step \(step)")
             try h.registry.remove(named: "fresh")
