@@ -99,6 +99,7 @@ final class DocumentStorage: Sendable {
         var size = 0
         var replayed = 0
         var earlierFormat = false
+        var segmentHeaders = true
         if snapshots.isEmpty && segments.isEmpty {
             try seed()
             let seq = store.seq
@@ -112,7 +113,6 @@ final class DocumentStorage: Sendable {
             (file, size) = try Journal.openSegment(directory, firstSeq: firstSeq)
         } else {
             seededSeq = nil
-            let segmentHeaders: Bool
             (snapshotSeq, earlierFormat, segmentHeaders) = try Self.loadNewestSnapshot(
                 snapshots, in: directory, into: store, report: report)
             if recoveredFromCrash && (segments.last ?? 0) <= snapshotSeq {
@@ -140,8 +140,9 @@ final class DocumentStorage: Sendable {
         journal = Journal(
             directory: directory, policy: options.fsync, file: file, firstSeq: firstSeq, size: size, seq: store.seq,
             snapshotSeq: snapshotSeq,
-            // A snapshot of an earlier format is replaced at the first commit: its versions are converted at each start.
-            recordsSinceSnapshot: earlierFormat ? max(replayed, options.snapshotRecords) : replayed,
+            // A snapshot of an earlier format is replaced at the first commit: its versions are converted at each
+            // start, and until one says the segments have headers an emptied segment goes unnoticed.
+            recordsSinceSnapshot: earlierFormat || !segmentHeaders ? max(replayed, options.snapshotRecords) : replayed,
             snapshotRecords: options.snapshotRecords,
             snapshotBytes: options.snapshotBytes, deliver: { store.deliverCommitted(through: $0) },
             rollBack: { [rolledBack] in
@@ -294,6 +295,13 @@ final class DocumentStorage: Sendable {
             let bytes = try FileIO.read(path)
             let header = JournalFrame.segmentHeader
             let hasHeader = bytes.starts(with: header)
+            if !hasHeader, bytes.count >= header.count, bytes.starts(with: header.dropLast()) {
+                throw ObjectGraphError(
+                    status: 500, code: "journal-corrupt",
+                    message: "\(path) begins with a segment header this version does not read (\""
+                        + String(decoding: bytes.prefix(header.count), as: UTF8.self)
+                        + "\": damaged, or written by another version); refusing to start rather than drop it.")
+            }
             let (payloads, end) = JournalFrame.scan(bytes, from: hasHeader ? header.count : 0)
             var damage: (offset: Int, reason: String)?
             if case .damaged(let offset, let reason) = end { damage = (offset, reason) }

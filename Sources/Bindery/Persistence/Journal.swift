@@ -147,16 +147,27 @@ final class Journal: Sendable {
     }
 
     /// Opens (creating if needed) the segment whose first record will be `firstSeq`, for appending, with its header
-    /// (`JournalFrame.segmentHeader`) durable before anything is written after it; answers its size.
+    /// (`JournalFrame.segmentHeader`); answers its size. A new segment gets its header under a temporary name and is
+    /// renamed once it is durable, so that a segment found by its name always has one: a crash or a full disk before
+    /// leaves only the `.tmp` (removed at the next start), never an empty segment that would read as emptied.
     static func openSegment(_ directory: DataDirectory, firstSeq: Int64) throws(ObjectGraphError)
         -> (file: OwnedFileDescriptor, size: Int)
     {
         try directory.checkInPlace()
         let path = directory.file(DataDirectory.segmentName(firstSeq))
-        let file = try FileIO.open(path, O_WRONLY | O_CREAT | O_APPEND)
-        let size = try writeHeaderIfEmpty(file)
-        try FileIO.syncDirectory(directory.path)
-        return (file, size)
+        if access(path, F_OK) != 0 {
+            let temporary = path + ".tmp"
+            do throws(ObjectGraphError) {
+                _ = try writeHeaderIfEmpty(try FileIO.open(temporary, O_WRONLY | O_CREAT | O_TRUNC))
+                guard rename(temporary, path) == 0 else { throw FileIO.error("rename", temporary) }
+            } catch {
+                unlink(temporary)
+                throw error
+            }
+            try FileIO.syncDirectory(directory.path)
+        }
+        let file = try FileIO.open(path, O_WRONLY | O_APPEND)
+        return (file, try writeHeaderIfEmpty(file))
     }
 
     /// Writes and flushes the segment header into `file` when it is empty (a new segment, or one an earlier version
