@@ -480,8 +480,7 @@ struct PersistenceTests {
             try document.set(2, "salary", of: "Employee/1")
             let copy = try crashCopy(of: path)
             defer { try? FileManager.default.removeItem(atPath: copy) }
-            let segment = copy + "/" + (try segments(in: copy)).last!
-            var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: segment)))
+            var (segment, bytes) = try newestSegment(of: copy)
             let whole = bytes.count
             let lastStart = lastFrameStart(bytes)
             switch damage {
@@ -514,22 +513,28 @@ struct PersistenceTests {
         }
     }
 
-    /// A last frame whose checksum matches but that is not a change record (another version's, say) was written
-    /// whole: it refuses the start and stays, instead of being cut off as a torn tail.
-    @Test func anIntactLastFrameThatIsNotAChangeRecordRefusesToStartAndStays() throws {
+    /// What another version may have written whole refuses the start and stays, instead of being cut off as a torn
+    /// tail: a last frame whose checksum matches but that is not a change record, and a segment header this version
+    /// does not read (`BNDJRNL2`, or a damaged one) before intact records.
+    @Test(arguments: ["a frame of another kind", "another segment header"])
+    func whatAnotherVersionWroteRefusesToStartAndStays(written: String) throws {
         try withTemporaryDirectory { path in
             let document = try openDocument(path, fsync: .always)
             try document.set(1, "salary", of: "Employee/1")
             let copy = try crashCopy(of: path)
             defer { try? FileManager.default.removeItem(atPath: copy) }
-            let segment = copy + "/" + (try segments(in: copy)).last!
-            var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: segment)))
-            bytes += journalFrame(Array(#"{"foo":1}"#.utf8))
+            var (segment, bytes) = try newestSegment(of: copy)
+            if written == "a frame of another kind" {
+                bytes += journalFrame(Array(#"{"foo":1}"#.utf8))
+            } else {
+                bytes[segmentHeader.count - 1] = UInt8(ascii: "2")
+            }
             try Data(bytes).write(to: URL(fileURLWithPath: segment))
             let reports = Reports()
             let refused = #expect(throws: ObjectGraphError.self) { try openDocument(copy, reports: reports) }
             #expect(refused?.code == "journal-corrupt")
-            #expect(refused?.message.contains("not a change record") == true, "\(refused?.message ?? "")")
+            let named = written == "a frame of another kind" ? "not a change record" : "BNDJRNL2"
+            #expect(refused?.message.contains(named) == true, "\(refused?.message ?? "")")
             #expect(reports.all.isEmpty)
             #expect([UInt8](try Data(contentsOf: URL(fileURLWithPath: segment))) == bytes)
         }
@@ -569,8 +574,7 @@ struct PersistenceTests {
             for salary in 1...10 { try document.set(.integer(Int64(salary)), "salary", of: "Employee/4") }
             let copy = try crashCopy(of: path)
             defer { try? FileManager.default.removeItem(atPath: copy) }
-            let segment = copy + "/" + (try segments(in: copy)).last!
-            var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: segment)))
+            var (segment, bytes) = try newestSegment(of: copy)
             bytes[28] ^= 0x01  // inside the first record's payload; nine intact records follow
             try Data(bytes).write(to: URL(fileURLWithPath: segment))
             #expect {
@@ -604,8 +608,7 @@ struct PersistenceTests {
             try document.set(1, "salary", of: "Employee/1")
             let copy = try crashCopy(of: path)
             defer { try? FileManager.default.removeItem(atPath: copy) }
-            let segment = copy + "/" + (try segments(in: copy)).last!
-            let before = [UInt8](try Data(contentsOf: URL(fileURLWithPath: segment)))
+            let (segment, before) = try newestSegment(of: copy)
             #expect(before.starts(with: segmentHeader))
             try Data(damage == "torn header" ? Array(segmentHeader.prefix(3)) : []).write(
                 to: URL(fileURLWithPath: segment))
@@ -654,25 +657,6 @@ struct PersistenceTests {
         }
     }
 
-    /// A segment header this version does not read (damaged, or another version's) refuses the start: the records
-    /// after it are not taken for damage and cut off.
-    @Test func anUnknownSegmentHeaderRefusesTheStart() throws {
-        try withTemporaryDirectory { path in
-            let document = try openDocument(path, fsync: .always)
-            try document.set(1, "salary", of: "Employee/1")
-            let copy = try crashCopy(of: path)
-            defer { try? FileManager.default.removeItem(atPath: copy) }
-            let segment = copy + "/" + (try segments(in: copy)).last!
-            var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: segment)))
-            bytes[segmentHeader.count - 1] = UInt8(ascii: "2")
-            try Data(bytes).write(to: URL(fileURLWithPath: segment))
-            let refused = #expect(throws: ObjectGraphError.self) { try openDocument(copy) }
-            #expect(refused?.code == "journal-corrupt")
-            #expect(refused?.message.contains("BNDJRNL2") == true, "\(refused?.message ?? "")")
-            #expect([UInt8](try Data(contentsOf: URL(fileURLWithPath: segment))) == bytes)
-        }
-    }
-
     /// Two servers appending to one segment (its `lock` deleted under a running one) leave seqs that go back: the
     /// records after the turn are refused as damage, not skipped as already replayed.
     @Test func seqsThatDoNotIncreaseWithinASegmentRefuseToStart() throws {
@@ -682,8 +666,7 @@ struct PersistenceTests {
             try document.set(2, "salary", of: "Employee/4")
             let copy = try crashCopy(of: path)
             defer { try? FileManager.default.removeItem(atPath: copy) }
-            let segment = copy + "/" + (try segments(in: copy)).last!
-            let frames = [UInt8](try Data(contentsOf: URL(fileURLWithPath: segment)))
+            let (segment, frames) = try newestSegment(of: copy)
             #expect(frames.starts(with: segmentHeader))
             let records = frames.dropFirst(segmentHeader.count)
             try Data(frames + records).write(to: URL(fileURLWithPath: segment))
@@ -932,6 +915,12 @@ struct PersistenceTests {
 }
 
 /// The offset of the last frame of a journal segment.
+/// The newest journal segment of the data directory at `path`, and its bytes.
+func newestSegment(of path: String) throws -> (path: String, bytes: [UInt8]) {
+    let segment = path + "/" + (try segments(in: path)).last!
+    return (segment, [UInt8](try Data(contentsOf: URL(fileURLWithPath: segment))))
+}
+
 /// What a journal segment begins with (on disk: the format's, written here as a reader would).
 let segmentHeader = Array("BNDJRNL1".utf8)
 
