@@ -132,9 +132,6 @@ final class ArrayController: Controller {
         }
     }
 
-    /// Objects whose sort or filter keys one commit changes beyond which a re-arrangement is a full one.
-    static let incrementalLimit = 64
-
     /// Fills `directKeys` and `indirectKeys` from the sort descriptors and the filter predicate.
     func computeWatchedKeys(model: ObjectModel) {
         let sort = description.sortDescriptors.map(\.key)

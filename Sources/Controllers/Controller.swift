@@ -123,18 +123,19 @@ class Controller {
         return true
     }
 
-    /// Changes of the content beyond which `contentDifference` is not worked out.
-    static let smallDifferenceLimit = 64
+    /// Objects one commit may bring into or take out of the content, or move by their sort or filter keys, beyond
+    /// which an arrangement is made whole rather than one object at a time (nor is `contentDifference` worked out).
+    static let incrementalLimit = 64
 
     /// What `new` adds to and takes from `old` (whose objects are `oldSet`, each once), when that is at most
-    /// `smallDifferenceLimit` objects, `new` holds each once too, and the objects in both are in the same order;
+    /// `incrementalLimit` objects, `new` holds each once too, and the objects in both are in the same order;
     /// nil otherwise. One pass comparing the two in step: only where they differ is `oldSet` looked up (an object of
     /// `new` that is not in it came in; else the one of `old` left, and if it is in `new` after all, the order
     /// changed, which the pass finds when the objects of `old` run out or the limit is passed).
     static func smallDifference(from old: [ObjectID], to new: [ObjectID], oldSet: Set<ObjectID>) -> (
         added: [ObjectID], removed: Set<ObjectID>
     )? {
-        guard old.count == oldSet.count, abs(new.count - old.count) <= smallDifferenceLimit else { return nil }
+        guard old.count == oldSet.count, abs(new.count - old.count) <= incrementalLimit else { return nil }
         var added: [ObjectID] = []
         var removed: Set<ObjectID> = []
         var (i, j) = (0, 0)
@@ -152,7 +153,7 @@ class Controller {
             } else {
                 return nil
             }
-            if added.count + removed.count > smallDifferenceLimit { return nil }
+            if added.count + removed.count > incrementalLimit { return nil }
         }
         return (added, removed)
     }
