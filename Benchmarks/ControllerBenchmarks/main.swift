@@ -135,3 +135,74 @@ for _ in 0..<5 {
 report("selection.active over 10,000 selected (all equal: full scan)", equal)
 report("selection.lastName over 10,000 (MultipleValues, early exit)", different)
 report("selection (every key of Employee) over 10,000 selected", dictionary)
+
+// A tree controller over folders, one root with `count` children (sorted by name, automaticallyRearrangesObjects):
+// the controller's own `addChild:`, and children inserted, deleted and renamed elsewhere.
+let treeModel = try ObjectModel(
+    json: [
+        "entities": [
+            "Folder": [
+                "attributes": ["name": ["type": "string"]],
+                "relationships": [
+                    "children": [
+                        "destination": "Folder", "toMany": true, "inverse": "parent", "deleteRule": "cascade",
+                    ],
+                    "parent": ["destination": "Folder", "inverse": "children", "deleteRule": "nullify"],
+                ],
+            ]
+        ]
+    ])
+let treeStore = ObjectStore(model: treeModel)
+var folders: [PropertyListValue] = (0..<10).map { ["$id": .string("Folder/root\($0)"), "name": .string("Root \($0)")] }
+for index in 0..<count {
+    folders.append([
+        "$id": .string("Folder/\(index)"), "name": .string(randomName()), "parent": ["$ref": "Folder/root0"],
+    ])
+}
+try treeStore.transaction { try $0.insertObjects(.array(folders)) }
+let treeRegistry = ControllerRegistry(store: treeStore, appliesRecordsInBackground: false) { body in
+    try treeStore.transaction(body).record
+}
+let treeCreation = try milliseconds {
+    try treeRegistry.create(
+        json: [
+            "name": "tree", "kind": "tree", "content": "Folder", "filterPredicate": "parent == nil",
+            "childrenKeyPath": "children", "sortDescriptors": [["key": "name", "selector": "caseInsensitiveCompare:"]],
+            "automaticallyRearrangesObjects": true,
+        ])
+}
+let treeNodes = try treeRegistry.value(forKeyPath: "arrangedObjects.@count", controller: "tree").integerValue ?? 0
+print("tree of \(treeNodes) nodes (one root with \(count) children) in \(String(format: "%.0f", treeCreation)) ms")
+
+func applied(_ body: (Transaction) throws -> Void) throws -> Double {
+    guard let record = try treeStore.transaction(body).record else { return 0 }
+    treeRegistry.storeDidCommit(record)
+    return milliseconds { treeRegistry.synchronize() }
+}
+var addChildren: [Double] = []
+var treeInsertions: [Double] = []
+var treeDeletions: [Double] = []
+var renames: [Double] = []
+for index in 0..<20 {
+    _ = try treeRegistry.setSelectionIndexPaths([[0]], controller: "tree")
+    addChildren.append(try milliseconds { _ = try treeRegistry.perform("addChild", controller: "tree") })
+    treeInsertions.append(
+        try applied {
+            try $0.insert(
+                "Folder", id: "new\(index)",
+                values: ["name": .string(randomName()), "parent": ["$ref": "Folder/root0"]])
+        })
+    renames.append(
+        try applied {
+            try $0.setValue(
+                .string(randomName()), forKey: "name",
+                of: ObjectID(entity: "Folder", id: String(Int.random(in: 0..<count))))
+        })
+}
+for index in 0..<20 {
+    treeDeletions.append(try applied { try $0.delete(ObjectID(entity: "Folder", id: "new\(index)")) })
+}
+report("tree: addChild under the root (the controller's own insertion)", addChildren)
+report("tree: one child inserted elsewhere", treeInsertions)
+report("tree: one child renamed elsewhere (its sort key)", renames)
+report("tree: one child deleted elsewhere", treeDeletions)

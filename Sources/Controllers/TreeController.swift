@@ -17,14 +17,36 @@ final class TreeController: Controller {
         var isCut = false
     }
 
-    var roots: [Node] = []
+    var roots: [Node] = [] {
+        didSet { flattenedCache = nil }
+    }
     /// Valid, unique, in depth-first order.
     var selectionIndexPaths: [[Int]] = []
     var ordering = SortOrdering([])
-    /// Every object in the tree.
-    var nodeSet: Set<ObjectID> = []
-    /// The tree's objects in depth-first order.
-    var flattened: [ObjectID] = []
+    /// Every object in the tree, with the number of its nodes (an object may be a node along several paths).
+    var nodeCounts: [ObjectID: Int] = [:]
+    /// The number of nodes.
+    var nodeCount = 0
+    /// The tree's objects in depth-first order, worked out when asked after a change (`arrangedObjects` read through
+    /// key-value coding).
+    var flattened: [ObjectID] {
+        if let flattenedCache { return flattenedCache }
+        var objects: [ObjectID] = []
+        objects.reserveCapacity(nodeCount)
+        func walk(_ nodes: [Node]) {
+            for node in nodes {
+                objects.append(node.object)
+                walk(node.children)
+            }
+        }
+        walk(roots)
+        flattenedCache = objects
+        return objects
+    }
+    private var flattenedCache: [ObjectID]?
+    /// The nodes whose children the sort descriptors could not order (a key one of them does not have): they are in
+    /// the order of the children key path, and an update in place orders them whole again (nil: the roots).
+    var unsortedLevels: Set<ObjectID?> = []
     /// Keys whose change on a node or content object rebuilds the tree: children and leaf keys, and sort and filter
     /// keys with `automaticallyRearrangesObjects` (without it a changed sort or filter key waits for a
     /// re-arrangement, as an array controller's does).
@@ -34,6 +56,19 @@ final class TreeController: Controller {
     /// With `automaticallyRearrangesObjects`, the sort and filter keys (every step): their change re-arranges the
     /// tree, insertions' placements included, as an array controller re-sorts its inserted objects.
     var rearrangingKeys: Set<String> = []
+    /// `childrenKeyPath` is a stored to-many relationship of every entity with children: a record's insertions into
+    /// and removals from it tell how a node's children changed.
+    var storesChildren = false
+    /// Keys whose change on a node re-reads its children: the first steps of the children and leaf key paths.
+    var structureKeys: Set<String> = []
+    /// Keys whose change on a node or content object may move it among its siblings or in or out of the roots: the
+    /// first steps of the sort and filter key paths (with or without `automaticallyRearrangesObjects`).
+    var orderKeys: Set<String> = []
+    /// Keys whose change on any object may reorder the tree (later steps of the sort and filter key paths).
+    var indirectOrderKeys: Set<String> = []
+    /// A sort or filter key changed while `automaticallyRearrangesObjects` is off: the tree is not what a rebuild
+    /// would make until the next rebuild, so it is not updated in place meanwhile.
+    var isStale = false
     /// The last rebuild stopped expanding at `maxNodes`.
     var isTruncated = false
     /// Where insertions put their nodes, in order: kept there, unsorted, through the controller's own later
@@ -84,35 +119,47 @@ final class TreeController: Controller {
     override func update(_ cause: UpdateCause, in context: ControllerContext) {
         // A replaced graph is new content made elsewhere: re-arranged, as an array controller re-arranges it.
         if cause.replacesGraph { placements = [] }
-        var needsRebuild = refreshContent(cause, in: context)
+        let contentChanged = refreshContent(cause, in: context)
+        var needsRebuild = contentChanged
+        var edits = Edits()
         switch cause {
         case .full:
             needsRebuild = true
             computeWatchedKeys(model: context.model)
         case .masters: break
         case .record(let record):
-            if !needsRebuild {
-                var touchesTree = false
-                var rearranges = false
-                for change in record.changes {
-                    guard let target = change.target, let key = change.key else { continue }
-                    let inTree = nodeSet.contains(target) || contentSet.contains(target)
-                    touchesTree = touchesTree || inTree
-                    if inTree ? watchedKeys.contains(key) : indirectKeys.contains(key) {
-                        needsRebuild = true
-                        rearranges = rearranges || rearrangingKeys.contains(key)
-                    }
+            var touchesTree = false
+            var rearranges = false
+            for change in record.changes {
+                guard let target = change.target, let key = change.key else { continue }
+                let inTree = nodeCounts[target] != nil || contentSet.contains(target)
+                touchesTree = touchesTree || inTree
+                if inTree ? watchedKeys.contains(key) : indirectKeys.contains(key) {
+                    needsRebuild = true
+                    rearranges = rearranges || rearrangingKeys.contains(key)
+                    edits.note(target, key: key, inTree: inTree, of: self)
                 }
+                if !options.automaticallyRearrangesObjects
+                    && ((inTree && orderKeys.contains(key)) || indirectOrderKeys.contains(key))
+                {
+                    isStale = true
+                }
+            }
+            if !contentChanged {
                 if touchesTree && !needsRebuild { context.emit(self, .arrangedObjects) }
-                if rearranges { placements = [] }
+                if rearranges { edits.forget(&placements) }
             }
             if !needsRebuild && !selectionIndexPaths.isEmpty { context.emit(self, .selection) }
         }
-        if needsRebuild {
-            // Content made elsewhere (the model, the binding), not by an insertion of the controller's own.
-            if ownInsertions == 0 { placements = [] }
-            rebuild(in: context)
+        guard needsRebuild else { return }
+        // Content made elsewhere (the model, the binding), not by an insertion of the controller's own.
+        if ownInsertions == 0 { edits.forget(&placements) }
+        if case .record(let record) = cause, !cause.replacesGraph,
+            updateInPlace(record, edits, contentChanged: contentChanged, in: context)
+        {
+            return
         }
+        rebuild(in: context)
     }
 
     func computeWatchedKeys(model: ObjectModel) {
@@ -121,10 +168,16 @@ final class TreeController: Controller {
                 model.relationship(from: $0, keyPath: childrenKeyPath)?.isToMany == true
             })
         var (direct, indirect) = model.keys(of: [childrenKeyPath] + [description.leafKeyPath].compactMap { $0 })
+        structureKeys = direct
+        storesChildren = entitiesWithChildren.allSatisfy {
+            model.entity(named: $0)?.relationship(named: childrenKeyPath)?.isToMany == true
+        }
         var rearranging: Set<String> = []
+        let sortAndFilter = model.keys(
+            of: description.sortDescriptors.map(\.key) + (description.filterPredicate?.keyPaths ?? []))
+        orderKeys = sortAndFilter.direct
+        indirectOrderKeys = sortAndFilter.indirect
         if options.automaticallyRearrangesObjects {
-            let sortAndFilter = model.keys(
-                of: description.sortDescriptors.map(\.key) + (description.filterPredicate?.keyPaths ?? []))
             direct.formUnion(sortAndFilter.direct)
             indirect.formUnion(sortAndFilter.indirect)
             rearranging = sortAndFilter.direct.union(sortAndFilter.indirect)
@@ -149,44 +202,65 @@ final class TreeController: Controller {
         // A root an insertion placed stays while its placement is kept (see `placements`), also when the filter
         // would hide it (as an array controller's added object does).
         let placedRoots = Set(placements.filter { $0.placement.parent == nil }.map(\.object))
+        unsortedLevels = []
         let rootObjects = sorted(
-            content.filter { placedRoots.contains($0) || passesFilter($0, view: view) }, view: view)
-        var seen: Set<ObjectID> = []
-        var flat: [ObjectID] = []
+            content.filter { placedRoots.contains($0) || passesFilter($0, view: view) }, under: nil, view: view)
         // Roots are nodes too; every one is shown.
-        var budget = Self.maxNodes - rootObjects.count
-        isTruncated = budget < 0
-        func build(_ object: ObjectID, ancestors: inout Set<ObjectID>, depth: Int) -> Node {
-            seen.insert(object)
-            flat.append(object)
-            var isLeaf = false
-            if let leafKeyPath = description.leafKeyPath {
-                isLeaf = (try? view.value(forKeyPath: leafKeyPath, of: object)) == .value(.boolean(true))
-            }
-            guard !isLeaf, let value = try? view.value(forKeyPath: childrenKeyPath, of: object) else {
-                return Node(object: object, children: [], isLeaf: isLeaf)
-            }
-            // Neither an ancestor nor the object itself is a child again (cycles end there).
-            ancestors.insert(object)
-            defer { ancestors.remove(object) }
-            let childObjects = value.objectIDs.filter { !ancestors.contains($0) }
-            if childObjects.count > budget { isTruncated = true }
-            if childObjects.count > budget || depth >= Self.maxDepth {
-                return Node(object: object, children: [], isLeaf: false, isCut: !childObjects.isEmpty)
-            }
-            budget -= childObjects.count
-            let children = sorted(childObjects, view: view).map {
-                build($0, ancestors: &ancestors, depth: depth + 1)
-            }
-            return Node(object: object, children: children, isLeaf: false)
-        }
+        var building = Building(budget: Self.maxNodes - rootObjects.count)
+        isTruncated = building.budget < 0
         var ancestors: Set<ObjectID> = []
-        roots = rootObjects.map { build($0, ancestors: &ancestors, depth: 0) }
-        nodeSet = seen
-        flattened = flat
-        placements.removeAll { !seen.contains($0.object) }
+        roots = rootObjects.map { build($0, ancestors: &ancestors, depth: 0, view: view, building: &building) }
+        isTruncated = isTruncated || building.isTruncated
+        isStale = false
+        nodeCounts = building.counts
+        nodeCount = building.counts.values.reduce(0, +)
+        placements.removeAll { nodeCounts[$0.object] == nil }
         reanchorPlacements(from: oldRoots)
         applyPlacements()
+        reselect(after: oldRoots, selection: oldSelection, selected: oldSelected, in: context)
+    }
+
+    /// What building nodes counted and spent: the nodes of each object (or the change of their number), and what is
+    /// left of the `maxNodes` budget.
+    struct Building {
+        var budget: Int
+        var isTruncated = false
+        var counts: [ObjectID: Int] = [:]
+    }
+
+    /// The node of `object` at `depth` (the roots' is 0) and its descendants, as the model has them now (none of
+    /// `ancestors` is a child again: cycles end there).
+    func build(
+        _ object: ObjectID, ancestors: inout Set<ObjectID>, depth: Int, view: ReadView, building: inout Building
+    ) -> Node {
+        building.counts[object, default: 0] += 1
+        var isLeaf = false
+        if let leafKeyPath = description.leafKeyPath {
+            isLeaf = (try? view.value(forKeyPath: leafKeyPath, of: object)) == .value(.boolean(true))
+        }
+        guard !isLeaf, let value = try? view.value(forKeyPath: childrenKeyPath, of: object) else {
+            return Node(object: object, children: [], isLeaf: isLeaf)
+        }
+        ancestors.insert(object)
+        defer { ancestors.remove(object) }
+        let childObjects = value.objectIDs.filter { !ancestors.contains($0) }
+        if childObjects.count > building.budget { building.isTruncated = true }
+        if childObjects.count > building.budget || depth >= Self.maxDepth {
+            return Node(object: object, children: [], isLeaf: false, isCut: !childObjects.isEmpty)
+        }
+        building.budget -= childObjects.count
+        let children = sorted(childObjects, under: object, view: view).map {
+            build($0, ancestors: &ancestors, depth: depth + 1, view: view, building: &building)
+        }
+        return Node(object: object, children: children, isLeaf: false)
+    }
+
+    /// Selects again after the tree changed from `oldRoots`: each selected node found again by the objects on its
+    /// path when `preservesSelection`, else the same paths; then a neighbour when `avoidsEmptySelection`.
+    func reselect(
+        after oldRoots: [Node], selection oldSelection: [[Int]], selected oldSelected: [ObjectID],
+        in context: ControllerContext
+    ) {
         var selection: [[Int]]
         if options.preservesSelection {
             // Each selected node found again by the objects on its path (an object may be a node along several paths,
@@ -200,7 +274,8 @@ final class TreeController: Controller {
             // The same paths, but not those whose objects left the tree (removed), as an array controller drops the
             // indexes of removed objects.
             selection = oldSelection.filter { path in
-                node(at: path) != nil && (Self.node(at: path, in: oldRoots).map { seen.contains($0.object) } ?? true)
+                node(at: path) != nil
+                    && (Self.node(at: path, in: oldRoots).map { nodeCounts[$0.object] != nil } ?? true)
             }
         }
         if selection.isEmpty, options.avoidsEmptySelection, !roots.isEmpty {
@@ -240,41 +315,48 @@ final class TreeController: Controller {
     /// sibling that is no longer there leaves the node where the sort put it).
     func applyPlacements() {
         guard !placements.isEmpty else { return }
-        func place(_ object: ObjectID, _ placement: Placement, in nodes: inout [Node]) {
-            guard let index = nodes.firstIndex(where: { $0.object == object }) else { return }
-            let node = nodes.remove(at: index)
-            let target: Int
-            switch placement.position {
-            case .first: target = 0
-            case .last: target = nodes.count
-            case .after(let sibling): target = nodes.firstIndex { $0.object == sibling }.map { $0 + 1 } ?? index
-            }
-            nodes.insert(node, at: target)
-        }
         // One walk for the children's placements (an object may be a node along several paths).
         var byParent: [ObjectID: [(object: ObjectID, placement: Placement)]] = [:]
         for (object, placement) in placements {
             if let parent = placement.parent {
                 byParent[parent, default: []].append((object, placement))
             } else {
-                place(object, placement, in: &roots)
+                Self.place(object, placement, in: &roots)
             }
         }
         func walk(_ nodes: inout [Node]) {
             for index in nodes.indices {
                 for (object, placement) in byParent[nodes[index].object] ?? [] {
-                    place(object, placement, in: &nodes[index].children)
+                    Self.place(object, placement, in: &nodes[index].children)
                 }
                 walk(&nodes[index].children)
             }
         }
         if !byParent.isEmpty { walk(&roots) }
-        flattened = Self.depthFirst(roots)
     }
 
-    func sorted(_ objects: [ObjectID], view: ReadView) -> [ObjectID] {
+    /// Moves the node of `object` among `nodes` where `placement` puts it.
+    static func place(_ object: ObjectID, _ placement: Placement, in nodes: inout [Node]) {
+        guard let index = nodes.firstIndex(where: { $0.object == object }) else { return }
+        let node = nodes.remove(at: index)
+        let target: Int
+        switch placement.position {
+        case .first: target = 0
+        case .last: target = nodes.count
+        case .after(let sibling): target = nodes.firstIndex { $0.object == sibling }.map { $0 + 1 } ?? index
+        }
+        nodes.insert(node, at: target)
+    }
+
+    /// The children of `parent` (nil: the roots) sorted by the sort descriptors, stably; in their order when the
+    /// descriptors cannot order them (`unsortedLevels` notes it).
+    func sorted(_ objects: [ObjectID], under parent: ObjectID?, view: ReadView) -> [ObjectID] {
         guard !ordering.descriptors.isEmpty else { return objects }
-        return (try? ordering.sorted(objects, subject: { .object($0) }, resolver: view)) ?? objects
+        guard let sorted = try? ordering.sorted(objects, subject: { .object($0) }, resolver: view) else {
+            unsortedLevels.insert(parent)
+            return objects
+        }
+        return sorted
     }
 
     /// 400 `bad-controller` for a tree past `maxNodes`, naming what made it so: too many roots (the content and the
@@ -346,13 +428,19 @@ final class TreeController: Controller {
     struct PathFinder {
         let roots: [Node]
         private var firstPaths: [ObjectID: [Int]]?
+        private var searches = 0
         private var siblingIndexes: [[Int]: [ObjectID: Int]] = [:]
+        /// The lists of siblings searched once: indexed at the second search.
+        private var searchedSiblings: Set<[Int]> = []
 
         init(_ roots: [Node]) {
             self.roots = roots
         }
 
         mutating func firstPath(of object: ObjectID) -> [Int]? {
+            // A few objects are searched for (by comparison, cheaper than hashing every object of the tree).
+            searches += 1
+            if firstPaths == nil && searches <= 8 { return TreeController.indexPath(of: object, in: roots) }
             if firstPaths == nil {
                 var paths: [ObjectID: [Int]] = [:]
                 var prefix: [Int] = []
@@ -377,7 +465,7 @@ final class TreeController: Controller {
             var nodes = roots
             for object in objects {
                 let index: Int?
-                if nodes.count <= 16 {
+                if nodes.count <= 16 || searchedSiblings.insert(path).inserted {
                     index = nodes.firstIndex { $0.object == object }
                 } else {
                     if siblingIndexes[path] == nil {
@@ -396,19 +484,21 @@ final class TreeController: Controller {
 
     /// The first index path (depth-first) of `object`.
     func indexPath(of object: ObjectID) -> [Int]? {
-        guard nodeSet.contains(object) else { return nil }
+        guard nodeCounts[object] != nil else { return nil }
         return Self.indexPath(of: object, in: roots)
     }
 
     static func indexPath(of object: ObjectID, in roots: [Node]) -> [Int]? {
-        func search(_ nodes: [Node], prefix: [Int]) -> [Int]? {
+        var path: [Int] = []
+        func search(_ nodes: [Node]) -> Bool {
             for (index, node) in nodes.enumerated() {
-                if node.object == object { return prefix + [index] }
-                if let found = search(node.children, prefix: prefix + [index]) { return found }
+                path.append(index)
+                if node.object == object || search(node.children) { return true }
+                path.removeLast()
             }
-            return nil
+            return false
         }
-        return search(roots, prefix: [])
+        return search(roots) ? path : nil
     }
 
     /// The node that takes the place of the one at `path` in the tree before (`oldRoots`), now gone: the sibling
@@ -570,8 +660,15 @@ final class TreeController: Controller {
             if placement.parent == nil, !roots.contains(where: { $0.object == object }) {
                 rebuild(in: context)  // a root the filter hides: shown all the same (`rebuild` keeps placed roots)
             } else {
+                // The earlier placements are applied already: this one goes last, at every node of its parent.
                 let before = roots
-                applyPlacements()
+                if let parent = placement.parent {
+                    for path in paths(of: parent) {
+                        modifyNode(at: path[...], in: &roots) { Self.place(object, placement, in: &$0.children) }
+                    }
+                } else {
+                    Self.place(object, placement, in: &roots)
+                }
                 if roots != before { context.emit(self, .arrangedObjects) }
             }
         }
@@ -584,10 +681,6 @@ final class TreeController: Controller {
         setSelection(
             normalizedSelection, in: context,
             changed: normalizedSelection != oldSelection || selectedObjects != oldSelected)
-    }
-
-    static func depthFirst(_ nodes: [Node]) -> [ObjectID] {
-        nodes.flatMap { [$0.object] + depthFirst($0.children) }
     }
 
     // MARK: State
@@ -623,7 +716,7 @@ final class TreeController: Controller {
             "selectionIndexPaths": .array(
                 selectionIndexPaths.map { .array($0.map { .integer(Int64($0)) }) }),
             "count": .integer(Int64(roots.count)),
-            "nodeCount": .integer(Int64(flattened.count)),
+            "nodeCount": .integer(Int64(nodeCount)),
             "canAddChild": .boolean(canAddChild),
             "canInsertChild": .boolean(canAddChild),
         ]
