@@ -142,12 +142,6 @@ final class ArrayController: Controller {
 
     // MARK: Arranging
 
-    /// The sort keys of `object` (values that cannot be read sort as null).
-    func sortKeys(of object: ObjectID, view: ReadView) -> SortOrdering.Keys {
-        if let keys = try? ordering.keys(of: .object(object), resolver: view) { return keys }
-        return (try? ordering.keys(of: .null, resolver: view)) ?? ordering.emptyKeys
-    }
-
     /// Filters and sorts the whole content (NSArrayController's `rearrangeObjects`), then re-selects.
     func rearrange(in context: ControllerContext, contentChanged: Bool = false) {
         let view = context.view
@@ -160,7 +154,7 @@ final class ArrayController: Controller {
             arranged = filtered
             arrangedKeys = []
         } else {
-            let keys = filtered.map { sortKeys(of: $0, view: view) }
+            let keys = filtered.map { ordering.readKeys(of: $0, view: view) }
             let order = ordering.order(of: keys)
             arranged = order.map { filtered[$0] }
             arrangedKeys = order.map { keys[$0] }
@@ -227,7 +221,7 @@ final class ArrayController: Controller {
                 if ordering.descriptors.isEmpty {
                     index = oldIndex ?? arranged.count
                 } else {
-                    let keys = sortKeys(of: object, view: view)
+                    let keys = ordering.readKeys(of: object, view: view)
                     // Among equal keys, content order: where the stable full sort (`rearrangeObjects`) puts it.
                     let position = contentPosition(of: object) ?? Int.max
                     index = ordering.insertionIndex(
@@ -266,7 +260,7 @@ final class ArrayController: Controller {
             arrangedKeys.remove(at: index)
         }
         for object in added where passesFilter(object, view: view) {
-            let keys = sortKeys(of: object, view: view)
+            let keys = ordering.readKeys(of: object, view: view)
             let index = ordering.insertionIndex(
                 for: keys, count: arranged.count, keysAt: { arrangedKeys[$0] },
                 precedes: {
@@ -287,7 +281,7 @@ final class ArrayController: Controller {
         guard !added.isEmpty else { return }
         arranged += added
         if !ordering.descriptors.isEmpty {
-            arrangedKeys += added.map { sortKeys(of: $0, view: context.view) }
+            arrangedKeys += added.map { ordering.readKeys(of: $0, view: context.view) }
             isSorted = false
         }
         context.emit(self, .arrangedObjects)
@@ -308,7 +302,9 @@ final class ArrayController: Controller {
         }
         let index = min(max(index, 0), arranged.count)
         arranged.insert(object, at: index)
-        if !ordering.descriptors.isEmpty { arrangedKeys.insert(sortKeys(of: object, view: context.view), at: index) }
+        if !ordering.descriptors.isEmpty {
+            arrangedKeys.insert(ordering.readKeys(of: object, view: context.view), at: index)
+        }
         isSorted = ordering.descriptors.isEmpty
         Self.insert(index, into: &selection, selecting: wasSelected)
         if options.selectsInsertedObjects { selection = [index] }
@@ -398,6 +394,12 @@ final class ArrayController: Controller {
 }
 
 extension SortOrdering {
+    /// The sort keys of `object` (values that cannot be read sort as null).
+    func readKeys(of object: ObjectID, view: ReadView) -> Keys {
+        if let keys = try? keys(of: .object(object), resolver: view) { return keys }
+        return (try? keys(of: .null, resolver: view)) ?? emptyKeys
+    }
+
     /// Null for every descriptor, without reading anything: the keys of a subject none of whose keys can be read
     /// (a key path the model refuses, which `checkArrangement` reports once the controller is made).
     fileprivate var emptyKeys: Keys {

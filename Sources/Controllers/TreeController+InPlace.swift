@@ -37,61 +37,79 @@ extension TreeController {
         }
     }
 
-    /// Gave up an update in place: the tree is rebuilt.
-    private struct Rebuild: Error {}
-
     /// Applies `record` to the tree in place and re-selects as a rebuild does; false (nothing changed) when the tree
     /// must be rebuilt instead.
+    ///
+    /// The lists are edited where they are, not copied (the tree before is not kept: what re-selecting needs of it is
+    /// noted first), so every reason to rebuild instead is checked before the first edit.
     func updateInPlace(
         _ record: ChangeRecord, _ edits: Edits, contentChanged: Bool, in context: ControllerContext
     ) -> Bool {
         // The content's difference is known only when small; a content holding an object twice is rebuilt, as are
-        // placements under an object shown along several paths (a rebuild places them at its first node).
-        guard edits.isPossible, !isTruncated, !isStale, content.count == contentSet.count,
-            !contentChanged || contentDifference != nil,
+        // placements under an object shown along several paths (a rebuild places them at its first node), and levels
+        // the sort descriptors could not order.
+        let difference = contentChanged ? contentDifference : nil
+        let placedRoots = placements.filter { $0.placement.parent == nil }.map(\.object)
+        guard edits.isPossible, !isTruncated, !isStale, unsortedLevels.isEmpty, content.count == contentSet.count,
+            !contentChanged || difference != nil,
+            edits.moved.count + placedRoots.count + (difference?.added.count ?? 0) <= Self.incrementalLimit,
             placements.allSatisfy({ $0.placement.parent.map { (nodeCounts[$0] ?? 0) <= 1 } ?? true })
         else { return false }
         let view = context.view
-        let oldRoots = roots
-        let oldSelection = selectionIndexPaths
+        var memory = SelectionMemory(selection: selectionIndexPaths, in: roots, neighbours: false)
+        // The neighbours of a vanished selection (a long list to note) when the selection may vanish: its paths may
+        // end (without `preservesSelection`), or an object along them changed, was deleted or left the content (a
+        // node leaves its list by a change of its parent's children, or of its own sort, filter or leaf keys).
+        if options.avoidsEmptySelection && !memory.selection.isEmpty {
+            let touched = Set(record.changes.compactMap(\.target)).union(record.deleted)
+            if !options.preservesSelection
+                || memory.chains.contains(where: {
+                    $0.contains { touched.contains($0) || difference?.removed.contains($0) == true }
+                })
+            {
+                memory.noteNeighbours(in: roots)
+            }
+        }
         let oldSelected = selectedObjects
         var building = Building(budget: .max)
-        do {
-            // The lists of children to edit, deepest first: an edit moves only the nodes of its own list, so the
-            // paths of the shallower ones stay valid.
-            var parents: [[Int]] = []
-            var prefix: [Int] = []
-            func find(_ nodes: [Node]) {
-                for (index, node) in nodes.enumerated() {
-                    prefix.append(index)
-                    if edits.renewed.contains(node.object)
-                        || node.children.contains(where: { edits.moved.contains($0.object) })
-                    {
-                        parents.append(prefix)
-                    }
-                    find(node.children)
-                    prefix.removeLast()
+        var changed = false
+        // The lists of children to edit, deepest first: an edit moves only the nodes of its own list, so the paths of
+        // the shallower ones stay valid.
+        var parents: [[Int]] = []
+        var prefix: [Int] = []
+        func find(_ nodes: [Node]) {
+            for index in nodes.indices {
+                prefix.append(index)
+                if edits.renewed.contains(nodes[index].object)
+                    || nodes[index].children.contains(where: { edits.moved.contains($0.object) })
+                {
+                    parents.append(prefix)
                 }
+                if !nodes[index].children.isEmpty { find(nodes[index].children) }
+                prefix.removeLast()
             }
-            find(roots)
-            parents.sort { $0.count > $1.count }
-            for path in parents {
-                let chain = Self.objects(along: path, in: roots)
-                try modifyNode(at: path[...], in: &roots) { node in
-                    try renew(&node, ancestors: Set(chain), depth: path.count - 1, record, edits, view, &building)
-                }
+        }
+        find(roots)
+        parents.sort { $0.count > $1.count }
+        for path in parents {
+            let chain = Self.objects(along: path, in: roots)
+            modifyNode(at: path[...], in: &roots) { node in
+                changed =
+                    renew(&node, ancestors: chain, depth: path.count - 1, record, edits, view, &building) || changed
             }
-            if contentChanged || !edits.moved.isEmpty {
-                try editRoots(edits, contentChanged: contentChanged, view, &building)
-            }
-        } catch {
-            roots = oldRoots
-            return false
+        }
+        if contentChanged || !edits.moved.isEmpty || !placedRoots.isEmpty {
+            var ancestors: Set<ObjectID> = []
+            changed =
+                edit(
+                    &roots, under: nil, leaving: difference?.removed ?? [], moving: edits.moved + placedRoots,
+                    entering: difference?.added ?? [], ancestors: &ancestors, depth: 0, view, &building) || changed
         }
         let added = building.counts.values.reduce(0, +)
+        // Past the node limit: rebuilt, which cuts the tree there (the selection as it was noted).
         guard nodeCount + added <= Self.maxNodes else {
-            roots = oldRoots
-            return false
+            rebuild(in: context, memory: memory)
+            return true
         }
         nodeCount += added
         for (object, change) in building.counts where change != 0 {
@@ -99,66 +117,64 @@ extension TreeController {
             nodeCounts[object] = count > 0 ? count : nil
         }
         placements.removeAll { nodeCounts[$0.object] == nil }
-        reselect(after: oldRoots, selection: oldSelection, selected: oldSelected, in: context)
+        if changed {
+            treeDidChange()
+            context.emit(self, .arrangedObjects)
+        }
+        reselect(memory, selected: oldSelected, in: context)
         return true
     }
 
-    /// Gives `node` (at `depth`; `ancestors` are the objects from its root down to it, itself included) its children as the model has them now: when
-    /// its children or leaf key changed, read again; the children whose sort keys changed placed again.
+    /// Gives `node` (at `depth`; `ancestors` are the objects from its root down to it, itself included) its
+    /// children as the model has them now: read again when its children or leaf key changed; the children whose sort
+    /// keys changed placed again. Whether the node or its children changed.
     private func renew(
-        _ node: inout Node, ancestors: Set<ObjectID>, depth: Int, _ record: ChangeRecord, _ edits: Edits,
+        _ node: inout Node, ancestors chain: [ObjectID], depth: Int, _ record: ChangeRecord, _ edits: Edits,
         _ view: ReadView, _ building: inout Building
-    ) throws {
+    ) -> Bool {
         let object = node.object
-        var ancestors = ancestors
+        var ancestors = Set(chain)
+        // Among equal keys, the children key path's order, read if needed.
+        let order = {
+            TieOrder.children((try? view.value(forKeyPath: self.childrenKeyPath, of: object)) ?? .collection([]))
+        }
+        let placed = placements.filter { $0.placement.parent == object }.map(\.object)
         guard edits.renewed.contains(object) else {
             let moving = node.children.compactMap { edits.moved.contains($0.object) ? $0.object : nil }
-            let placed = placements.filter { $0.placement.parent == object }.map(\.object)
-            node.children = try edit(
-                node.children, under: object, leaving: [], moving: moving + placed, entering: [],
-                ancestors: &ancestors, depth: depth + 1, view, &building,
-                order: { (try? view.value(forKeyPath: self.childrenKeyPath, of: object))?.objectIDs ?? [] })
-            return
+            return edit(
+                &node.children, under: object, leaving: [], moving: moving + placed, entering: [],
+                ancestors: &ancestors, depth: depth + 1, view, &building, order: order)
         }
         var isLeaf = false
         if let leafKeyPath = description.leafKeyPath {
             isLeaf = (try? view.value(forKeyPath: leafKeyPath, of: object)) == .value(.boolean(true))
         }
+        let shown = !node.isLeaf && !node.isCut
+        // The children that came and went, from the record's insertions and removals (an object removed and
+        // inserted again moved), without reading them all; read whole when the record does not tell (a setting, a
+        // longer key path), or the node showed no children before.
+        if !isLeaf, shown, depth < Self.maxDepth, view.contains(object), entitiesWithChildren.contains(object.entity),
+            let change = childrenChange(of: object, in: record),
+            change.entering.count + change.moving.count <= Self.incrementalLimit
+        {
+            let moving = node.children.compactMap { edits.moved.contains($0.object) ? $0.object : nil }
+            return edit(
+                &node.children, under: object, leaving: change.leaving, moving: moving + change.moving + placed,
+                entering: change.entering.filter { !ancestors.contains($0) }, ancestors: &ancestors,
+                depth: depth + 1, view, &building, order: order)
+        }
+        let old = node
         guard !isLeaf, let value = try? view.value(forKeyPath: childrenKeyPath, of: object) else {
             drop(node.children, &building)
             node = Node(object: object, children: [], isLeaf: isLeaf)
-            return
+            return node != old
         }
         // By comparison: a path's few objects (cheaper than hashing every child).
-        let chain = Array(ancestors)
         let childObjects = value.objectIDs.filter { !chain.contains($0) }
         if depth >= Self.maxDepth {
             drop(node.children, &building)
             node = Node(object: object, children: [], isLeaf: false, isCut: !childObjects.isEmpty)
-            return
-        }
-        let shown = !node.isLeaf && !node.isCut
-        node.isLeaf = false
-        node.isCut = false
-        // The children that came and went, from the record's insertions and removals (an object removed and
-        // inserted again moved); read whole when the record does not tell (a setting, a longer key path).
-        if shown, let change = childrenChange(of: object, in: record),
-            change.entering.count + change.moving.count <= Self.incrementalLimit
-        {
-            let moving = node.children.compactMap { edits.moved.contains($0.object) ? $0.object : nil } + change.moving
-            let placed = placements.filter { $0.placement.parent == object }.map(\.object)
-            var edited = building
-            // Each child once, as the children key path has them (else the record was not followed: read whole).
-            if let children = try? edit(
-                node.children, under: object, leaving: change.leaving, moving: moving + placed,
-                entering: change.entering.filter { !ancestors.contains($0) }, ancestors: &ancestors,
-                depth: depth + 1, view, &edited, order: { childObjects }),
-                children.count == childObjects.count
-            {
-                node.children = children
-                building = edited
-                return
-            }
+            return node != old
         }
         // Read whole: the nodes of the children that stay are kept.
         var kept: [ObjectID: Node] = [:]
@@ -168,40 +184,31 @@ extension TreeController {
                 ?? build(child, ancestors: &ancestors, depth: depth + 1, view: view, building: &building)
         }
         drop(Array(kept.values), &building)
-        node.children = children
-        applyPlacements(under: object, to: &node.children, before: children)
+        node = Node(object: object, children: children, isLeaf: false)
+        let isChild = { (object: ObjectID) in children.contains { $0.object == object } }
+        reanchorPlacements(under: object, before: old.children, stays: isChild, enters: isChild)
+        applyPlacements(under: object, to: &node.children)
+        return node != old
     }
 
-    /// The roots after a content change, or after sort or filter keys of content objects changed.
-    private func editRoots(_ edits: Edits, contentChanged: Bool, _ view: ReadView, _ building: inout Building) throws {
-        let difference = contentChanged ? contentDifference : nil
-        let placed = placements.filter { $0.placement.parent == nil }.map(\.object)
-        let moving = edits.moved + placed
-        guard !unsortedLevels.contains(nil), moving.count + (difference?.added.count ?? 0) <= Self.incrementalLimit
-        else { throw Rebuild() }
-        var ancestors: Set<ObjectID> = []
-        roots = try edit(
-            roots, under: nil, leaving: difference?.removed ?? [], moving: moving,
-            entering: difference?.added ?? [], ancestors: &ancestors, depth: 0, view, &building)
-    }
-
-    /// `nodes` (siblings under `parent`, nil for the roots) without the nodes of `leaving`, with the objects of
-    /// `moving` (those still among them) and `entering` placed where the sort puts them, then the placements of
-    /// insertions applied. Equal keys are ordered by `order` (the children key path's order, read when first needed;
-    /// the content's for the roots). Throws when the sort keys cannot be read (the list is then made whole).
+    /// Edits `nodes` (siblings under `parent`, nil for the roots) in place: the nodes of `leaving` taken out, the
+    /// objects of `moving` (those still among them) and of `entering` placed where the sort puts them (a binary
+    /// search each), then the placements of insertions applied. Equal keys are ordered by `order` (the children key
+    /// path's order, read when first needed; the content's for the roots). Whether the list changed.
     private func edit(
-        _ nodes: [Node], under parent: ObjectID?, leaving: Set<ObjectID>, moving: [ObjectID], entering: [ObjectID],
-        ancestors: inout Set<ObjectID>, depth: Int, _ view: ReadView, _ building: inout Building,
-        order readOrder: (() -> [ObjectID])? = nil
-    ) throws -> [Node] {
-        guard !unsortedLevels.contains(parent) else { throw Rebuild() }
-        var taken: [ObjectID: Node] = [:]
-        var level = nodes
+        _ nodes: inout [Node], under parent: ObjectID?, leaving: Set<ObjectID>, moving: [ObjectID],
+        entering: [ObjectID], ancestors: inout Set<ObjectID>, depth: Int, _ view: ReadView,
+        _ building: inout Building, order readOrder: (() -> TieOrder)? = nil
+    ) -> Bool {
+        // Where the nodes taken out were (a few objects looked for by comparison, cheaper than hashing every node).
+        let few = leaving.count <= 16 ? Array(leaving) : nil
+        var taken: [ObjectID: Int] = [:]
         if !leaving.isEmpty || !moving.isEmpty {
-            level.removeAll { node in
-                guard leaving.contains(node.object) || moving.contains(node.object) else { return false }
-                taken[node.object] = node
-                return true
+            for index in nodes.indices {
+                let object = nodes[index].object
+                if few?.contains(object) ?? leaving.contains(object) || moving.contains(object) {
+                    taken[object] = index
+                }
             }
         }
         var placing: [ObjectID] = []
@@ -216,29 +223,93 @@ extension TreeController {
                 : taken[object] != nil || entering.contains(object)
             if member { placing.append(object) }
         }
-        var order: [ObjectID]?
+        reanchorPlacements(
+            under: parent, before: nodes, stays: { taken[$0] == nil || placing.contains($0) },
+            enters: { placing.contains($0) })
+        var kept: [ObjectID: Node] = [:]
+        if taken.count <= Self.incrementalLimit {
+            // Each taken out where it is, from the last (cheaper than hashing every node).
+            for index in taken.values.sorted(by: >) { kept[nodes[index].object] = nodes.remove(at: index) }
+        } else {
+            nodes.removeAll { node in
+                guard taken[node.object] != nil else { return false }
+                kept[node.object] = node
+                return true
+            }
+        }
+        var order: TieOrder?
+        var changed = false
         for object in placing {
-            let keys = try ordering.keys(of: .object(object), resolver: view)
+            // Keys that cannot be read sort as null (a rebuild would leave the list unsorted; a model's undefined
+            // key leaves it so at the first build, and such a tree is not updated in place).
+            let keys = ordering.readKeys(of: object, view: view)
             // Among equal keys, after those that come before it in the children key path (or the content), as a
             // stable sort puts it: positions found by comparison, for the few equals the search meets (cheaper than
-            // indexing every position).
+            // indexing every position), from the end, where insertions mostly go.
             var own: Int?
-            let at = try ordering.insertionIndex(
-                for: keys, count: level.count,
-                keysAt: { try self.ordering.keys(of: .object(level[$0].object), resolver: view) },
-                precedes: { index in
-                    if order == nil { order = readOrder?() ?? self.content }
-                    if own == nil { own = order?.firstIndex(of: object) ?? .max }
-                    return own! < order?.firstIndex(of: level[index].object) ?? .max
-                })
-            let node =
-                taken.removeValue(forKey: object)
-                ?? build(object, ancestors: &ancestors, depth: depth, view: view, building: &building)
-            level.insert(node, at: at)
+            func precedes(_ other: ObjectID) -> Bool {
+                if order == nil { order = readOrder?() ?? .content(content) }
+                guard let order else { return false }
+                if own == nil { own = order.lastIndex(of: object) ?? order.count }
+                return !order.contains(other, before: own!)
+            }
+            var (at, high) = (0, nodes.count)
+            while at < high {
+                let middle = at + (high - at) / 2
+                let other = nodes[middle].object
+                switch ordering.compare(keys, ordering.readKeys(of: other, view: view)) {
+                case .orderedAscending: high = middle
+                case .orderedSame where precedes(other): high = middle
+                default: at = middle + 1
+                }
+            }
+            if let node = kept.removeValue(forKey: object) {
+                nodes.insert(node, at: at)
+            } else {
+                nodes.insert(
+                    build(object, ancestors: &ancestors, depth: depth, view: view, building: &building), at: at)
+                changed = true
+            }
         }
-        drop(Array(taken.values), &building)
-        applyPlacements(under: parent, to: &level, before: nodes)
-        return level
+        drop(Array(kept.values), &building)
+        applyPlacements(under: parent, to: &nodes)
+        // Unchanged when nothing came or went and every node taken out is back at its index.
+        return changed || !kept.isEmpty
+            || taken.contains { object, index in !nodes.indices.contains(index) || nodes[index].object != object }
+    }
+
+    /// The order that decides among equal keys: the children key path's, or the content's for the roots.
+    enum TieOrder {
+        case content([ObjectID])
+        case children(KeyValue)
+
+        var count: Int {
+            switch self {
+            case .content(let objects): objects.count
+            case .children(.collection(let elements)): elements.count
+            case .children: 0
+            }
+        }
+
+        func object(at index: Int) -> ObjectID? {
+            switch self {
+            case .content(let objects): return objects[index]
+            case .children(.collection(let elements)):
+                if case .object(let object) = elements[index] { return object }
+                return nil
+            case .children: return nil
+            }
+        }
+
+        func lastIndex(of object: ObjectID) -> Int? {
+            (0..<count).reversed().first { self.object(at: $0) == object }
+        }
+
+        /// Whether `object`, which is in the order, is among the first `end`.
+        func contains(_ object: ObjectID, before end: Int) -> Bool {
+            // Searched from `end` on: what is not there is before it.
+            end >= count || !(end..<count).contains { self.object(at: $0) == object }
+        }
     }
 
     /// The children of `parent` that the record's insertions and removals brought in and took out, and those removed
@@ -276,18 +347,24 @@ extension TreeController {
         value["$ref"]?.stringValue.flatMap(ObjectID.init(reference:))
     }
 
-    /// Re-anchors (see `reanchorPlacements`) and applies the placements under `parent` to its children `nodes`,
-    /// which were `before` when the placements were applied last.
-    func applyPlacements(under parent: ObjectID?, to nodes: inout [Node], before: [Node]) {
-        guard placements.contains(where: { $0.placement.parent == parent }) else { return }
+    /// A placement under `parent` (nil: the roots) after a sibling that has left its children (deleted, moved,
+    /// filtered out) is put after the sibling that came before that one in `before` (the children as they were), so
+    /// that the node stays where it was shown. `stays` tells whether an object of `before` is still among them,
+    /// `enters` whether another object now is.
+    func reanchorPlacements(
+        under parent: ObjectID?, before: [Node], stays: (ObjectID) -> Bool, enters: (ObjectID) -> Bool
+    ) {
         for index in placements.indices where placements[index].placement.parent == parent {
-            guard case .after(let anchor) = placements[index].placement.position,
-                !nodes.contains(where: { $0.object == anchor })
-            else { continue }
-            let anchorIndex = before.firstIndex { $0.object == anchor } ?? 0
-            let stayed = before[..<anchorIndex].last { old in nodes.contains { $0.object == old.object } }
+            guard case .after(let anchor) = placements[index].placement.position else { continue }
+            let anchorIndex = before.firstIndex { $0.object == anchor }
+            guard !(anchorIndex.map { _ in stays(anchor) } ?? enters(anchor)) else { continue }
+            let stayed = before[..<(anchorIndex ?? 0)].last { stays($0.object) }
             placements[index].placement.position = stayed.map { .after($0.object) } ?? .first
         }
+    }
+
+    /// Applies the placements under `parent` to its children `nodes`, in order.
+    func applyPlacements(under parent: ObjectID?, to nodes: inout [Node]) {
         for (object, placement) in placements where placement.parent == parent {
             Self.place(object, placement, in: &nodes)
         }

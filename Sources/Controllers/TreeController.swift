@@ -17,9 +17,9 @@ final class TreeController: Controller {
         var isCut = false
     }
 
-    var roots: [Node] = [] {
-        didSet { flattenedCache = nil }
-    }
+    /// The tree (changed in place by an update: no observer on it, which would copy it at each change; whatever
+    /// changes it calls `treeDidChange()`).
+    var roots: [Node] = []
     /// Valid, unique, in depth-first order.
     var selectionIndexPaths: [[Int]] = []
     var ordering = SortOrdering([])
@@ -44,6 +44,11 @@ final class TreeController: Controller {
         return objects
     }
     private var flattenedCache: [ObjectID]?
+
+    /// Forgets what was worked out from the tree before.
+    func treeDidChange() {
+        flattenedCache = nil
+    }
     /// The nodes whose children the sort descriptors could not order (a key one of them does not have): they are in
     /// the order of the children key path, and an update in place orders them whole again (nil: the roots).
     var unsortedLevels: Set<ObjectID?> = []
@@ -193,11 +198,14 @@ final class TreeController: Controller {
         rebuild(in: context)
     }
 
-    /// Rebuilds the tree and re-selects (the selected objects when `preservesSelection`, else the same paths).
-    func rebuild(in context: ControllerContext) {
+    /// Rebuilds the tree and re-selects (the selected objects when `preservesSelection`, else the same paths), by
+    /// `memory` when given (what re-selecting needs of the tree before, noted before the tree was changed).
+    func rebuild(in context: ControllerContext, memory: SelectionMemory? = nil) {
         let view = context.view
         let oldRoots = roots
-        let oldSelection = selectionIndexPaths
+        let memory =
+            memory
+            ?? SelectionMemory(selection: selectionIndexPaths, in: roots, neighbours: options.avoidsEmptySelection)
         let oldSelected = selectedObjects
         // A root an insertion placed stays while its placement is kept (see `placements`), also when the filter
         // would hide it (as an array controller's added object does).
@@ -217,7 +225,41 @@ final class TreeController: Controller {
         placements.removeAll { nodeCounts[$0.object] == nil }
         reanchorPlacements(from: oldRoots)
         applyPlacements()
-        reselect(after: oldRoots, selection: oldSelection, selected: oldSelected, in: context)
+        treeDidChange()
+        if roots != oldRoots { context.emit(self, .arrangedObjects) }
+        reselect(memory, selected: oldSelected, in: context)
+    }
+
+    /// What re-selecting after a change needs of the tree before it: the objects along each selected path (the
+    /// node's own last), and, for `avoidsEmptySelection`, the objects whose nodes may take the first selected node's
+    /// place if it vanishes (see `neighbour(ofVanished:)`).
+    struct SelectionMemory {
+        var selection: [[Int]]
+        var chains: [[ObjectID]]
+        var neighbours: [ObjectID] = []
+
+        init(selection: [[Int]], in roots: [Node], neighbours: Bool) {
+            self.selection = selection
+            chains = selection.map { TreeController.objects(along: $0, in: roots) }
+            if neighbours { noteNeighbours(in: roots) }
+        }
+
+        mutating func noteNeighbours(in roots: [Node]) {
+            guard let first = selection.first, let index = first.last else { return }
+            // The sibling objects that followed it, then those before it, then its parent object.
+            let parentPath = Array(first.dropLast())
+            let parent = parentPath.isEmpty ? nil : TreeController.node(at: parentPath, in: roots)
+            let siblings = parentPath.isEmpty ? roots : parent?.children ?? []
+            if siblings.indices.contains(index) {
+                neighbours = (siblings[(index + 1)...] + siblings[..<index].reversed()).map(\.object)
+            }
+            if let parent { neighbours.append(parent.object) }
+        }
+
+        /// The object of the node at selected `path` before, if it was one.
+        func object(at index: Int) -> ObjectID? {
+            chains[index].count == selection[index].count ? chains[index].last : nil
+        }
     }
 
     /// What building nodes counted and spent: the nodes of each object (or the change of their number), and what is
@@ -255,59 +297,53 @@ final class TreeController: Controller {
         return Node(object: object, children: children, isLeaf: false)
     }
 
-    /// Selects again after the tree changed from `oldRoots`: each selected node found again by the objects on its
-    /// path when `preservesSelection`, else the same paths; then a neighbour when `avoidsEmptySelection`.
-    func reselect(
-        after oldRoots: [Node], selection oldSelection: [[Int]], selected oldSelected: [ObjectID],
-        in context: ControllerContext
-    ) {
+    /// Selects again after the tree changed from what `memory` noted: each selected node found again by the objects
+    /// on its path when `preservesSelection`, else the same paths; then a neighbour when `avoidsEmptySelection`.
+    func reselect(_ memory: SelectionMemory, selected oldSelected: [ObjectID], in context: ControllerContext) {
+        let oldSelection = memory.selection
         var selection: [[Int]]
         if options.preservesSelection {
             // Each selected node found again by the objects on its path (an object may be a node along several paths,
             // and the paths' indexes move as siblings come and go), else the selected object where it is first.
             var finder = PathFinder(roots)
-            selection = oldSelection.compactMap { path in
-                let chain = Self.objects(along: path, in: oldRoots)
-                return finder.path(along: chain) ?? chain.last.flatMap { finder.firstPath(of: $0) }
+            selection = memory.chains.compactMap { chain in
+                finder.path(along: chain) ?? chain.last.flatMap { finder.firstPath(of: $0) }
             }
         } else {
             // The same paths, but not those whose objects left the tree (removed), as an array controller drops the
             // indexes of removed objects.
-            selection = oldSelection.filter { path in
-                node(at: path) != nil
-                    && (Self.node(at: path, in: oldRoots).map { nodeCounts[$0.object] != nil } ?? true)
-            }
+            selection = oldSelection.indices.filter { index in
+                node(at: oldSelection[index]) != nil
+                    && (memory.object(at: index).map { nodeCounts[$0] != nil } ?? true)
+            }.map { oldSelection[$0] }
         }
         if selection.isEmpty, options.avoidsEmptySelection, !roots.isEmpty {
             if let first = oldSelection.first {
-                selection = [neighbour(ofVanished: first, in: oldRoots)]
+                selection = [neighbour(ofVanished: first, candidates: memory.neighbours)]
             } else if !explicitlyEmpty {
                 selection = [[0]]
             }
         }
-        if roots != oldRoots { context.emit(self, .arrangedObjects) }
         let normalizedSelection = normalized(selection)
         setSelection(
             normalizedSelection, in: context,
             changed: normalizedSelection != oldSelection || selectedObjects != oldSelected)
     }
 
-    /// A placement after a sibling that has left its parent (deleted, moved, filtered out) is put after the sibling
-    /// that came before that one in the tree as it was (`oldRoots`), so that the node stays where it was shown.
+    /// Re-anchors every placement whose anchor has left its parent's children since the tree was `oldRoots` (see
+    /// `reanchorPlacements(under:before:stays:enters:)`), its parent found at its first node.
     func reanchorPlacements(from oldRoots: [Node]) {
-        func siblings(under parent: ObjectID?, in nodes: [Node]) -> [Node]? {
+        func siblings(under parent: ObjectID?, in nodes: [Node]) -> [Node] {
             guard let parent else { return nodes }
-            return Self.indexPath(of: parent, in: nodes).flatMap { Self.node(at: $0, in: nodes)?.children }
+            return Self.indexPath(of: parent, in: nodes).flatMap { Self.node(at: $0, in: nodes)?.children } ?? []
         }
-        for index in placements.indices {
-            guard case .after(let anchor) = placements[index].placement.position else { continue }
-            let parent = placements[index].placement.parent
-            let now = siblings(under: parent, in: roots) ?? []
-            guard !now.contains(where: { $0.object == anchor }) else { continue }
-            let before = siblings(under: parent, in: oldRoots) ?? []
-            let anchorIndex = before.firstIndex { $0.object == anchor } ?? 0
-            let stayed = before[..<anchorIndex].last { old in now.contains { $0.object == old.object } }
-            placements[index].placement.position = stayed.map { .after($0.object) } ?? .first
+        var parents: [ObjectID?] = []
+        for (_, placement) in placements where !parents.contains(placement.parent) { parents.append(placement.parent) }
+        for parent in parents {
+            let now = siblings(under: parent, in: roots)
+            let isThere = { (object: ObjectID) in now.contains { $0.object == object } }
+            reanchorPlacements(
+                under: parent, before: siblings(under: parent, in: oldRoots), stays: isThere, enters: isThere)
         }
     }
 
@@ -335,9 +371,10 @@ final class TreeController: Controller {
         if !byParent.isEmpty { walk(&roots) }
     }
 
-    /// Moves the node of `object` among `nodes` where `placement` puts it.
-    static func place(_ object: ObjectID, _ placement: Placement, in nodes: inout [Node]) {
-        guard let index = nodes.firstIndex(where: { $0.object == object }) else { return }
+    /// Moves the node of `object` among `nodes` where `placement` puts it; whether it moved.
+    @discardableResult
+    static func place(_ object: ObjectID, _ placement: Placement, in nodes: inout [Node]) -> Bool {
+        guard let index = nodes.firstIndex(where: { $0.object == object }) else { return false }
         let node = nodes.remove(at: index)
         let target: Int
         switch placement.position {
@@ -346,6 +383,7 @@ final class TreeController: Controller {
         case .after(let sibling): target = nodes.firstIndex { $0.object == sibling }.map { $0 + 1 } ?? index
         }
         nodes.insert(node, at: target)
+        return target != index
     }
 
     /// The children of `parent` (nil: the roots) sorted by the sort descriptors, stably; in their order when the
@@ -501,21 +539,14 @@ final class TreeController: Controller {
         return search(roots) ? path : nil
     }
 
-    /// The node that takes the place of the one at `path` in the tree before (`oldRoots`), now gone: the sibling
-    /// object that followed it, else the one before it, else its parent object, wherever they are now (a removal
-    /// can move nodes: the removed object's children may become roots); else by position (`neighbour(of:)`).
-    func neighbour(ofVanished path: [Int], in oldRoots: [Node]) -> [Int] {
-        guard let index = path.last else { return neighbour(of: path) }
-        let parentPath = Array(path.dropLast())
-        let parent = parentPath.isEmpty ? nil : Self.node(at: parentPath, in: oldRoots)
-        let siblings = parentPath.isEmpty ? oldRoots : parent?.children ?? []
-        if siblings.indices.contains(index) {
-            let candidates = siblings[(index + 1)...] + siblings[..<index].reversed()
-            for sibling in candidates {
-                if let found = indexPath(of: sibling.object) { return found }
-            }
+    /// The node that takes the place of the one at `path` in the tree before, now gone: the first of `candidates`
+    /// (the sibling objects that followed it, else those before it, else its parent object; `SelectionMemory`)
+    /// wherever its node is now (a removal can move nodes: the removed object's children may become roots); else by
+    /// position (`neighbour(of:)`).
+    func neighbour(ofVanished path: [Int], candidates: [ObjectID]) -> [Int] {
+        for object in candidates {
+            if let found = indexPath(of: object) { return found }
         }
-        if let parent, let found = indexPath(of: parent.object) { return found }
         return neighbour(of: path)
     }
 
@@ -604,8 +635,10 @@ final class TreeController: Controller {
             }
             let parent = parentNode.object
             let children = RelationshipOwner(object: parent, keyPath: childrenKeyPath)
-            let count = (try? view.value(forKeyPath: childrenKeyPath, of: parent))?.objectIDs.count ?? 0
-            let at = action == "insertChild" ? min(index ?? 0, count) : nil
+            let at =
+                action == "insertChild"
+                ? min(index ?? 0, (try? view.value(forKeyPath: childrenKeyPath, of: parent))?.objectIDs.count ?? 0)
+                : nil
             let shown = parentNode.children
             let position: Placement.Position =
                 switch min(at ?? shown.count, shown.count) {
@@ -661,22 +694,31 @@ final class TreeController: Controller {
                 rebuild(in: context)  // a root the filter hides: shown all the same (`rebuild` keeps placed roots)
             } else {
                 // The earlier placements are applied already: this one goes last, at every node of its parent.
-                let before = roots
+                var moved = false
                 if let parent = placement.parent {
                     for path in paths(of: parent) {
-                        modifyNode(at: path[...], in: &roots) { Self.place(object, placement, in: &$0.children) }
+                        modifyNode(at: path[...], in: &roots) {
+                            moved = Self.place(object, placement, in: &$0.children) || moved
+                        }
                     }
                 } else {
-                    Self.place(object, placement, in: &roots)
+                    moved = Self.place(object, placement, in: &roots)
                 }
-                if roots != before { context.emit(self, .arrangedObjects) }
+                if moved {
+                    treeDidChange()
+                    context.emit(self, .arrangedObjects)
+                }
             }
         }
-        var finder = PathFinder(roots)
-        var selection = oldSelected.compactMap { finder.firstPath(of: $0) }
         // The node the insertion placed: a root placed where the filter would hide it may also be a child elsewhere.
         let placedRoot = placement?.parent == nil ? roots.firstIndex { $0.object == object }.map { [$0] } : nil
-        if options.selectsInsertedObjects, let path = placedRoot ?? self.indexPath(of: object) { selection = [path] }
+        var selection: [[Int]]
+        if options.selectsInsertedObjects, let path = placedRoot ?? self.indexPath(of: object) {
+            selection = [path]
+        } else {
+            var finder = PathFinder(roots)
+            selection = oldSelected.compactMap { finder.firstPath(of: $0) }
+        }
         let normalizedSelection = normalized(selection)
         setSelection(
             normalizedSelection, in: context,

@@ -85,6 +85,9 @@ struct TreeInPlaceTests {
                 try h.registry.setSelectionIndexPaths([path], controller: "tree")
             }
             let selectedBefore = try h.value("selectedObjects", of: "tree").arrayValue ?? []
+            let treeBefore = try h.value("arrangedObjects", of: "tree")
+            let selectionBefore = try h.value("selectionIndexPaths", of: "tree")
+            h.clearReports()
             let kind = Int.random(in: 0..<10, using: &random)
             // A sort or filter key of an object in the tree changed (without automatic re-arrangement, the tree
             // then waits for the next rebuild, so it is compared after a re-arrangement only).
@@ -157,6 +160,23 @@ struct TreeInPlaceTests {
             try make("fresh")
             let expected = shape(try h.value("arrangedObjects", of: "fresh"), ignoring: placed)
             let arranged = try h.value("arrangedObjects", of: "tree")
+            // After a commit made elsewhere, one selected node is selected again as NSTreeController does (see
+            // `expectedSelection`).
+            if kind < 7, let before = selectionBefore.arrayValue, before.count == 1 {
+                let path = before[0].arrayValue?.compactMap { $0.integerValue.map(Int.init) } ?? []
+                let expected = expectedSelection(
+                    after: path, from: treeBefore, to: arranged,
+                    preserving: description["preservesSelection"] != false,
+                    avoidingEmpty: description["avoidsEmptySelection"] != false)
+                #expect(
+                    try h.value("selectionIndexPaths", of: "tree")
+                        == .array(expected.map { .array($0.map { .integer(Int64($0)) }) }), "seed \(seed), step \(step)"
+                )
+            }
+            // A tree that changed is reported.
+            if arranged != treeBefore {
+                #expect(h.reported(.arrangedObjects, of: "tree"), "seed \(seed), step \(step), kind \(kind)")
+            }
             let rearranges = description["automaticallyRearrangesObjects"] != false
             if !rearranges && keysChanged {
                 try h.registry.perform("rearrangeObjects", controller: "tree")
@@ -218,6 +238,72 @@ struct TreeInPlaceTests {
         #expect(state["nodeCount"]?.integerValue ?? 0 <= 200_000)
         #expect(try h.value("arrangedObjects.@count", of: "chain") == state["nodeCount"])
     }
+
+    /// The node at `path` of a tree's arranged objects.
+    func node(at path: [Int], in nodes: PropertyListValue) -> PropertyListValue? {
+        var nodes = nodes
+        var node: PropertyListValue?
+        for index in path {
+            guard let list = nodes.arrayValue, list.indices.contains(index) else { return nil }
+            node = list[index]
+            nodes = list[index]["children"] ?? []
+        }
+        return node
+    }
+
+    /// The first index path (depth first) of `object`.
+    func firstPath(of object: String, in nodes: PropertyListValue) -> [Int]? {
+        paths(nodes).first { node(at: $0, in: nodes)?["object"]?["$ref"]?.stringValue == object }
+    }
+
+    /// The selection after a commit made elsewhere, from the one node selected at `path` in `old`: with
+    /// `preserving`, its node found again along the same objects, else the object's first node; without, the same
+    /// path if it is still a node and its object still in the tree. When that leaves nothing selected and
+    /// `avoidingEmpty`: the first node of the sibling objects that followed it, else those before it (nearest
+    /// first), else its parent's; else the node at its index or the last of its siblings, going up.
+    func expectedSelection(
+        after path: [Int], from old: PropertyListValue, to new: PropertyListValue, preserving: Bool,
+        avoidingEmpty: Bool
+    ) -> [[Int]] {
+        func object(_ node: PropertyListValue?) -> String? { node.flatMap(self.object(of:)) }
+        let chain = path.indices.compactMap { object(node(at: Array(path[...$0]), in: old)) }
+        let shown = Set(objects(in: new))
+        if preserving {
+            var found: [Int] = []
+            var level = new
+            for object in chain {
+                guard let list = level.arrayValue, let index = list.firstIndex(where: { self.object(of: $0) == object })
+                else { break }
+                found.append(index)
+                level = list[index]["children"] ?? []
+            }
+            if !chain.isEmpty && found.count == chain.count { return [found] }
+            if let last = chain.last, let first = firstPath(of: last, in: new) { return [first] }
+        } else if node(at: path, in: new) != nil, chain.count == path.count, let last = chain.last, shown.contains(last)
+        {
+            return [path]
+        }
+        guard avoidingEmpty, !(new.arrayValue ?? []).isEmpty, let index = path.last else { return [] }
+        let parentPath = Array(path.dropLast())
+        let siblings = (parentPath.isEmpty ? old : node(at: parentPath, in: old)?["children"])?.arrayValue ?? []
+        var candidates: [String] = []
+        if siblings.indices.contains(index) {
+            candidates = (siblings[(index + 1)...] + siblings[..<index].reversed()).compactMap(object)
+        }
+        if !parentPath.isEmpty, let parent = object(node(at: parentPath, in: old)) { candidates.append(parent) }
+        for candidate in candidates {
+            if let first = firstPath(of: candidate, in: new) { return [first] }
+        }
+        var position = path
+        while let last = position.popLast() {
+            let count = (position.isEmpty ? new : node(at: position, in: new)?["children"])?.arrayValue?.count ?? 0
+            if count > 0 { return [position + [min(last, count - 1)]] }
+            if !position.isEmpty && node(at: position, in: new) != nil { return [position] }
+        }
+        return [[0]]
+    }
+
+    func object(of node: PropertyListValue) -> String? { node["object"]?["$ref"]?.stringValue }
 
     /// Every node's object, depth first.
     func objects(in nodes: PropertyListValue) -> [String] {
