@@ -106,8 +106,10 @@ extension TreeController {
                     entering: difference?.added ?? [], ancestors: &ancestors, depth: 0, view, &building) || changed
         }
         let added = building.counts.values.reduce(0, +)
-        // Past the node limit: rebuilt, which cuts the tree there (the selection as it was noted).
+        // Past the node limit: rebuilt, which cuts the tree there (the selection as it was noted; the neighbours of a
+        // selected node the cut takes away only if the record touched its path).
         guard nodeCount + added <= Self.maxNodes else {
+            if changed { context.emit(self, .arrangedObjects) }
             rebuild(in: context, memory: memory)
             return true
         }
