@@ -48,9 +48,12 @@ for index in 0..<count {
 let loading = try milliseconds { try store.transaction { try $0.insertObjects(.array(objects)) } }
 print("loaded \(count) employees in \(String(format: "%.0f", loading)) ms")
 
-let registry = ControllerRegistry(store: store, appliesRecordsInBackground: false) { body in
-    try store.transaction(body).record
+/// A registry over `store` that applies records when asked (`synchronize()`), as the benchmarks time it.
+func makeRegistry(over store: ObjectStore) -> ControllerRegistry {
+    ControllerRegistry(store: store, appliesRecordsInBackground: false) { body in try store.transaction(body).record }
 }
+
+let registry = makeRegistry(over: store)
 let creation = try milliseconds {
     try registry.create(
         json: [
@@ -160,9 +163,7 @@ for index in 0..<count {
     ])
 }
 try treeStore.transaction { try $0.insertObjects(.array(folders)) }
-let treeRegistry = ControllerRegistry(store: treeStore, appliesRecordsInBackground: false) { body in
-    try treeStore.transaction(body).record
-}
+let treeRegistry = makeRegistry(over: treeStore)
 let treeCreation = try milliseconds {
     try treeRegistry.create(
         json: [
