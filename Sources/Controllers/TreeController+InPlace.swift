@@ -58,10 +58,11 @@ extension TreeController {
         let view = context.view
         var memory = SelectionMemory(selection: selectionIndexPaths, in: roots, neighbours: false)
         // The neighbours of a vanished selection (a long list to note) when the selection may vanish: its paths may
-        // end (without `preservesSelection`), or an object along them changed, was deleted or left the content (a
-        // node leaves its list by a change of its parent's children, or of its own sort, filter or leaf keys).
+        // end (without `preservesSelection`), or an object along them changed, was deleted, left the content or lost
+        // its placement (a node leaves its list by a change of its parent's children, or of its own sort, filter or
+        // leaf keys, or when the filter hid it but its placement showed it).
         if options.avoidsEmptySelection && !memory.selection.isEmpty {
-            let touched = Set(record.changes.compactMap(\.target)).union(record.deleted)
+            let touched = Set(record.changes.compactMap(\.target)).union(record.deleted).union(edits.moved)
             if !options.preservesSelection
                 || memory.chains.contains(where: {
                     $0.contains { touched.contains($0) || difference?.removed.contains($0) == true }

@@ -53,6 +53,8 @@ struct TreeInPlaceTests {
             ("salary", "salary > 150", ["leafKeyPath": "active", "preservesSelection": false], 5),
             ("lastName", nil, ["content": "Department/1.employees"], 6),
             ("-salary,lastName", "manager == nil", ["avoidsEmptySelection": false], 7),
+            // Roots inserted where the filter hides them, shown while placed, then gone.
+            ("lastName", "salary > 150", [:], 8),
         ] as [(String, String?, [String: PropertyListValue], UInt64)])
     func updatedInPlace_asARebuild(sort: String, filter: String?, fields: [String: PropertyListValue], seed: UInt64)
         throws
