@@ -254,7 +254,7 @@ extension TreeController {
                 if order == nil { order = readOrder?() ?? .content(content) }
                 guard let order else { return false }
                 if own == nil { own = order.lastIndex(of: object) ?? order.count }
-                return !order.contains(other, before: own!)
+                return order.contains(other, from: own!)
             }
             var (at, high) = (0, nodes.count)
             while at < high {
@@ -308,10 +308,9 @@ extension TreeController {
             (0..<count).reversed().first { self.object(at: $0) == object }
         }
 
-        /// Whether `object`, which is in the order, is among the first `end`.
-        func contains(_ object: ObjectID, before end: Int) -> Bool {
-            // Searched from `end` on: what is not there is before it.
-            end >= count || !(end..<count).contains { self.object(at: $0) == object }
+        /// Whether `object` is at `start` or after it.
+        func contains(_ object: ObjectID, from start: Int) -> Bool {
+            (start..<max(start, count)).contains { self.object(at: $0) == object }
         }
     }
 
