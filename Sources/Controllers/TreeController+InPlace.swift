@@ -45,6 +45,9 @@ extension TreeController {
     func updateInPlace(
         _ record: ChangeRecord, _ edits: Edits, contentChanged: Bool, in context: ControllerContext
     ) -> Bool {
+        // The objects whose sort or filter keys changed unarranged are placed again, as a rebuild would place them.
+        var edits = edits
+        for object in staleObjects where !edits.moved.contains(object) { edits.moved.append(object) }
         // The content's difference is known only when small; a content holding an object twice is rebuilt, as are
         // placements under an object shown along several paths (a rebuild places them at its first node), and levels
         // the sort descriptors could not order.
@@ -106,6 +109,7 @@ extension TreeController {
                     &roots, under: nil, leaving: difference?.removed ?? [], moving: edits.moved + placedRoots,
                     entering: difference?.added ?? [], ancestors: &ancestors, depth: 0, view, &building) || changed
         }
+        staleObjects = []
         let added = building.counts.values.reduce(0, +)
         // Past the node limit: rebuilt, which cuts the tree there (the selection as it was noted; the neighbours of a
         // selected node the cut takes away only if the record touched its path).

@@ -71,8 +71,11 @@ final class TreeController: Controller {
     var orderKeys: Set<String> = []
     /// Keys whose change on any object may reorder the tree (later steps of the sort and filter key paths).
     var indirectOrderKeys: Set<String> = []
-    /// A sort or filter key changed while `automaticallyRearrangesObjects` is off: the tree is not what a rebuild
-    /// would make until the next rebuild, so it is not updated in place meanwhile.
+    /// Nodes' objects whose sort or filter key changed while `automaticallyRearrangesObjects` is off: they stay where
+    /// they are until the next change of the tree's structure, which places them again (a rebuild sorts every level).
+    var staleObjects: [ObjectID] = []
+    /// More than `incrementalLimit` such objects, or a later step of a sort or filter key path changed: the next
+    /// change of the structure rebuilds the tree.
     var isStale = false
     /// The last rebuild stopped expanding at `maxNodes`.
     var isTruncated = false
@@ -144,10 +147,12 @@ final class TreeController: Controller {
                     rearranges = rearranges || rearrangingKeys.contains(key)
                     edits.note(target, key: key, inTree: inTree, of: self)
                 }
-                if !options.automaticallyRearrangesObjects
-                    && ((inTree && orderKeys.contains(key)) || indirectOrderKeys.contains(key))
-                {
-                    isStale = true
+                if !options.automaticallyRearrangesObjects {
+                    if indirectOrderKeys.contains(key) { isStale = true }
+                    if inTree && orderKeys.contains(key) && !staleObjects.contains(target) {
+                        staleObjects.append(target)
+                        if staleObjects.count > Self.incrementalLimit { isStale = true }
+                    }
                 }
             }
             if !contentChanged {
@@ -220,6 +225,7 @@ final class TreeController: Controller {
         roots = rootObjects.map { build($0, ancestors: &ancestors, depth: 0, view: view, building: &building) }
         isTruncated = isTruncated || building.isTruncated
         isStale = false
+        staleObjects = []
         nodeCounts = building.counts
         nodeCount = building.counts.values.reduce(0, +)
         placements.removeAll { nodeCounts[$0.object] == nil }
