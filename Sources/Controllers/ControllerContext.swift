@@ -10,6 +10,10 @@ final class ControllerContext {
     let controllers: [String: Controller]
     /// The seq of the record being processed; nil for a change the controller made itself.
     var seq: Int64?
+    /// The view is the state right after the record being applied: false for all but the last of a batch of records
+    /// applied with one view (which is then ahead of them), so that a controller that follows records one by one
+    /// can wait for the last.
+    var recordIsLatest = true
     /// The registry's clock when the session began: a controller named by a request is used then.
     var now = 0.0
     private(set) var changes: [ControllerChange] = []

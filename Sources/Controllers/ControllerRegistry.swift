@@ -185,11 +185,14 @@ public final class ControllerRegistry: Sendable {
                 let context = ControllerContext(view: view, controllers: registry.controllers, seq: seq)
                 context.now = clock()
                 defer { enqueue(context) }
-                for record in takeInbox() {
+                let records = takeInbox()
+                for (index, record) in records.enumerated() {
                     context.seq = record.seq
+                    context.recordIsLatest = index == records.count - 1
                     Self.process(record, registry: &registry, context: context)
                 }
                 context.seq = seq
+                context.recordIsLatest = true
                 return try body(&registry, context)
             }
         }

@@ -20,6 +20,8 @@ extension TreeController {
 
         /// Notes a change of `key` on `target` that changes the tree.
         mutating func note(_ target: ObjectID, key: String, inTree: Bool, of tree: TreeController) {
+            // Past the limit (a large change), nothing more is noted.
+            guard isPossible else { return }
             guard inTree, !tree.indirectKeys.contains(key) else {
                 isPossible = false
                 return
@@ -31,9 +33,17 @@ extension TreeController {
 
         /// Forgets `placements`: their nodes are sorted among their siblings again.
         mutating func forget(_ placements: inout [(object: ObjectID, placement: Placement)]) {
-            for (object, _) in placements where !moved.contains(object) { moved.append(object) }
-            if renewed.count + moved.count > TreeController.incrementalLimit { isPossible = false }
+            merge(Edits(moved: placements.map(\.object)))
             placements = []
+        }
+
+        /// Adds the edits of another record of the same batch.
+        mutating func merge(_ other: Edits) {
+            isPossible = isPossible && other.isPossible
+            guard isPossible else { return }
+            for object in other.renewed where !renewed.contains(object) { renewed.append(object) }
+            for object in other.moved where !moved.contains(object) { moved.append(object) }
+            if renewed.count + moved.count > TreeController.incrementalLimit { isPossible = false }
         }
     }
 

@@ -147,7 +147,7 @@ final class TreeController: Controller {
                     rearranges = rearranges || rearrangingKeys.contains(key)
                     edits.note(target, key: key, inTree: inTree, of: self)
                 }
-                if !options.automaticallyRearrangesObjects {
+                if !options.automaticallyRearrangesObjects && !isStale {
                     if indirectOrderKeys.contains(key) { isStale = true }
                     if inTree && orderKeys.contains(key) && !staleObjects.contains(target) {
                         staleObjects.append(target)
@@ -161,16 +161,52 @@ final class TreeController: Controller {
             }
             if !needsRebuild && !selectionIndexPaths.isEmpty { context.emit(self, .selection) }
         }
-        guard needsRebuild else { return }
-        // Content made elsewhere (the model, the binding), not by an insertion of the controller's own.
-        if ownInsertions == 0 { edits.forget(&placements) }
-        if case .record(let record) = cause, !cause.replacesGraph,
-            updateInPlace(record, edits, contentChanged: contentChanged, in: context)
-        {
+        guard case .record(let record) = cause else {
+            if needsRebuild { rebuild(in: context) }
             return
         }
-        rebuild(in: context)
+        // Content made elsewhere (the model, the binding), not by an insertion of the controller's own.
+        if needsRebuild && ownInsertions == 0 { edits.forget(&placements) }
+        // The records of a batch are applied together with its last: the view is the state after it, so the earlier
+        // ones alone would be applied to a tree that the view has moved past.
+        var batch = pendingBatch ?? Batch()
+        if needsRebuild { batch.add(record, edits, contentChanged: contentChanged, replacesGraph: cause.replacesGraph) }
+        guard context.recordIsLatest else {
+            pendingBatch = batch
+            return
+        }
+        pendingBatch = nil
+        guard let merged = batch.record else { return }
+        if batch.replacesGraph || !updateInPlace(merged, batch.edits, contentChanged: batch.contentChanged, in: context)
+        {
+            rebuild(in: context)
+        }
     }
+
+    /// The records of a batch that change the tree, waiting for its last (`ControllerContext.recordIsLatest`).
+    struct Batch {
+        /// The records' changes, in order, as one record.
+        var record: ChangeRecord?
+        var edits = Edits()
+        var contentChanged = false
+        var replacesGraph = false
+
+        mutating func add(_ record: ChangeRecord, _ edits: Edits, contentChanged: Bool, replacesGraph: Bool) {
+            if var merged = self.record {
+                merged.seq = record.seq
+                merged.changes += record.changes
+                merged.inserted += record.inserted
+                merged.deleted += record.deleted
+                self.record = merged
+            } else {
+                self.record = record
+            }
+            self.edits.merge(edits)
+            self.contentChanged = self.contentChanged || contentChanged
+            self.replacesGraph = self.replacesGraph || replacesGraph
+        }
+    }
+    private var pendingBatch: Batch?
 
     func computeWatchedKeys(model: ObjectModel) {
         entitiesWithChildren = Set(

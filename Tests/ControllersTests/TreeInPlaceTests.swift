@@ -2,6 +2,7 @@ import Controllers
 import GraphTestSupport
 import ObjectGraph
 import PropertyList
+import Synchronization
 import Testing
 
 /// A tree controller applies a commit in place (editing only the lists of siblings it touches): after each of many
@@ -221,6 +222,55 @@ struct TreeInPlaceTests {
                 }
             }
         }
+    }
+
+    /// Records that wait together (several commits before the controllers catch up) are applied with a view of the
+    /// state after the last: a tree follows them as one change. Each alone would be applied to a tree that the view
+    /// has moved past (an employee made under a new one would be its child twice).
+    @Test(arguments: [true, false])
+    func aBatchOfRecords_appliedAsOne(automatically: Bool) throws {
+        let model = try ObjectModel.check(
+            file: packageRoot.appendingPathComponent("Fixtures/employees/model.json").path)
+        let follower = Mutex<ControllerRegistry?>(nil)
+        let store = ObjectStore(
+            model: model,
+            hooks: ObjectStoreHooks(capture: { record, _ in follower.withLock { $0 }?.storeDidCommit(record) }))
+        try store.transaction { try $0.insertObjects(standardObjects) }
+        let registry = ControllerRegistry(store: store, appliesRecordsInBackground: false) { body in
+            try store.transaction(body).record
+        }
+        follower.withLock { $0 = registry }
+        let description: [String: PropertyListValue] = [
+            "kind": "tree", "content": "Employee", "filterPredicate": "manager == nil",
+            "childrenKeyPath": "directReports", "sortDescriptors": [["key": "lastName"]],
+            "automaticallyRearrangesObjects": .boolean(automatically),
+        ]
+        func make(_ name: String) throws {
+            var fields = description
+            fields["name"] = .string(name)
+            try registry.create(json: .dictionary(fields))
+        }
+        try make("tree")
+        _ = try registry.setSelectionIndexPaths([[0, 0]], controller: "tree")
+        func employee(_ name: String, manager: String) -> [String: PropertyListValue] {
+            ["firstName": "N", "lastName": .string(name), "department": ref("Department/1"), "manager": ref(manager)]
+        }
+        // Five commits, then the controllers catch up once.
+        try store.transaction {
+            _ = try $0.insert("Employee", id: "x", values: employee("Xu", manager: "Employee/ann"))
+        }
+        try store.transaction { _ = try $0.insert("Employee", id: "y", values: employee("Yi", manager: "Employee/x")) }
+        try store.transaction { try $0.setValue("Aaron", forKeyPath: "lastName", of: id("Employee/x")) }
+        try store.transaction { try $0.setValue(ref("Employee/x"), forKeyPath: "manager", of: id("Employee/eve")) }
+        try store.transaction { try $0.delete(id("Employee/cy")) }
+        registry.synchronize()
+        // (Without automatic re-arrangement too: the renamed employee is placed by the batch's structure changes.)
+        try make("fresh")
+        #expect(
+            try shape(registry.value(forKeyPath: "arrangedObjects", controller: "tree"), ignoring: [])
+                == shape(registry.value(forKeyPath: "arrangedObjects", controller: "fresh"), ignoring: []))
+        #expect(
+            try registry.state(of: "tree").value["nodeCount"] == registry.state(of: "fresh").value["nodeCount"])
     }
 
     /// A commit that takes a tree past its node limit rebuilds it (cut at the limit) rather than updating it in
