@@ -170,14 +170,17 @@ final class TreeController: Controller {
         // The records of a batch are applied together with its last: the view is the state after it, so the earlier
         // ones alone would be applied to a tree that the view has moved past.
         var batch = pendingBatch ?? Batch()
-        if needsRebuild { batch.add(record, edits, contentChanged: contentChanged, replacesGraph: cause.replacesGraph) }
+        if needsRebuild { batch.add(record, edits, replacesGraph: cause.replacesGraph) }
+        if contentChanged { batch.contentChanges += 1 }
         guard context.recordIsLatest else {
             pendingBatch = batch
             return
         }
         pendingBatch = nil
         guard let merged = batch.record else { return }
-        if batch.replacesGraph || !updateInPlace(merged, batch.edits, contentChanged: batch.contentChanged, in: context)
+        // Content that changed twice (a master's selection moved between the records) has only its last difference.
+        if batch.replacesGraph || batch.contentChanges > 1
+            || !updateInPlace(merged, batch.edits, contentChanged: batch.contentChanges == 1, in: context)
         {
             rebuild(in: context)
         }
@@ -188,10 +191,11 @@ final class TreeController: Controller {
         /// The records' changes, in order, as one record.
         var record: ChangeRecord?
         var edits = Edits()
-        var contentChanged = false
+        /// How many of the records changed the content (each change knows its difference from the one before).
+        var contentChanges = 0
         var replacesGraph = false
 
-        mutating func add(_ record: ChangeRecord, _ edits: Edits, contentChanged: Bool, replacesGraph: Bool) {
+        mutating func add(_ record: ChangeRecord, _ edits: Edits, replacesGraph: Bool) {
             if var merged = self.record {
                 merged.seq = record.seq
                 merged.changes += record.changes
@@ -202,7 +206,6 @@ final class TreeController: Controller {
                 self.record = record
             }
             self.edits.merge(edits)
-            self.contentChanged = self.contentChanged || contentChanged
             self.replacesGraph = self.replacesGraph || replacesGraph
         }
     }

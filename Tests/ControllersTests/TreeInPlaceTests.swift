@@ -229,17 +229,7 @@ struct TreeInPlaceTests {
     /// has moved past (an employee made under a new one would be its child twice).
     @Test(arguments: [true, false])
     func aBatchOfRecords_appliedAsOne(automatically: Bool) throws {
-        let model = try ObjectModel.check(
-            file: packageRoot.appendingPathComponent("Fixtures/employees/model.json").path)
-        let follower = Mutex<ControllerRegistry?>(nil)
-        let store = ObjectStore(
-            model: model,
-            hooks: ObjectStoreHooks(capture: { record, _ in follower.withLock { $0 }?.storeDidCommit(record) }))
-        try store.transaction { try $0.insertObjects(standardObjects) }
-        let registry = ControllerRegistry(store: store, appliesRecordsInBackground: false) { body in
-            try store.transaction(body).record
-        }
-        follower.withLock { $0 = registry }
+        let (store, registry) = try batchingRegistry()
         let description: [String: PropertyListValue] = [
             "kind": "tree", "content": "Employee", "filterPredicate": "manager == nil",
             "childrenKeyPath": "directReports", "sortDescriptors": [["key": "lastName"]],
@@ -271,6 +261,55 @@ struct TreeInPlaceTests {
                 == shape(registry.value(forKeyPath: "arrangedObjects", controller: "fresh"), ignoring: []))
         #expect(
             try registry.state(of: "tree").value["nodeCount"] == registry.state(of: "fresh").value["nodeCount"])
+    }
+
+    /// A store with the standard objects and a registry that catches up with its commits only when asked
+    /// (`synchronize()`), so that several records wait together.
+    func batchingRegistry() throws -> (ObjectStore, ControllerRegistry) {
+        let model = try ObjectModel.check(
+            file: packageRoot.appendingPathComponent("Fixtures/employees/model.json").path)
+        let follower = Mutex<ControllerRegistry?>(nil)
+        let store = ObjectStore(
+            model: model,
+            hooks: ObjectStoreHooks(capture: { record, _ in follower.withLock { $0 }?.storeDidCommit(record) }))
+        try store.transaction { try $0.insertObjects(standardObjects) }
+        let registry = ControllerRegistry(store: store, appliesRecordsInBackground: false) { body in
+            try store.transaction(body).record
+        }
+        follower.withLock { $0 = registry }
+        return (store, registry)
+    }
+
+    /// A tree over a master's selection, in one batch: the selected department is deleted (the master selects
+    /// another), then an employee joins that one. The content moves once, to the view's, at the first record.
+    @Test func aBatchMovingTheMastersSelection_followsTheView() throws {
+        let (store, registry) = try batchingRegistry()
+        try registry.create(
+            json: [
+                "name": "departments", "kind": "array", "content": "Department", "sortDescriptors": [["key": "name"]],
+            ])
+        _ = try registry.setSelectionIndexes([0], controller: "departments")  // Legal (nobody)
+        func tree(_ name: String) -> PropertyListValue {
+            [
+                "name": .string(name), "kind": "tree", "content": "@departments.selection.employees",
+                "childrenKeyPath": "directReports", "sortDescriptors": [["key": "lastName"]],
+                "automaticallyRearrangesObjects": true,
+            ]
+        }
+        try registry.create(json: tree("staff"))
+        try store.transaction { try $0.delete(id("Department/3")) }  // the master selects Research (Dee)
+        try store.transaction {
+            _ = try $0.insert(
+                "Employee", id: "kim",
+                values: ["firstName": "Kim", "lastName": "Kahn", "department": ref("Department/2")])
+        }
+        registry.synchronize()
+        try registry.create(json: tree("fresh"))
+        #expect(
+            try shape(registry.value(forKeyPath: "arrangedObjects", controller: "staff"), ignoring: [])
+                == shape(registry.value(forKeyPath: "arrangedObjects", controller: "fresh"), ignoring: []))
+        #expect(
+            try shape(registry.value(forKeyPath: "arrangedObjects", controller: "staff"), ignoring: []) == "dee* kim*")
     }
 
     /// A commit that takes a tree past its node limit rebuilds it (cut at the limit) rather than updating it in
