@@ -57,7 +57,7 @@ extension TreeController {
     ) -> Bool {
         // The objects whose sort or filter keys changed unarranged are placed again, as a rebuild would place them.
         var edits = edits
-        for object in staleObjects where !edits.moved.contains(object) { edits.moved.append(object) }
+        edits.merge(Edits(moved: staleObjects))
         // The content's difference is known only when small; a content holding an object twice is rebuilt, as are
         // placements under an object shown along several paths (a rebuild places them at its first node), and levels
         // the sort descriptors could not order.
