@@ -443,16 +443,19 @@ final class TreeController: Controller {
     }
 
     /// 400 `bad-controller` for a tree past `maxNodes`, naming what made it so: too many roots (the content and the
-    /// filter), or children reaching the same objects along many paths.
+    /// filter), children reaching the same objects along many paths, or simply that many children.
     var tooManyNodes: ObjectGraphError {
         if roots.count >= Self.maxNodes {
             return ControllerDescription.bad(
                 "The tree would have more than \(Self.maxNodes) nodes: its content and filter give \(roots.count) roots.",
                 field: "filterPredicate")
         }
+        let reason =
+            nodeCounts.values.contains { $0 > 1 }
+            ? "reaches the same objects along many paths" : "reaches that many descendants of its roots"
         return ControllerDescription.bad(
-            "The tree would have more than \(Self.maxNodes) nodes (\"childrenKeyPath\" \(childrenKeyPath) reaches "
-                + "the same objects along many paths).", field: "childrenKeyPath")
+            "The tree would have more than \(Self.maxNodes) nodes (\"childrenKeyPath\" \(childrenKeyPath) \(reason)).",
+            field: "childrenKeyPath")
     }
 
     /// Checks what only the built tree and the model tell: its size, that `childrenKeyPath` is a to-many of its

@@ -96,11 +96,12 @@ struct TreeControllerTests {
             ])
         }
         let h = try Harness(objects: .array(objects))
-        expectError("bad-controller", status: 400) {
+        let error = expectError("bad-controller", status: 400) {
             try h.make([
                 "name": "web", "kind": "tree", "content": "Employee", "childrenKeyPath": "department.employees",
             ])
         }
+        #expect(error?.message.contains("the same objects along many paths") == true)
         #expect(!h.registry.contains("web"))
     }
 
