@@ -156,8 +156,9 @@ extension TreeController {
             TieOrder.children((try? view.value(forKeyPath: self.childrenKeyPath, of: object)) ?? .collection([]))
         }
         let placed = placements.filter { $0.placement.parent == object }.map(\.object)
+        // Its children whose sort keys changed, or whose placement was forgotten.
+        let moving = node.children.compactMap { edits.moved.contains($0.object) ? $0.object : nil }
         guard edits.renewed.contains(object) else {
-            let moving = node.children.compactMap { edits.moved.contains($0.object) ? $0.object : nil }
             return edit(
                 &node.children, under: object, leaving: [], moving: moving + placed, entering: [],
                 ancestors: &ancestors, depth: depth + 1, view, &building, order: order)
@@ -174,7 +175,6 @@ extension TreeController {
             let change = childrenChange(of: object, in: record),
             change.entering.count + change.moving.count <= Self.incrementalLimit
         {
-            let moving = node.children.compactMap { edits.moved.contains($0.object) ? $0.object : nil }
             return edit(
                 &node.children, under: object, leaving: change.leaving, moving: moving + change.moving + placed,
                 entering: change.entering.filter { !ancestors.contains($0) }, ancestors: &ancestors,
@@ -413,13 +413,13 @@ extension TreeController {
 
     /// Changes the node at `path` of `nodes` in place (only the lists along the path are copied, if shared).
     func modifyNode(
-        at path: ArraySlice<Int>, in nodes: inout [Node], _ body: (inout Node) throws -> Void
-    ) rethrows {
+        at path: ArraySlice<Int>, in nodes: inout [Node], _ body: (inout Node) -> Void
+    ) {
         guard let index = path.first else { return }
         if path.count == 1 {
-            try body(&nodes[index])
+            body(&nodes[index])
         } else {
-            try modifyNode(at: path.dropFirst(), in: &nodes[index].children, body)
+            modifyNode(at: path.dropFirst(), in: &nodes[index].children, body)
         }
     }
 }
