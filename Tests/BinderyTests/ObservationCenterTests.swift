@@ -510,4 +510,55 @@ struct ObservationCenterTests {
             #expect(try poll(center, id, since: since + 2).isEmpty)
         }
     }
+
+    /// Observers of the same key path of the same object share one read at a commit (and its value's memory).
+    @Test func observersOfOneKeyPathOfOneObjectShareItsRead() throws {
+        try withCenter { document, center in
+            let (first, since) = try center.addObserver(
+                target: "Employee/7", keyPath: "department.payroll", options: ["new"])
+            let (second, _) = try center.addObserver(
+                target: "Employee/7", keyPath: "department.payroll", options: ["new"])
+            let before = center.statistics.keyPathReads
+            try document.set(1000, "salary", of: "Employee/8")
+            #expect(center.statistics.keyPathReads - before == 1)
+            #expect(try poll(center, first, since: since).map { $0["new"] } == [1_501_500])
+            #expect(try poll(center, second, since: since).map { $0["new"] } == [1_501_500])
+        }
+    }
+
+    /// A controller (read live) that reports a change at every commit while the queue is busy is read once for all
+    /// of them when the queue gets to it, once for its observers of one key path: not once per report and observer
+    /// (a large tree's `arrangedObjects` takes milliseconds to read, and a fast writer left minutes of reads behind).
+    @Test func reportsOfALiveTargetThatWaitTogetherAreReadOnce() throws {
+        final class Target: Sendable {
+            let reads = Atomic(0)
+            let state = Atomic(0)
+        }
+        try withTemporaryDirectory { path in
+            let document = try openDocument(path)
+            let queue = DispatchQueue(label: "test.center")
+            let center = ObservationCenter(document: document, queue: queue)
+            defer { center.answerAllWaiters() }
+            let target = Target()
+            center.setExternalReader { _ in
+                ObservationCenter.ExternalState(generation: nil) { _ in
+                    target.reads.add(1, ordering: .relaxed)
+                    return .integer(Int64(target.state.load(ordering: .relaxed)))
+                }
+            }
+            let (first, since) = try center.addObserver(target: "controllers/c", keyPath: "k", options: ["new"])
+            let (second, _) = try center.addObserver(target: "controllers/c", keyPath: "k", options: ["new"])
+            let before = target.reads.load(ordering: .relaxed)
+            let release = DispatchSemaphore(value: 0)
+            queue.async { release.wait() }
+            for step in 1...100 {
+                target.state.store(step, ordering: .relaxed)
+                center.externalTargetDidChange("controllers/c")
+            }
+            release.signal()
+            #expect(try poll(center, first, since: since).map { $0["new"] } == [100])
+            #expect(try poll(center, second, since: since).map { $0["new"] } == [100])
+            #expect(target.reads.load(ordering: .relaxed) - before == 1)
+        }
+    }
 }

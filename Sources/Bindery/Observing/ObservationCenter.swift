@@ -159,6 +159,12 @@ public final class ObservationCenter: @unchecked Sendable {
         var reads: ObjectReads?
         /// One stored key of the object (`KeyValueObserver.storedKey`): its changes come with the records.
         var storedKey = false
+
+        /// What a read reads: observers of the same key path of the same object share it.
+        struct Read: Hashable {
+            var object: ObjectID
+            var keyPath: String
+        }
     }
 
     /// The to-many values all observed key paths may reach together in a store of `objectCount` objects, as measured
@@ -207,6 +213,8 @@ public final class ObservationCenter: @unchecked Sendable {
     /// an observer runs it first while there is external interest, a poll of notifications always
     /// (`settleExternalReports`).
     private let externalReportsFlusher = Mutex<(@Sendable () -> Void)?>(nil)
+    /// The targets read live whose change report waits on the queue (`externalTargetDidChange`).
+    private let liveReadsDue = Mutex<Set<String>>([])
     /// Values captured at commit, by seq and observer id, until the queue processes that record.
     private let captured = Mutex<[Int64: [String: PropertyListValue]]>([:])
     /// Observed key paths read again at commits so far (`capture`).
@@ -737,18 +745,28 @@ public final class ObservationCenter: @unchecked Sendable {
         for change in record.changes where !change.isKeyChange {
             if let target = change.target { rereadObjects.insert(target) } else { resets = true }
         }
+        // Observers of one key path of one object share its read (and its value's memory).
+        var shared: [WatchedKeyPath.Read: (value: PropertyListValue, reads: ObjectReads?)] = [:]
         for entry in list where entry.reads?.mayChange(with: changed) ?? true {
             if entry.storedKey && !resets && !rereadObjects.contains(entry.object) { continue }
-            var noted: ObjectReads?
-            let read = try? Self.boundedRead(objectCount: objectCount) {
-                try view.value(forKeyPath: entry.keyPath, of: entry.object, noting: &noted).json
+            let key = WatchedKeyPath.Read(object: entry.object, keyPath: entry.keyPath)
+            let found: (value: PropertyListValue, reads: ObjectReads?)
+            if let known = shared[key] {
+                found = known
+            } else {
+                var noted: ObjectReads?
+                let read = try? Self.boundedRead(objectCount: objectCount) {
+                    try view.value(forKeyPath: entry.keyPath, of: entry.object, noting: &noted).json
+                }
+                found = (read?.value ?? .null, read == nil ? nil : noted)
+                shared[key] = found
             }
-            values[entry.observerID] = read?.value ?? .null
+            values[entry.observerID] = found.value
             // `updateValue`: a failed read's nil is kept as a value (the subscript would drop the key instead).
-            reads.updateValue(read == nil ? nil : noted, forKey: entry.observerID)
+            reads.updateValue(found.reads, forKey: entry.observerID)
         }
         guard !values.isEmpty else { return }
-        keyPathReads.add(values.count, ordering: .relaxed)
+        keyPathReads.add(shared.count, ordering: .relaxed)
         captured.withLock { $0[record.seq] = values }
         // Commits and registrations, which set `reads`, hold the store's lock, as this does: none comes in between.
         watched.withLock { list in
@@ -978,9 +996,19 @@ public final class ObservationCenter: @unchecked Sendable {
     /// every change once and in order (API.md §7): the changes found together get a seq of their own, a commit of
     /// no changes (`ObjectStore.advanceSeq()`, journaled so that seqs never go back after a restart), and reach
     /// the observers when that record is processed here, in seq order with the graph's changes.
+    ///
+    /// A target read live is read once for all the reports that come before the queue gets to it (a controller that
+    /// reports at every commit of a fast writer is not read once per commit while the queue lags: each read of a large
+    /// tree's `arrangedObjects` takes milliseconds, and the values found would wait in `pendingExternal`); its
+    /// observers of one key path share one read.
     public func externalTargetDidChange(_ target: String, state: ExternalState? = nil) {
         guard externalInterest.withLock({ $0[target] != nil }) else { return }
+        if state == nil {
+            guard liveReadsDue.withLock({ $0.insert(target).inserted }) else { return }
+        }
         queue.async { [self] in
+            // Before the read: a report after this point may not be covered by it, so it asks for a read of its own.
+            if state == nil { liveReadsDue.withLock { _ = $0.remove(target) } }
             let listening = observers.values.filter { observer in
                 guard observer.target.description == target else { return false }
                 guard let generation = state?.generation, let seen = observer.externalGeneration else { return true }
@@ -989,10 +1017,17 @@ public final class ObservationCenter: @unchecked Sendable {
             guard let externalReader, !listening.isEmpty else { return }
             let state = state ?? externalReader(target)
             var found: [(observer: KeyValueObserver, value: PropertyListValue)] = []
+            var values: [String: PropertyListValue] = [:]
             let objectCount = store.read { $0.objectCount }
             for observer in listening {
-                let read = try? Self.boundedRead(objectCount: objectCount) { try state.read(observer.keyPath) }
-                let value = read?.value ?? .null
+                let value: PropertyListValue
+                if let known = values[observer.keyPath] {
+                    value = known
+                } else {
+                    let read = try? Self.boundedRead(objectCount: objectCount) { try state.read(observer.keyPath) }
+                    value = read?.value ?? .null
+                    values[observer.keyPath] = value
+                }
                 observer.externalGeneration = state.generation
                 if !value.isIdentical(to: observer.lastValue) { found.append((observer, value)) }
             }
