@@ -51,11 +51,11 @@ public struct JSONWriter: Sendable {
             bytes.append(UInt8(ascii: "]"))
         case .dictionary(let dictionary):
             bytes.append(UInt8(ascii: "{"))
-            for (index, key) in dictionary.keys.sorted(by: { $0.precedesByCodePoints($1) }).enumerated() {
+            for (index, entry) in dictionary.sorted(by: { $0.key.precedesByCodePoints($1.key) }).enumerated() {
                 if index > 0 { bytes.append(UInt8(ascii: ",")) }
-                writeString(key)
+                writeString(entry.key)
                 bytes.append(UInt8(ascii: ":"))
-                write(dictionary[key]!)
+                write(entry.value)
             }
             bytes.append(UInt8(ascii: "}"))
         }
