@@ -247,14 +247,17 @@ struct PersistenceTests {
         }
     }
 
-    /// A data directory that cannot be made says why, in the system's words (it said "NSCocoaErrorDomain error 512").
+    /// A data directory that cannot be made says why, in the system's words (it said "NSCocoaErrorDomain error 512"),
+    /// or names the file in the way (it said "mkdir FILE failed: Not a directory" for the file itself).
     @Test func aDataDirectoryThatCannotBeMadeSaysWhy() throws {
         try withTemporaryDirectory { path in
             let file = path + "/afile"
             #expect(FileManager.default.createFile(atPath: file, contents: Data("x".utf8)))
             try FileManager.default.createSymbolicLink(atPath: path + "/dangling", withDestinationPath: path + "/none")
             for (data, reason) in [
-                (file + "/sub", "Not a directory"), (path + "/dangling", "No such file or directory"),
+                (file, "afile is there but is not a directory"),
+                (file + "/sub", "afile is there but is not a directory"),
+                (path + "/dangling", "No such file or directory"),
             ] {
                 let refused = #expect(throws: ObjectGraphError.self) { try openDocument(data) }
                 #expect(refused?.code == "storage-error")

@@ -41,18 +41,23 @@ package enum FileIO {
         return UInt64(status.f_bavail).multipliedReportingOverflow(by: UInt64(status.f_frsize)).partialValue
     }
 
-    /// `mkdir -p`: creates `path` and its missing parents. The error names the system's reason (a parent that is a
-    /// file: "Not a directory"; a dangling symbolic link: "No such file or directory").
+    /// `mkdir -p`: creates `path` and its missing parents. The error names the system's reason (a dangling symbolic
+    /// link: "No such file or directory"), or the part of the path that is there but no directory.
     package static func makeDirectories(_ path: String) throws(ObjectGraphError) {
         var prefix = path.hasPrefix("/") ? "/" : ""
         for component in path.split(separator: "/") {
             prefix += component
-            if mkdir(prefix, 0o777) != 0 && errno != EEXIST { throw error("mkdir", prefix) }
+            if mkdir(prefix, 0o777) != 0 {
+                guard errno == EEXIST else { throw error("mkdir", prefix) }
+                var info = stat()
+                guard stat(prefix, &info) == 0 else { throw error("stat", prefix) }
+                guard info.st_mode & S_IFMT == S_IFDIR else {
+                    throw ObjectGraphError(
+                        status: 500, code: "storage-error", message: "\(prefix) is there but is not a directory.")
+                }
+            }
             prefix += "/"
         }
-        var info = stat()
-        guard stat(path, &info) == 0 else { throw error("stat", path) }
-        guard info.st_mode & S_IFMT == S_IFDIR else { throw error("mkdir", path, errno: ENOTDIR) }
     }
 
     package static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o644) throws(ObjectGraphError)
