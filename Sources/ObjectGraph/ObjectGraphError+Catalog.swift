@@ -78,7 +78,7 @@ extension ObjectGraphError {
     public static func deleteDenied(_ object: ObjectID, key: String, destination: ObjectID) -> ObjectGraphError {
         ObjectGraphError(
             status: 409, code: "delete-denied",
-            message: "\(object) cannot be deleted: its \(key) still has \(destination) (delete rule deny).",
+            message: "\(object) cannot be deleted: its \(key) key still holds \(destination) (delete rule deny).",
             fields: ["object": .string(object.description), "keyPath": .string(key)])
     }
 

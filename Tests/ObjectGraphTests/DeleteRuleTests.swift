@@ -11,6 +11,8 @@ struct DeleteRuleTests {
             try store.transaction { tx in try tx.delete(id("Department/1")) }
         }
         #expect(error?.fields["keyPath"] == "employees")
+        #expect(
+            error?.message.hasPrefix("Department/1 cannot be deleted: its employees key still holds Employee/") == true)
         #expect(store.export() == before)
         #expect(store.seq == 1)
     }
