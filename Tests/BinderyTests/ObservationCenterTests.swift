@@ -561,4 +561,50 @@ struct ObservationCenterTests {
             #expect(target.reads.load(ordering: .relaxed) - before == 1)
         }
     }
+
+    /// A `timeout=0` poll that has to wait for a controller change reported before it (of any observed controller,
+    /// `notBefore`) is answered as soon as that change is processed, not at the one-second bound of that wait.
+    @Test func aPollWithoutTimeoutIsAnsweredOnceWhatItWaitsForIsProcessed() throws {
+        final class Target: Sendable {
+            let state = Atomic(0)
+        }
+        try withTemporaryDirectory { path in
+            let document = try openDocument(path)
+            let queue = DispatchQueue(label: "test.center")
+            let center = ObservationCenter(document: document, queue: queue)
+            defer { center.answerAllWaiters() }
+            let target = Target()
+            center.setExternalReader { _ in
+                ObservationCenter.ExternalState(generation: nil) { _ in
+                    .integer(Int64(target.state.load(ordering: .relaxed)))
+                }
+            }
+            _ = try center.addObserver(target: "controllers/other", keyPath: "k", options: ["new"])
+            let (polled, since) = try center.addObserver(target: "Employee/4", keyPath: "salary", options: ["new"])
+            for step in 1...5 {
+                // The other controller's change takes its seq on the queue just before the poll gets there, and its
+                // record is processed right after.
+                let release = DispatchSemaphore(value: 0)
+                queue.async { release.wait() }
+                target.state.store(step, ordering: .relaxed)
+                center.externalTargetDidChange("controllers/other")
+                let start = DispatchTime.now()
+                let answered = Mutex<PollAnswer?>(nil)
+                let done = DispatchSemaphore(value: 0)
+                center.poll(PollRequest(source: .observer(polled), since: since, timeout: 0)) { answer in
+                    answered.withLock { $0 = answer }
+                    done.signal()
+                }
+                release.signal()
+                _ = done.wait(timeout: .now() + 5)
+                let seconds = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+                guard case .items(let json, _)? = answered.withLock({ $0 }) else {
+                    Issue.record("no answer")
+                    return
+                }
+                #expect(json["changes"]?.arrayValue?.isEmpty == true)
+                #expect(seconds < 0.5, "answered after \(seconds) s")
+            }
+        }
+    }
 }

@@ -53,6 +53,9 @@ public final class ObservationCenter: @unchecked Sendable {
         var deliver: @Sendable (PollAnswer) -> Void
         /// Whether its client has gone (closed or reset its connection) while it waits.
         var isAbandoned: (@Sendable () -> Bool)?
+        /// A poll with no timeout of its own (`timeout=0`), waiting only for what is due to it (`notBefore`, an
+        /// `initial` change): answered, changes or not, as soon as that is processed.
+        var answersWhenDue = false
     }
 
     /// What an event stream (server-sent events) is sent.
@@ -299,11 +302,7 @@ public final class ObservationCenter: @unchecked Sendable {
         // waited for, up to a second, even by a poll that would answer at once: it is due from `since`; so are
         // the records of a seq the client may have been told (`notBefore`).
         var timeout = request.timeout
-        if case .observer(let id) = request.source, let initialSeq = observers[id]?.initialSeq,
-            initialSeq > processedSeq, since < initialSeq
-        {
-            timeout = max(timeout, 1)
-        }
+        if awaitsInitial(request.source, since: since) { timeout = max(timeout, 1) }
         let early = request.notBefore > processedSeq
         if early { timeout = max(timeout, 1) }
         let force = timeout <= 0
@@ -322,7 +321,13 @@ public final class ObservationCenter: @unchecked Sendable {
         if case .observer(let id) = request.source { observers[id]?.activeWaiters += 1 }
         waiters[nextWaiterID] = Waiter(
             request: request, since: since, deadline: Self.now() + timeout, deliver: deliver,
-            isAbandoned: isAbandoned)
+            isAbandoned: isAbandoned, answersWhenDue: request.timeout <= 0)
+    }
+
+    /// Whether an observer's `initial` change, due from `since`, waits for its record to be processed.
+    private func awaitsInitial(_ source: PollRequest.Source, since: Int64) -> Bool {
+        guard case .observer(let id) = source, let initialSeq = observers[id]?.initialSeq else { return false }
+        return initialSeq > processedSeq && since < initialSeq
     }
 
     /// Posts the queued `asap` notifications, then starts the polls that waited for them.
@@ -595,7 +600,11 @@ public final class ObservationCenter: @unchecked Sendable {
     private func wakeWaiters() {
         answerCache.removeAll(keepingCapacity: true)
         for (id, waiter) in waiters where waiter.request.notBefore <= processedSeq {
-            if let answer = sharedAnswer(waiter.request, waiter.since) { deliver(answer, to: id, waiter) }
+            if waiter.answersWhenDue {
+                if !awaitsInitial(waiter.request.source, since: waiter.since) { finish(waiter: id, force: true) }
+            } else if let answer = sharedAnswer(waiter.request, waiter.since) {
+                deliver(answer, to: id, waiter)
+            }
         }
         for id in subscribers.keys.sorted() { push(to: id) }
     }
