@@ -607,4 +607,50 @@ struct ObservationCenterTests {
             }
         }
     }
+
+    /// An observer of a controller registered while a change of it waits on the queue (its report not run yet, or
+    /// its seq taken but its record not processed) is told that change, as the observers of the same key path
+    /// already there are: a client that read the value before registering (without `initial`) is not left with it.
+    @Test func anObserverRegisteredWhileAChangeWaitsIsToldIt() throws {
+        final class Target: Sendable {
+            let state = Atomic(0)
+        }
+        try withTemporaryDirectory { path in
+            let document = try openDocument(path)
+            let queue = DispatchQueue(label: "test.center")
+            let center = ObservationCenter(document: document, queue: queue)
+            defer { center.answerAllWaiters() }
+            let target = Target()
+            center.setExternalReader { _ in
+                ObservationCenter.ExternalState(generation: nil) { _ in
+                    .integer(Int64(target.state.load(ordering: .relaxed)))
+                }
+            }
+            let (first, firstSince) = try center.addObserver(target: "controllers/c", keyPath: "k", options: ["new"])
+            // The change is made, its report not yet run.
+            target.state.store(1, ordering: .relaxed)
+            let (second, secondSince) = try center.addObserver(target: "controllers/c", keyPath: "k", options: ["new"])
+            center.externalTargetDidChange("controllers/c")
+            #expect(try poll(center, first, since: firstSince).map { $0["new"] } == [1])
+            #expect(try poll(center, second, since: secondSince).map { $0["new"] } == [1])
+            // The change's report runs and takes its seq before the registration, whose `since` is below it.
+            let release = DispatchSemaphore(value: 0)
+            queue.async { release.wait() }
+            target.state.store(2, ordering: .relaxed)
+            center.externalTargetDidChange("controllers/c")
+            let registered = Mutex<(id: String, since: Int64)?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            DispatchQueue.global().async {
+                registered.withLock {
+                    $0 = try? center.addObserver(target: "controllers/c", keyPath: "k", options: ["new"])
+                }
+                done.signal()
+            }
+            usleep(200_000)  // the registration waits behind the report
+            release.signal()
+            done.wait()
+            let third = try #require(registered.withLock { $0 })
+            #expect(try poll(center, third.id, since: third.since).map { $0["new"] } == [2])
+        }
+    }
 }
