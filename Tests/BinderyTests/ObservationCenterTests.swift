@@ -638,15 +638,16 @@ struct ObservationCenterTests {
             queue.async { release.wait() }
             target.state.store(2, ordering: .relaxed)
             center.externalTargetDidChange("controllers/c")
+            // Registered on the queue right after the report, before the record of the seq the report takes (which
+            // the receptionist queues then).
             let registered = Mutex<(id: String, since: Int64)?>(nil)
             let done = DispatchSemaphore(value: 0)
-            DispatchQueue.global().async {
+            queue.async {
                 registered.withLock {
                     $0 = try? center.addObserver(target: "controllers/c", keyPath: "k", options: ["new"])
                 }
                 done.signal()
             }
-            usleep(200_000)  // the registration waits behind the report
             release.signal()
             done.wait()
             let third = try #require(registered.withLock { $0 })

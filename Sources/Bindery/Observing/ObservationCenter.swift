@@ -1088,13 +1088,14 @@ public final class ObservationCenter: @unchecked Sendable {
                 now: Self.now())
             observer.externalGeneration = state.generation
             // The read may show a change whose seq comes after `since`: its report, or its seq's record, still
-            // waits on the queue. Another observer of this key path has been told every change reported so far: this
-            // one starts from the same value and the same state, and is told the changes whose records wait, so
-            // that such a change is not lost to a client that read the value before registering. (With `initial`
+            // waits on the queue. The oldest observer of this key path has been told every change reported so far:
+            // this one starts from the same value and the same state, and is told the changes whose records wait,
+            // so that such a change is not lost to a client that read the value before registering. (With `initial`
             // its first change carries the value read; with no such observer a change may still be missed: a client
             // registers before it reads, or asks for `initial`.)
             if initialSeq == nil,
-                let twin = observers.values.first(where: { $0.target == parsedTarget && $0.keyPath == keyPath })
+                let twin = observers.values.filter({ $0.target == parsedTarget && $0.keyPath == keyPath })
+                    .min(by: { $0.since < $1.since })
             {
                 observer.lastValue = twin.lastValue
                 observer.externalGeneration = twin.externalGeneration
