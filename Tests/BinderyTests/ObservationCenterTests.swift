@@ -21,6 +21,30 @@ struct ObservationCenterTests {
         }
     }
 
+    /// A controller's state as the center reads it: live (no snapshots), an integer `state`, its reads counted.
+    final class LiveTarget: Sendable {
+        let reads = Atomic(0)
+        let state = Atomic(0)
+    }
+
+    /// A center on a queue the test holds, reading every controller as `LiveTarget`'s state.
+    private func withLiveTarget(_ body: (DispatchQueue, ObservationCenter, LiveTarget) throws -> Void) throws {
+        try withTemporaryDirectory { path in
+            let document = try openDocument(path)
+            let queue = DispatchQueue(label: "test.center")
+            let center = ObservationCenter(document: document, queue: queue)
+            defer { center.answerAllWaiters() }
+            let target = LiveTarget()
+            center.setExternalReader { _ in
+                ObservationCenter.ExternalState(generation: nil) { _ in
+                    target.reads.add(1, ordering: .relaxed)
+                    return .integer(Int64(target.state.load(ordering: .relaxed)))
+                }
+            }
+            try body(queue, center, target)
+        }
+    }
+
     /// Polls an observer without waiting (after the queue has processed everything committed so far).
     private func poll(_ center: ObservationCenter, _ id: String, since: Int64) throws -> [PropertyListValue] {
         // Let the receptionist's bounced records land first: they are queued before this poll.
@@ -530,22 +554,7 @@ struct ObservationCenterTests {
     /// of them when the queue gets to it, once for its observers of one key path: not once per report and observer
     /// (a large tree's `arrangedObjects` takes milliseconds to read, and a fast writer left minutes of reads behind).
     @Test func reportsOfALiveTargetThatWaitTogetherAreReadOnce() throws {
-        final class Target: Sendable {
-            let reads = Atomic(0)
-            let state = Atomic(0)
-        }
-        try withTemporaryDirectory { path in
-            let document = try openDocument(path)
-            let queue = DispatchQueue(label: "test.center")
-            let center = ObservationCenter(document: document, queue: queue)
-            defer { center.answerAllWaiters() }
-            let target = Target()
-            center.setExternalReader { _ in
-                ObservationCenter.ExternalState(generation: nil) { _ in
-                    target.reads.add(1, ordering: .relaxed)
-                    return .integer(Int64(target.state.load(ordering: .relaxed)))
-                }
-            }
+        try withLiveTarget { queue, center, target in
             let (first, since) = try center.addObserver(target: "controllers/c", keyPath: "k", options: ["new"])
             let (second, _) = try center.addObserver(target: "controllers/c", keyPath: "k", options: ["new"])
             let before = target.reads.load(ordering: .relaxed)
@@ -565,20 +574,7 @@ struct ObservationCenterTests {
     /// A `timeout=0` poll that has to wait for a controller change reported before it (of any observed controller,
     /// `notBefore`) is answered as soon as that change is processed, not at the one-second bound of that wait.
     @Test func aPollWithoutTimeoutIsAnsweredOnceWhatItWaitsForIsProcessed() throws {
-        final class Target: Sendable {
-            let state = Atomic(0)
-        }
-        try withTemporaryDirectory { path in
-            let document = try openDocument(path)
-            let queue = DispatchQueue(label: "test.center")
-            let center = ObservationCenter(document: document, queue: queue)
-            defer { center.answerAllWaiters() }
-            let target = Target()
-            center.setExternalReader { _ in
-                ObservationCenter.ExternalState(generation: nil) { _ in
-                    .integer(Int64(target.state.load(ordering: .relaxed)))
-                }
-            }
+        try withLiveTarget { queue, center, target in
             _ = try center.addObserver(target: "controllers/other", keyPath: "k", options: ["new"])
             let (polled, since) = try center.addObserver(target: "Employee/4", keyPath: "salary", options: ["new"])
             for step in 1...5 {
@@ -612,20 +608,7 @@ struct ObservationCenterTests {
     /// its seq taken but its record not processed) is told that change, as the observers of the same key path
     /// already there are: a client that read the value before registering (without `initial`) is not left with it.
     @Test func anObserverRegisteredWhileAChangeWaitsIsToldIt() throws {
-        final class Target: Sendable {
-            let state = Atomic(0)
-        }
-        try withTemporaryDirectory { path in
-            let document = try openDocument(path)
-            let queue = DispatchQueue(label: "test.center")
-            let center = ObservationCenter(document: document, queue: queue)
-            defer { center.answerAllWaiters() }
-            let target = Target()
-            center.setExternalReader { _ in
-                ObservationCenter.ExternalState(generation: nil) { _ in
-                    .integer(Int64(target.state.load(ordering: .relaxed)))
-                }
-            }
+        try withLiveTarget { queue, center, target in
             let (first, firstSince) = try center.addObserver(target: "controllers/c", keyPath: "k", options: ["new"])
             // The change is made, its report not yet run.
             target.state.store(1, ordering: .relaxed)
