@@ -27,8 +27,8 @@ struct ServerProcess {
     var client: TestHTTPClient { TestHTTPClient(port: port, timeout: 5) }
 
     /// Starts the server and waits for its `listening` line; nil (with the exit status) when it exits first.
-    /// With `fileSizeLimit` (in 512-byte blocks), no file it writes can grow past that size (`ulimit -f`, with
-    /// SIGXFSZ ignored, so that a write past it fails with EFBIG as on a full disk).
+    /// With `fileSizeLimit` (in 512-byte blocks), no file it writes can grow past that size (`ulimit -S -f`, with
+    /// SIGXFSZ ignored, so that a write past it fails with EFBIG as on a full disk; `prlimit` can lift it).
     /// `arguments` come last (a flag given twice takes its last value).
     static func start(
         data: String, fsync: String = "always", fileSizeLimit: Int? = nil, arguments extra: [String] = []
@@ -44,7 +44,7 @@ struct ServerProcess {
         if let fileSizeLimit {
             process.executableURL = URL(fileURLWithPath: "/bin/sh")
             process.arguments =
-                ["-c", "trap '' XFSZ; ulimit -f \(fileSizeLimit); exec \"$0\" \"$@\"", binary] + arguments
+                ["-c", "trap '' XFSZ; ulimit -S -f \(fileSizeLimit); exec \"$0\" \"$@\"", binary] + arguments
         } else {
             process.executableURL = URL(fileURLWithPath: binary)
             process.arguments = arguments
@@ -487,7 +487,8 @@ struct PersistenceProcessTests {
     }
 
     /// With `always` (each change written before it is committed), a write that fails refuses that change only,
-    /// with `Retry-After`; `/healthz` says so while writes fail, and standard error once.
+    /// with `Retry-After`; `/healthz` says so while writes fail, and standard error once; once writes can succeed
+    /// again (the limit lifted), `/healthz` finds it by itself within a second or so, without a change tried.
     @Test func aFailingWriteWithAlwaysIsRefusedAndToldByHealth() throws {
         try withTemporaryDataDirectory { data in
             let (started, _, message) = try ServerProcess.start(data: data, fsync: "always", fileSizeLimit: 128)
@@ -504,9 +505,30 @@ struct PersistenceProcessTests {
             #expect(health.status == 503)
             #expect(health.json?["status"] == "storage-error")
             #expect(try client.request("GET", "/metrics").text.contains("bindery_journal_failed 0\n"))
+            Thread.sleep(forTimeInterval: 1.1)
+            #expect(try client.request("GET", "/healthz").status == 503, "the test write fails too")
+            let lift = Process()
+            lift.executableURL = URL(fileURLWithPath: "/usr/bin/prlimit")
+            lift.arguments = ["--pid", "\(server.process.processIdentifier)", "--fsize=unlimited:"]
+            try lift.run()
+            lift.waitUntilExit()
+            #expect(lift.terminationStatus == 0)
+            let deadline = Date().addingTimeInterval(3)
+            var healthy = false
+            while !healthy, Date() < deadline {
+                healthy = try client.request("GET", "/healthz").status == 200
+                if !healthy { Thread.sleep(forTimeInterval: 0.1) }
+            }
+            #expect(healthy)
+            #expect(try client.request("PUT", "/objects/Employee/4/salary", json: "1").status == 200)
             _ = server.terminate()
             let errors = String(decoding: server.errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             #expect(errors.components(separatedBy: "a change could not be journaled").count == 2, "\(errors)")
+            #expect(errors.contains("a test write to the journal succeeded"), "\(errors)")
+            let (restarted, _, _) = try ServerProcess.start(data: data)
+            let again = try #require(restarted)
+            defer { _ = again.terminate() }
+            #expect(try again.client.request("GET", "/objects/Employee/4/salary").json == .integer(1))
         }
     }
 

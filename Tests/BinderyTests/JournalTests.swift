@@ -134,7 +134,7 @@ struct JournalTests {
     /// A journal on a fresh file whose writes fail with ENOSPC while `disk` is full.
     private func journalOnFillableDisk(
         _ policy: FsyncPolicy, disk: Disk, rolledBack: RollBacks = RollBacks(), reports: Reports = Reports(),
-        patience: Double = 5
+        patience: Double = 5, probeInterval: Double = 1
     ) throws -> (Journal, path: String) {
         let path = NSTemporaryDirectory() + "bindery-journal-\(UUID()).log"
         let journal = Journal(
@@ -143,6 +143,7 @@ struct JournalTests {
             snapshotSeq: nil, recordsSinceSnapshot: 0, snapshotRecords: 1_000, snapshotBytes: 1 << 20,
             deliver: { _ in }, rollBack: { [rolledBack] in rolledBack.count.withLock { $0 += 1 } },
             report: { [reports] line in reports.lines.withLock { $0.append(line) } }, fullDiskPatience: patience,
+            probeInterval: probeInterval,
             writeFile: { fd, bytes in disk.isFull.load(ordering: .relaxed) ? ENOSPC : FileIO.writeAll(fd, bytes) })
         return (journal, path)
     }
@@ -216,6 +217,28 @@ struct JournalTests {
         #expect(journal.writeFailure == nil)
         #expect(journal.failure == nil)
         #expect(reports.lines.withLock { $0.count } == 2)
+    }
+
+    /// A freed disk clears the failure without a change being tried (`/healthz` asks `recheckWriteFailure`): a
+    /// test write, at most once per interval, which fails while the disk stays full.
+    @Test func aFreedDiskIsFoundByATestWrite() throws {
+        let disk = Disk(full: false)
+        let reports = Reports()
+        let (journal, path) = try journalOnFillableDisk(.always, disk: disk, reports: reports, probeInterval: 0.2)
+        defer { unlink(path) }
+        defer { journal.close() }
+        #expect(journal.recheckWriteFailure() == nil)
+        disk.fill(true)
+        #expect(throws: ObjectGraphError.self) { try journal.append(record(1)) }
+        #expect(journal.recheckWriteFailure()?.code == "storage-error")
+        disk.fill(false)
+        #expect(journal.recheckWriteFailure()?.code == "storage-error", "tried once in the interval")
+        Thread.sleep(forTimeInterval: 0.25)
+        #expect(journal.recheckWriteFailure() == nil)
+        #expect(journal.writeFailure == nil)
+        #expect(reports.lines.withLock { $0.last?.hasSuffix("changes are taken again") } == true)
+        #expect(!FileManager.default.fileExists(atPath: NSTemporaryDirectory() + "write-probe.tmp"))
+        try journal.append(record(1))
     }
 
     @Test(arguments: [FsyncPolicy.always, .never])

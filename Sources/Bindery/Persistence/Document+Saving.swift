@@ -95,9 +95,10 @@ extension Document {
 
     /// With `--fsync always` and `never`: why the latest journal write failed (a full disk, 503 `storage-error`),
     /// while none has succeeded since (each change is tried; with `batch` a write that keeps failing is
-    /// `journalFailure`). `/healthz` reports it too.
+    /// `journalFailure`). `/healthz` reports it too. While it is set, a test write in the data directory is tried
+    /// at most once a second and clears it when it succeeds (`Journal.recheckWriteFailure`).
     public var journalWriteFailure: ObjectGraphError? {
-        storage.journal.writeFailure
+        storage.journal.recheckWriteFailure()
     }
 
     /// Writes a last snapshot if anything changed since the newest, and flushes and closes the journal: later

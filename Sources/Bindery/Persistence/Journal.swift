@@ -61,6 +61,10 @@ final class Journal: Sendable {
     /// lock, which every such write holds); `isWriteFailing` says whether it is set, without the lock.
     private let latestWriteFailure = Mutex<ObjectGraphError?>(nil)
     private let isWriteFailing = Atomic<Bool>(false)
+    /// When `recheckWriteFailure` last tried a write (`DispatchTime` nanoseconds; 0: never), and how long it waits
+    /// between tries.
+    private let lastProbe = Atomic<UInt64>(0)
+    private let probeInterval: Double
     /// Held while queued records are written to the current segment (and while the segment changes or closes), so
     /// that batches reach the file in seq order. Lock order: the store's lock, then `io`, then `state`.
     private let io = Mutex(())
@@ -118,13 +122,14 @@ final class Journal: Sendable {
         seq: Int64, snapshotSeq: Int64?, recordsSinceSnapshot: Int, snapshotRecords: Int, snapshotBytes: Int,
         deliver: @escaping @Sendable (_ durableSeq: Int64) -> Void, rollBack: @escaping @Sendable () -> Void,
         report: @escaping @Sendable (String) -> Void = { _ in }, fullDiskPatience: Double = 2,
-        syncFile: @escaping @Sendable (Int32) -> Int32? = FileIO.sync,
+        probeInterval: Double = 1, syncFile: @escaping @Sendable (Int32) -> Int32? = FileIO.sync,
         writeFile: @escaping @Sendable (Int32, UnsafeRawBufferPointer) -> Int32? = FileIO.writeAll
     ) {
         self.directory = directory
         self.syncFile = syncFile
         self.writeFile = writeFile
         self.fullDiskPatience = fullDiskPatience
+        self.probeInterval = probeInterval
         self.report = report
         countsLinks = Self.linkCount(of: file) != 0
         self.policy = policy
@@ -621,9 +626,9 @@ final class Journal: Sendable {
         report(failure.message)
     }
 
-    /// Notes the outcome of a write (`always`, `never`; under the store's lock), reporting when writes start and
-    /// stop failing.
-    private func noteWrite(failure: ObjectGraphError?) {
+    /// Notes the outcome of a write (`always`, `never`; under the store's lock, or `io`'s for a probe), reporting
+    /// when writes start and stop failing.
+    private func noteWrite(failure: ObjectGraphError?, recovered: String = "changes are journaled again") {
         latestWriteFailure.withLock { $0 = failure }
         guard isWriteFailing.exchange(failure != nil, ordering: .acquiringAndReleasing) != (failure != nil) else {
             return
@@ -631,7 +636,7 @@ final class Journal: Sendable {
         if let failure {
             report("a change could not be journaled (\(failure.message)); changes are refused until one can be")
         } else {
-            report("changes are journaled again")
+            report(recovered)
         }
     }
 
@@ -640,6 +645,42 @@ final class Journal: Sendable {
     var writeFailure: ObjectGraphError? {
         guard isWriteFailing.load(ordering: .acquiring) else { return nil }
         return latestWriteFailure.withLock { $0 }
+    }
+
+    /// `writeFailure`, after trying a write at most once every `probeInterval` seconds while it is set, and clearing
+    /// it when that write succeeds (the disk was freed): else a failure would be told until a change came to be
+    /// tried, and a load balancer that stops sending requests to an unhealthy server would never send one. Costs
+    /// nothing while writes succeed.
+    func recheckWriteFailure() -> ObjectGraphError? {
+        guard isWriteFailing.load(ordering: .acquiring) else { return nil }
+        let now = DispatchTime.now().uptimeNanoseconds
+        let last = lastProbe.load(ordering: .relaxed)
+        guard last == 0 || Double(now &- last) >= probeInterval * 1e9,
+            lastProbe.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged
+        else { return writeFailure }
+        io.withLock { _ in
+            guard isWriteFailing.load(ordering: .acquiring), probeWrite() else { return }
+            noteWrite(failure: nil, recovered: "a test write to the journal succeeded: changes are taken again")
+        }
+        return writeFailure
+    }
+
+    /// Under `io`: whether a page can be written to the current segment now (the same file, file system, quota and
+    /// size limit as the next record), cut back off at once. A crash before the cut leaves a tail that is no frame
+    /// (its length field passes the file's end), which a start reports and truncates as a torn tail.
+    private func probeWrite() -> Bool {
+        guard
+            let (file, size) = try? state.withLock({ state throws(ObjectGraphError) in
+                (try Self.openFile(state), state.size)
+            })
+        else { return false }
+        let page = [UInt8](repeating: 0xFF, count: 4096)
+        guard page.withUnsafeBytes({ writeFile(file.fd, $0) }) == nil else { return false }
+        guard ftruncate(file.fd, off_t(size)) == 0 else {
+            fail(FileIO.error("ftruncate", file.path))
+            return false
+        }
+        return true
     }
 
     /// Like `fail`, and answers whether the store is to be rolled back now: the first time after the failure only.
