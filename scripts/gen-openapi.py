@@ -34,11 +34,32 @@ SSE = {"text/event-stream": {"schema": {"type": "string", "description": "Server
         "a `: heartbeat` comment every 15 s of quiet (with an `id:` when the stream passed changes not for it); "
         "`event: error` with the error JSON before a stream that cannot go on ends"}}}
 PLIST = {"application/x-plist": {"schema": {"type": "string", "description": "The same graph as an XML property list"}}}
-entity, oid, kp = param("entity", desc="Entity name"), param("id", desc="Object id"), param("keyPath", desc="Key path: segments joined with '.'")
+# How the long-poll routes choose between their JSON answer and an event stream (BinderyService+Observing.swift `poll`,
+# README "Accept is read by media range and q"): HTTPRequest.acceptQuality matches a media type by its exact name only.
+SSE_NEGOTIATION = ("Content negotiation: the answer is a stream of server-sent events (`text/event-stream`) when `Accept` names "
+    "`text/event-stream` itself with a q above 0 and not below the q it gives `application/json` itself (0 when not named); "
+    "otherwise it is the long-poll's JSON answer, which ends after at most `timeout` seconds. So a tie streams: "
+    "`Accept: application/json, text/event-stream` (in either order) gets a stream, which does not end by itself whatever `timeout` says, "
+    "while `application/json, text/event-stream;q=0.9` gets JSON. Wildcards (`*/*`, `text/*`) name neither type: no `Accept`, "
+    "`*/*` or `application/json` alone get the JSON answer, the safe choice for a client that wants one answer. "
+    "Both forms carry `Vary: Accept`. A 410 history-compacted or a bad `Last-Event-ID` is answered as JSON, before any stream starts.")
+STORE_NEGOTIATION = ("Content negotiation: an XML property list (`Content-Type: application/x-plist`) when `Accept` names "
+    "`application/x-plist` or `application/xml` with a q above 0 and not below the q it gives `application/json` itself (0 when "
+    "not named); otherwise JSON. So a tie gets XML: `Accept: application/json, application/x-plist` (in either order) is answered "
+    "in XML, while `application/json, application/x-plist;q=0.9` gets JSON. Wildcards (`*/*`, `application/*`) and `text/xml` "
+    "choose JSON: `Accept: application/json` alone (or no `Accept`) is the safe choice for JSON. A graph holding a string that "
+    "XML 1.0 cannot carry (a control character other than tab, line feed and carriage return) is sent as JSON instead when "
+    "`Accept` takes JSON too (`application/json`, `application/*` or `*/*`), else 406 not-acceptable. The answer carries `Vary: Accept`.")
+# Slash-separated key paths (README, API.md §4): the router reads the rest of the path as the key path.
+SLASH_KEY_PATHS = ("The slash form (`department/name`, sent with unencoded '/') is the same key path as the dotted one "
+    "(`department.name`); OpenAPI path parameters cannot span segments, so only the dotted form fits this template.")
+entity, oid, kp = param("entity", desc="Entity name"), param("id", desc="Object id"), param("keyPath", desc="Key path: segments joined with '.'. " + SLASH_KEY_PATHS)
 name = param("name", desc="Controller name")
 since = param("since", "query", "Sequence number to answer after (default: now)", {"type": "integer", "minimum": 0})
 lastEventID = param("Last-Event-ID", "header", "With Accept: text/event-stream: the seq to resume after (replaces since)", {"type": "integer", "minimum": 0})
-timeout = param("timeout", "query", "Seconds to wait (default 30, max 300)", {"type": "number", "minimum": 0})
+timeout = param("timeout", "query", "Seconds to wait (default 30; more than 300 waits 300). Written in decimal digits with at most one '.' "
+                "(`0.1`, `5`): an exponent (`1e-1`, as JavaScript's String() writes small numbers), a sign, `inf` or `nan` is 400 bad-query",
+                {"type": "number", "minimum": 0})
 ifmatch = param("If-Match", "header", "ETags (comma list) one of which the object must have, compared strongly (a weak W/\"n\" never matches; * matches any "
                 "object); else 412 precondition-failed. On a key path, the ETag of the object the path starts at (which covers its own keys and what its derived keys read, not other keys of the objects the path goes through)")
 ifnonematch = param("If-None-Match", "header", "ETags (comma list) the object must not have, compared weakly (* matches any object); "
@@ -47,6 +68,21 @@ index = param("index", "path", "The index of the element to remove", {"type": "i
 feed = {"type": "object", "required": ["changes", "last"], "properties": {"changes": {"type": "array", "items": ref("Change")}, "last": {"type": "integer"}}}
 notificationFeed = {"type": "object", "required": ["notifications", "last"],
         "properties": {"notifications": {"type": "array", "items": ref("Notification")}, "last": {"type": "integer"}}}
+ACTION_TARGETS = "`document`, `application`, `controllers/NAME` or a controller's bare `NAME`"
+FIRST_RESPONDER = ("The controller (`NAME` or `controllers/NAME`) that starts the responder chain; one that does not exist is 404 "
+                   "no-such-controller, an empty or blank value is no first responder")
+defaultKey = param("key", desc="The default's name (one path segment)")
+DEFAULT_NAMED_LIKE_ACTION = ("A default may be named `save`, `revert` or `revertToInitialValues`: GET, PUT and DELETE on /defaults/save (and the "
+    "others) reach that default, as this template describes, while POST there is the defaults controller's action (OpenAPI's rule that "
+    "a concrete path wins hides this template for those names; the server routes by method). GET /defaults lists such a default among `values` too.")
+DEFAULTS_ACTION = ("Only POST is the action here: GET, PUT and DELETE on this path reach a default of the same name (GET/PUT/DELETE /defaults/{key}); "
+    "OPTIONS answers Allow: POST, GET, PUT, DELETE, HEAD, OPTIONS.")
+NO_BODY = {"required": False, "description": "No body; one that is sent must be JSON and {} or null (a key is 422 undefined-key, another value 422 type-mismatch)",
+           "content": {"application/json": {"schema": {"type": ["object", "null"], "maxProperties": 0}}}}
+# An object of PUT /store: its `$id` is required there (objects[i] needs an "$id": 422 validation-failed).
+storedObject = {"allOf": [ref("Object"), {"required": ["$id"], "properties": {"$id": {"type": "string", "description": "Entity/id: required in an import"}}}]}
+controllerOptions = ["avoidsEmptySelection", "preservesSelection", "selectsInsertedObjects", "clearsFilterPredicateOnInsertion",
+                     "alwaysUsesMultipleValuesMarker", "automaticallyRearrangesObjects", "editable"]
 controllerActions = ["add", "insert", "remove", "selectNext", "selectPrevious", "rearrangeObjects", "fetch", "commitEditing", "discardEditing", "addChild", "insertChild"]
 
 def op(summary, params=(), body=None, responses=None, tags=(), description=None):
@@ -119,7 +155,9 @@ paths = {
         "put": op("Select these objects", [name], json_body({"type": "array", "items": ref("Reference")}), ok({"type": "array", "items": ref("Object")}), tags=["controllers"])},
   # One path item for both: OpenAPI forbids two templated paths that differ only in their parameter names.
   "/controllers/{name}/{keyPathOrAction}": {
-    "get": op("KVC on the controller", [name, param("keyPathOrAction", desc="A key path of the controller; its segments are joined with '.'")],
+    "get": op("KVC on the controller", [name, param("keyPathOrAction", desc="A key path of the controller; its segments are joined with '.'. "
+                                                    "The actions' names are not key paths here: GET on one is 405 (Allow: POST, OPTIONS). " + SLASH_KEY_PATHS,
+                                                    schema={"type": "string", "not": {"enum": controllerActions}})],
         description="value(forKeyPath:) on the controller: `arrangedObjects.lastName`, `arrangedObjects.@count`, `selection` (a dictionary of every key), "
                     "`selection.firstName` (a value or a `{\"$marker\"}`), `selectionIndexes`, `canRemove`, … The answer is the raw JSON value. "
                     "The slash forms of API.md (`arrangedObjects/lastName`) are the same key paths when the '/' is sent unencoded. "
@@ -131,59 +169,87 @@ paths = {
          param("index", "query", "insert and insertChild only (other actions ignore it): the index to insert at, as the body's `index` "
                "(both given and different: 400 bad-query). A tree controller's insert goes to the selection's index path whatever the index",
                {"type": "integer", "minimum": 0})],
-        {"required": False, "content": {"application/json": {"schema": {"type": "object", "additionalProperties": False, "properties": {
-            "object": {"type": "object", "description": "add, insert, addChild, insertChild: the new object's values"},
-            "index": {"type": "integer", "minimum": 0, "description": "insert, insertChild: where (past the end: at the end)"}}}}}},
+        {"required": False, "content": {"application/json": {"schema": {"type": ["object", "null"], "additionalProperties": False,
+            "description": "null or no body: none. Which keys an action takes (another key is 422 undefined-key, naming it in keyPath): "
+                           "add and addChild `object`; insert and insertChild `object` and `index`; " + ", ".join(a for a in controllerActions if a not in ("add", "insert", "addChild", "insertChild")) + " none "
+                           "(`{}` or null only). A body that is not a JSON object or null is 422 type-mismatch",
+            "properties": {
+            "object": {"type": ["object", "null"], "description": "add, insert, addChild, insertChild only: the new object's values (null: none)"},
+            "index": {"type": "integer", "minimum": 0, "description": "insert, insertChild only: where (past the end: at the end); null or a negative index is 422"}}}}}},
         ok(ref("ControllerState")), tags=["controllers"],
         description="Performs an action: " + ", ".join(controllerActions[:-2]) + "; tree controllers also " + " and ".join(controllerActions[-2:]) + ". "
                     "The body is optional: `{\"object\": {...}}` for the values of add and addChild, and also `index` for insert and insertChild "
-                    "(another key is 422). `insert` places the object at the first selected index, or at `index` (body or query; past the end: at the end), "
+                    "(another key, or `object` or `index` for an action that does not take it, is 422 undefined-key). `insert` places the object at the first selected index, or at `index` (body or query; past the end: at the end), "
                     "unsorted until the next re-arrangement. Answers the controller's state."),
   },
   "/controllers/{name}/selection/{keyPath}": {"put": op("Set through the selection", [name, kp], json_body(ANY), ok(ANY, "The new value"), tags=["controllers"])},
-  "/controllers/{name}/selectionIndexes": {"put": op("Select by indexes", [name], json_body({"type": "array", "items": {"type": "integer"}}), ok({"type": "array", "items": {"type": "integer"}}), tags=["controllers"])},
-  "/controllers/{name}/selectionIndexPaths": {"put": op("Select by index paths (tree)", [name], json_body({"type": "array", "items": {"type": "array", "items": {"type": "integer"}}}),
+  "/controllers/{name}/selectionIndexes": {"put": op("Select by indexes", [name], json_body({"type": "array", "items": {"type": "integer", "minimum": 0},
+        "description": "Non-negative integers (a negative one is 422 type-mismatch); indexes past the end are dropped, a repeated one counts once"}),
+        ok({"type": "array", "items": {"type": "integer"}}), tags=["controllers"])},
+  "/controllers/{name}/selectionIndexPaths": {"put": op("Select by index paths (tree)", [name], json_body({"type": "array", "items": {"type": "array", "items": {"type": "integer", "minimum": 0}},
+        "description": "Index paths of non-negative integers (a negative one is 422 type-mismatch)"}),
         ok({"type": "array", "items": {"type": "array", "items": {"type": "integer"}}}), tags=["controllers"])},
-  "/controllers/{name}/sortDescriptors": {"put": op("Set sort descriptors", [name], json_body({"type": "array", "items": ref("SortDescriptor")}), ok({"type": "array", "items": ref("SortDescriptor")}), tags=["controllers"])},
-  "/controllers/{name}/filterPredicate": {"put": op("Set or clear the filter predicate", [name], json_body({"type": ["string", "null"]}), ok({"type": ["string", "null"]}), tags=["controllers"])},
+  "/controllers/{name}/sortDescriptors": {"put": op("Set sort descriptors", [name], json_body({"type": ["array", "null"], "items": ref("SortDescriptor"), "maxItems": 64, "description": "null: none (as []); at most 64"}), ok({"type": "array", "items": ref("SortDescriptor")}), tags=["controllers"])},
+  "/controllers/{name}/filterPredicate": {"put": op("Set or clear the filter predicate", [name], json_body({"type": ["string", "null"], "pattern": "\\S",
+        "description": "An NSPredicate format string, or null to clear it; an empty or blank string is no predicate (400 bad-predicate)"}), ok({"type": ["string", "null"]}), tags=["controllers"])},
   "/controllers/{name}/edits": {"get": op("Pending edits", [name], responses=ok({"type": "object"}), tags=["controllers"])},
   "/controllers/{name}/edits/{keyPath}": {"get": op("A pending edit's value (404 when there is none)", [name, kp], responses=ok(ANY), tags=["controllers"]),
                                           "put": op("Record a pending edit", [name, kp], json_body(ANY), ok({"type": "object"}, "The pending edits"), tags=["controllers"])},
   "/defaults": {"get": op("User defaults (with hasUnappliedChanges)", responses=ok(ref("Defaults")), tags=["defaults"])},
-  "/defaults/{key}": {"get": op("A default", [param("key")], tags=["defaults"]), "put": op("Set a default", [param("key")], json_body(ANY), ok(ANY, "The key's value"), tags=["defaults"]),
-                      "delete": op("Remove a default", [param("key")], responses=ok(desc="Removed", code="204"), tags=["defaults"])},
-  "/defaults/save": {"post": op("Apply pending defaults", responses=ok(ref("Defaults")), tags=["defaults"])},
-  "/defaults/revert": {"post": op("Drop pending defaults", responses=ok(ref("Defaults")), tags=["defaults"])},
-  "/defaults/revertToInitialValues": {"post": op("Back to the initial values", responses=ok(ref("Defaults")), tags=["defaults"])},
+  "/defaults/{key}": {"get": op("A default", [defaultKey], tags=["defaults"], description="The raw value (404 undefined-key for a key no layer has). " + DEFAULT_NAMED_LIKE_ACTION),
+                      "put": op("Set a default", [defaultKey], json_body({"description": "Any JSON value; null removes the saved value (as DELETE). It may not "
+                                "hold an object reference or another dictionary key starting with $ (API.md §1's typed values such as $date are read as such): 422 type-mismatch"}),
+                                ok(ANY, "The key's value"), tags=["defaults"], description="Pending until POST /defaults/save when not appliesImmediately. " + DEFAULT_NAMED_LIKE_ACTION),
+                      "delete": op("Remove a default", [defaultKey], responses=ok(desc="Removed", code="204"), tags=["defaults"], description=DEFAULT_NAMED_LIKE_ACTION)},
+  "/defaults/save": {"post": op("Apply pending defaults", body=NO_BODY, responses=ok(ref("Defaults")), tags=["defaults"], description=DEFAULTS_ACTION)},
+  "/defaults/revert": {"post": op("Drop pending defaults", body=NO_BODY, responses=ok(ref("Defaults")), tags=["defaults"], description=DEFAULTS_ACTION)},
+  "/defaults/revertToInitialValues": {"post": op("Back to the initial values", body=NO_BODY, responses=ok(ref("Defaults")), tags=["defaults"], description=DEFAULTS_ACTION)},
   "/observers": {"post": op("Observe a key path", body=json_body(ref("ObserverRequest")),
         responses=ok({"type": "object", "required": ["id", "since"], "properties": {"id": {"type": "string"}, "since": {"type": "integer"}}}, "Created", "201", headers=location), tags=["observing"])},
   "/observers/{id}/changes": {"get": op("Long-poll an observer's changes (or text/event-stream)", [param("id"), since, timeout, lastEventID],
-        responses=ok(feed, alternatives=SSE), tags=["observing"])},
+        responses=ok(feed, alternatives=SSE, headers=["Vary"]), tags=["observing"], description=SSE_NEGOTIATION)},
   "/observers/{id}": {"get": op("An observer as registered (the Location of its creation; reading it does not renew it)", [param("id")],
         responses=ok({"type": "object", "required": ["id", "target", "keyPath", "options", "since"], "properties": {"id": {"type": "string"},
             "target": {"type": "string"}, "keyPath": {"type": "string"}, "options": {"type": "array", "items": {"enum": ["new", "old", "initial", "prior"]}},
             "since": {"type": "integer"}}}), tags=["observing"]),
                       "delete": op("Stop observing", [param("id")], responses=ok(desc="Stopped", code="204"), tags=["observing"])},
-  "/changes": {"get": op("Long-poll the store's change feed (or text/event-stream)", [since, timeout, param("entity", "query"), lastEventID],
-        responses=ok(feed, alternatives=SSE), tags=["observing"])},
+  "/changes": {"get": op("Long-poll the store's change feed (or text/event-stream)", [since, timeout, param("entity", "query", "Only the changes of this entity's objects (404 no-such-entity for an entity the model lacks)"), lastEventID],
+        responses=ok(feed, alternatives=SSE, headers=["Vary"]), tags=["observing"], description=SSE_NEGOTIATION)},
   "/notifications": {
-    "get": op("Long-poll notifications (or text/event-stream)", [since, timeout, param("name", "query"), param("object", "query"), lastEventID],
-        responses=ok(notificationFeed, alternatives=SSE), tags=["observing"]),
+    "get": op("Long-poll notifications (or text/event-stream)", [since, timeout, param("name", "query", "Only notifications of this name (empty: all)"),
+                                                                  param("object", "query", "Only notifications of this object (empty: all)"), lastEventID],
+        responses=ok(notificationFeed, alternatives=SSE, headers=["Vary"]), tags=["observing"], description=SSE_NEGOTIATION),
     "post": op("Post a notification", body=json_body(ref("NotificationRequest")),
         responses={**ok({"type": "object", "required": ["posted", "seq"], "properties": {"posted": {"const": True}, "seq": {"type": "integer"}}}, "Posted (postingStyle now, the default)", "201"),
-                   **ok({"type": "object", "required": ["posted", "queued"], "properties": {"posted": {"const": False}, "queued": {"enum": ["asap", "whenIdle"]}}},
+                   **ok({"type": "object", "required": ["posted", "queued", "coalesced"], "properties": {"posted": {"const": False}, "queued": {"enum": ["asap", "whenIdle"]},
+                             "coalesced": {"type": "boolean", "description": "Whether it was merged into a notification already queued"}}},
                         "Queued (postingStyle asap or whenIdle; possibly coalesced)", "202")}, tags=["observing"])},
-  "/actions": {"get": op("Actions handled now (X-First-Responder)", [param("X-First-Responder", "header"), param("target", "query", "Only this responder")],
+  "/actions": {"get": op("Actions handled now (X-First-Responder)", [param("X-First-Responder", "header", FIRST_RESPONDER), param("target", "query", "Only this responder: " + ACTION_TARGETS)],
         responses=ok({"type": "object", "required": ["actions"], "properties": {"actions": {"type": "array", "items": ref("ActionValidation")}}}), tags=["document"])},
-  "/actions/{action}": {"post": op("Send an action along the responder chain", [param("action"), param("X-First-Responder", "header")],
+  "/actions/{action}": {"post": op("Send an action along the responder chain", [param("action"), param("X-First-Responder", "header", FIRST_RESPONDER),
+        param("target", "query", "The responder to send the action to, as the body's `target` takes it: " + ACTION_TARGETS + ". "
+              "Used when the body has no `target`; a body whose `target` differs from it (null included) is 400 bad-query. "
+              "A controller that does not exist is 404 no-such-controller; a responder that does not handle the action is 404 no-responder")],
         {"required": False, "content": {"application/json": {"schema": {"type": ["object", "null"], "additionalProperties": False,
-                                                                          "properties": {"target": {"type": ["string", "null"]}, "sender": {}}}}}},
-        ok(ANY, "Handled: the document's actions answer {action, responder, seq}; a controller's, its state"), tags=["document"])},
-  "/store": {"get": op("Export the graph (Accept: application/x-plist for XML)", responses=ok(ref("Graph"), alternatives=PLIST), tags=["document"]),
+            "description": "null or no body: no target, no sender. Another key is 422 undefined-key",
+            "properties": {"target": {"type": ["string", "null"], "description": "The responder: " + ACTION_TARGETS + "; null or absent: the "
+                                      "responder chain (X-First-Responder, the document, the application), unless the query names a target. "
+                                      "With a `target` query parameter, it must be the same string (else 400 bad-query)"},
+                           "sender": {"description": "Any JSON value (default null); add and insert take the new object's values as "
+                                      "`{\"object\": {...}}`. A dictionary inside it may not have a key starting with $ (API.md §1) other than "
+                                      "a reference {\"$ref\": \"Entity/id\"} and the new object's `$id`: 422 type-mismatch"}}}}}},
+        ok(ANY, "Handled: the document's actions answer {action, responder, seq}; a controller's, its state"), tags=["document"],
+        description="The responder is the body's `target`, else the `target` query parameter (as GET /actions takes it), else the chain: the "
+                    "controller named in X-First-Responder, the document (save, revertToSaved, undo, redo), the application. "
+                    "`?target=controllers/emps` with a body `{\"target\": \"document\"}` is 400 bad-query; `?target=controllers/nope` is 404 "
+                    "no-such-controller. No responder handling the action: 404 no-responder (`action` in the error); the responder has it "
+                    "disabled: 409 action-disabled (`action` and `responder` in the error).")},
+  "/store": {"get": op("Export the graph (Accept: application/x-plist for XML)", responses=ok(ref("Graph"), alternatives=PLIST, headers=["Vary"]), tags=["document"],
+                       description=STORE_NEGOTIATION),
              "put": op("Replace the graph (one transaction)", body={"required": True, "content": {"application/json": {"schema": {"oneOf": [
-                           {"type": "object", "required": ["objects"], "additionalProperties": False, "properties": {"seq": {"type": "integer", "description": "Ignored (an export's)"},
-                                                                                                                      "objects": {"type": "array", "items": ref("Object")}}},
-                           {"type": "array", "items": ref("Object"), "description": "The objects alone"}]}}, **PLIST}},
+                           {"type": "object", "required": ["objects"], "additionalProperties": False, "properties": {"seq": {"description": "Ignored, whatever its type (an export's)"},
+                                                                                                                      "objects": {"type": "array", "items": storedObject}}},
+                           {"type": "array", "items": storedObject, "description": "The objects alone"}]}}, **PLIST}},
                        responses=ok({"type": "object", "required": ["seq", "count"], "properties": {"seq": {"type": "integer"}, "count": {"type": "integer"}}}), tags=["document"])},
 }
 # "Templated paths with the same hierarchy but different templated names MUST NOT exist" (OpenAPI 3.1, Paths Object).
@@ -200,17 +266,37 @@ ids = [o["operationId"] for item in paths.values() for o in item.values()]
 if len(ids) != len(set(ids)): raise SystemExit(f"operationIds clash: {sorted(ids)}")
 schemas = {
   "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "object", "required": ["code", "message"],
-            "properties": {"code": {"type": "string"}, "message": {"type": "string"}, "keyPath": {"type": "string"}, "line": {"type": "integer"}, "column": {"type": "integer"},
-                           "oldest": {"type": "integer"}, "current": {},
-                           "allowed": {"type": "array", "items": {"type": "string"}, "description": "What would have been taken (selectors, actions, body keys)"},
+            "description": "API.md §2: `code` and `message`, and the members below that the error has (each only where it applies)",
+            "properties": {"code": {"type": "string", "description": "Kebab-case, stable: clients branch on it"}, "message": {"type": "string", "description": "A human sentence"},
+                           "keyPath": {"type": "string", "description": "The key path, body key or key at fault (undefined-key, type-mismatch, validation-failed, bad-key-path, ...)"},
+                           "line": {"type": "integer", "description": "malformed-json, malformed-plist: the line of the fault"},
+                           "column": {"type": "integer", "description": "malformed-json, malformed-plist, bad-predicate, bad-key-path: the column of the fault"},
+                           "oldest": {"type": "integer", "description": "410 history-compacted: the oldest seq retained"},
+                           "current": {"description": "410 history-compacted: the newest seq (an integer); 412 precondition-failed: the object, or the key path's value, as it is now"},
+                           "allowed": {"type": "array", "items": {"type": "string"}, "description": "What would have been taken (methods of a 405, selectors, actions, body keys)"},
                            "errors": {"type": "array", "items": ref("ErrorEntry"), "description": "422 validation-failed: every invalid value"},
                            "etag": {"type": "string", "description": "412: the object's current ETag"},
-                           "limit": {"type": "integer", "description": "413 body-too-large, 503 too-many-observers and too-many-controllers: the limit"}}}}},
-  "ErrorEntry": {"type": "object", "required": ["code", "message"], "properties": {"code": {"type": "string"}, "message": {"type": "string"},
-            "status": {"type": "integer"}, "keyPath": {"type": "string"}, "object": {},
+                           "limit": {"type": "integer", "description": "413 body-too-large, 503 too-many-observers and too-many-controllers: the limit"},
+                           "object": {"type": "string",
+                                      "description": "The object at fault, as Entity/id: no-such-object, duplicate-id, delete-denied, and a 422 about one object's value"},
+                           "controller": {"type": "string", "description": "The controller at fault: no-such-controller, conflict (exists already, declared, followed), not-editable, a controller's action-disabled"},
+                           "action": {"type": "string", "description": "action-disabled, no-responder: the action"},
+                           "responder": {"type": "string", "description": "action-disabled from POST /actions/{action}: the responder that has it disabled (document, application or a controller)"},
+                           "entity": {"type": "string", "description": "no-such-entity, undefined-key: the entity"},
+                           "field": {"type": "string", "description": "bad-controller: the field of the controller description at fault; an unknown sort descriptor field"},
+                           "id": {"type": "string", "description": "bad-id: the id that is not valid"},
+                           "content": {"type": "string", "description": "bad-binding: the content binding"},
+                           "pattern": {"type": "string", "description": "bad-predicate: a MATCHES pattern that could not be matched within the limit"},
+                           "cause": {"type": "string", "description": "PUT /store's 422 validation-failed: the code of the error the graph met (no-such-entity, bad-id, ...)"}}}}},
+  "ErrorEntry": {"type": "object", "required": ["code", "message"], "description": "One invalid value of a 422 validation-failed (an error's members, with its status)",
+            "properties": {"code": {"type": "string"}, "message": {"type": "string"},
+            "status": {"type": "integer", "description": "The status the error alone would have"}, "keyPath": {"type": "string", "description": "The key at fault"},
+            "object": {"type": "string", "description": "The object at fault, as Entity/id"},
             "controller": {"type": "string", "description": "a failed commit of pending edits: the controller whose edit it is"}}, "additionalProperties": True},
   "Reference": {"type": "object", "required": ["$ref"], "properties": {"$ref": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*/[A-Za-z0-9_.-]{1,64}$"}}},
-  "Object": {"type": "object", "properties": {"$id": {"type": "string"}}, "additionalProperties": True},
+  "Object": {"type": "object", "properties": {"$id": {"type": ["string", "null"], "description": "Entity/id. In an answer always a string; "
+            "in POST /objects/{entity}, absent or null makes the server assign the id (PUT /store requires it)"}}, "additionalProperties": True,
+            "description": "An object's JSON form (API.md §1): `$id` and its keys. Other keys starting with $ are reserved (422 type-mismatch)"},
   "Graph": {"type": "object", "properties": {"seq": {"type": "integer"}, "objects": {"type": "array", "items": ref("Object")}}},
   "Model": {"type": "object", "properties": {"entities": {"type": "object"}}},
   "Change": {"type": "object", "required": ["seq", "target", "keyPath", "kind"], "properties": {"seq": {"type": "integer"}, "target": {"type": "string"}, "keyPath": {"type": "string"},
@@ -219,32 +305,93 @@ schemas = {
             "target": {"type": "string", "pattern": "^(defaults|controllers/[A-Za-z0-9_-]{1,64}|[A-Za-z_][A-Za-z0-9_]*/[A-Za-z0-9_.-]{1,64})$",
                        "description": "An object (Entity/id), a controller (controllers/NAME) or the user defaults (defaults)"},
             "keyPath": {"type": "string", "minLength": 1},
-            "options": {"type": "array", "items": {"enum": ["new", "old", "initial", "prior"]}}}},
+            "options": {"type": ["array", "null"], "items": {"enum": ["new", "old", "initial", "prior"]}, "description": "null or absent: none"}},
+            "additionalProperties": False, "description": "Another key is 422 undefined-key. A key path the target does not have is 404 undefined-key"},
   "Notification": {"type": "object", "required": ["seq", "name"], "properties": {"seq": {"type": "integer"}, "name": {"type": "string"}, "object": {}, "userInfo": {"type": ["object", "null"]}}},
-  "NotificationRequest": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "object": {}, "userInfo": {"type": ["object", "null"]},
-            "postingStyle": {"enum": ["now", "asap", "whenIdle"]}, "coalesce": {"type": "array", "items": {"enum": ["name", "sender"]}}}},
-  "SortDescriptor": {"type": "object", "required": ["key"], "properties": {"key": {"type": "string"}, "ascending": {"type": "boolean"},
-            "selector": {"enum": ["compare:", "caseInsensitiveCompare:", "localizedStandardCompare:", None], "description": "null or absent: compare:"}}},
-  "ControllerState": {"type": "object", "required": ["name", "kind", "content"], "properties": {
-            "name": {"type": "string"}, "kind": {"enum": ["object", "array", "tree"]}, "content": {"type": "string"}, "entity": {"type": "string"},
-            "count": {"type": "integer", "description": "Arranged objects (tree: root nodes)"}, "declared": {"type": "boolean", "description": "From controllers.json"},
-            "selectionIndexes": {"type": "array", "items": {"type": "integer"}}, "selectionIndexPaths": {"type": "array", "items": {"type": "array", "items": {"type": "integer"}}},
-            "sortDescriptors": {"type": "array", "items": ref("SortDescriptor")}, "filterPredicate": {"type": ["string", "null"]},
-            **{k: {"type": "boolean"} for k in ["isEditing", "canAdd", "canInsert", "canRemove", "canSelectNext", "canSelectPrevious"]}},
+  "NotificationRequest": {"type": "object", "required": ["name"], "additionalProperties": False,
+            "description": "null for an optional key is the same as leaving it out; another key is 422 undefined-key", "properties": {
+            "name": {"type": "string", "minLength": 1, "description": "A non-empty string (\"\" is 422 type-mismatch)"},
+            "object": {"description": "The sender: any JSON value, typically a reference {\"$ref\": \"Entity/id\"}. A dictionary inside it may not have "
+                                      "another key starting with $ (API.md §1): 422 type-mismatch"},
+            "userInfo": {"type": ["object", "null"], "not": {"type": "object", "required": ["$ref"]},
+                         "description": "A JSON object or null; a reference ({\"$ref\": ...}) is not a dictionary here (422 type-mismatch)"},
+            "postingStyle": {"enum": ["now", "asap", "whenIdle", None], "description": "null or absent: now"},
+            "coalesce": {"type": ["array", "null"], "items": {"enum": ["name", "sender"]}, "description": "null or absent: name and sender"}}},
+  "SortDescriptor": {"type": "object", "required": ["key"], "additionalProperties": False,
+            "description": "An NSSortDescriptor. Another field is refused (422 type-mismatch from PUT .../sortDescriptors, 400 from POST /controllers, naming it in `field`). "
+                           "Answers always spell out `ascending` and `selector` (with its colon)", "properties": {
+            "key": {"type": "string", "minLength": 1, "description": "A key path of the arranged objects to sort by (one they do not have is 400)"},
+            "ascending": {"type": ["boolean", "null"], "description": "null or absent: true"},
+            "selector": {"enum": ["compare:", "caseInsensitiveCompare:", "localizedStandardCompare:", "compare", "caseInsensitiveCompare", "localizedStandardCompare", None],
+                         "description": "null or absent: compare:; the trailing colon may be left out (answers write it)"}}},
+  "ControllerState": {"type": "object", "description": "GET /controllers/{name} (API.md §5): the declaration with every option spelled out, the state, "
+            "and the enabled actions. Every kind has the keys listed in `required`; array controllers also have selectionIndexes and isSorted, "
+            "object controllers selectionIndexes and contentObject, tree controllers selectionIndexPaths, childrenKeyPath, leafKeyPath, countKeyPath, "
+            "nodeCount, canAddChild and canInsertChild; idleTimeout is there only when it was given. (The user defaults controller is not among "
+            "these: its state is Defaults, at GET /defaults.)",
+            "required": ["name", "kind", "content", "entity", "declared", "count", "sortDescriptors", "filterPredicate", *controllerOptions,
+                         "isEditing", "canAdd", "canInsert", "canRemove", "canSelectNext", "canSelectPrevious"],
+            "allOf": [{"if": {"required": ["kind"], "properties": {"kind": {"const": "array"}}}, "then": {"required": ["selectionIndexes", "isSorted"]}},
+                      {"if": {"required": ["kind"], "properties": {"kind": {"const": "object"}}}, "then": {"required": ["selectionIndexes", "contentObject"]}},
+                      {"if": {"required": ["kind"], "properties": {"kind": {"const": "tree"}}},
+                       "then": {"required": ["selectionIndexPaths", "childrenKeyPath", "leafKeyPath", "countKeyPath", "nodeCount", "canAddChild", "canInsertChild"]}}],
+            "properties": {
+            "name": {"type": "string"}, "kind": {"enum": ["object", "array", "tree"]},
+            "content": {"type": "string", "description": "The content binding as declared (Entity, Entity/id[.keyPath], @controller.selection[.keyPath])"},
+            "entity": {"type": ["string", "null"], "description": "The entity of the content objects; null when none can be known"},
+            "declared": {"type": "boolean", "description": "From controllers.json (false: created at run time)"},
+            "count": {"type": "integer", "description": "Arranged objects (object controller: 1 with an object as content, else 0; tree: root nodes)"},
+            "selectionIndexes": {"type": "array", "items": {"type": "integer"}, "description": "Array and object controllers"},
+            "selectionIndexPaths": {"type": "array", "items": {"type": "array", "items": {"type": "integer"}}, "description": "Tree controllers"},
+            "sortDescriptors": {"type": "array", "items": ref("SortDescriptor"), "description": "An object controller's: always []"},
+            "filterPredicate": {"type": ["string", "null"], "description": "The predicate's format; null: none (an object controller's: always null)"},
+            "avoidsEmptySelection": {"type": "boolean", "description": "After a removal or a content change leaves nothing selected, select a neighbour (default true)"},
+            "preservesSelection": {"type": "boolean", "description": "Keep the selected objects selected across re-arranging, else the indexes (default true)"},
+            "selectsInsertedObjects": {"type": "boolean", "description": "Select what add and insert create (default true)"},
+            "clearsFilterPredicateOnInsertion": {"type": "boolean", "description": "add and insert clear the filter predicate (array controllers; default true)"},
+            "alwaysUsesMultipleValuesMarker": {"type": "boolean", "description": "The selection answers the MultipleValues marker for any multiple selection (default false)"},
+            "automaticallyRearrangesObjects": {"type": "boolean", "description": "A change to a sort or filter key of a content object re-arranges (default false)"},
+            "editable": {"type": "boolean", "description": "Whether the controller changes the model (default true)"},
+            "isEditing": {"type": "boolean", "description": "Whether it has pending edits"},
+            **{k: {"type": "boolean", "description": f"Whether {k[3].lower() + k[4:]} is enabled now"} for k in ["canAdd", "canInsert", "canRemove", "canSelectNext", "canSelectPrevious"]},
+            "isSorted": {"type": "boolean", "description": "Array controllers: false after insert placed an object out of order, or after a sort key "
+                                                          "changed without automaticallyRearrangesObjects, until the next full re-arrangement"},
+            "contentObject": {"oneOf": [ref("Reference"), {"type": "null"}], "description": "Object controllers: the content object, null when there is none"},
+            "childrenKeyPath": {"type": "string", "description": "Tree controllers: the to-many key path of a node's children"},
+            "leafKeyPath": {"type": ["string", "null"], "description": "Tree controllers: a boolean key path telling that a node is a leaf; null: none"},
+            "countKeyPath": {"type": ["string", "null"], "description": "Tree controllers: a key path giving a node's number of children; null: none"},
+            "nodeCount": {"type": "integer", "description": "Tree controllers: the number of nodes (every level)"},
+            "canAddChild": {"type": "boolean", "description": "Tree controllers: whether addChild is enabled now"},
+            "canInsertChild": {"type": "boolean", "description": "Tree controllers: whether insertChild is enabled now"},
+            "idleTimeout": {"type": "number", "description": "Only when given at creation (POST /controllers): seconds after which the controller, "
+                                                             "if no request names it, is removed"}},
             "additionalProperties": True},
-  "Defaults": {"type": "object", "required": ["values", "appliesImmediately", "hasUnappliedChanges"], "properties": {
-            "values": {"type": "object"}, "appliesImmediately": {"type": "boolean"}, "hasUnappliedChanges": {"type": "boolean"},
-            "pending": {"type": "object"}, "initialValues": {"type": "object"}}},
+  "Defaults": {"type": "object", "required": ["values", "appliesImmediately", "hasUnappliedChanges", "pending", "initialValues"],
+            "description": "The user defaults controller's state (NSUserDefaultsController)", "properties": {
+            "values": {"type": "object", "description": "Every key's current value (pending changes included)"},
+            "appliesImmediately": {"type": "boolean", "description": "false: PUT and DELETE are pending until POST /defaults/save"},
+            "hasUnappliedChanges": {"type": "boolean", "description": "Whether `pending` has anything"},
+            "pending": {"type": "object", "description": "The changes not applied yet (null: a removal)"},
+            "initialValues": {"type": "object", "description": "The initial values (NSUserDefaultsController initialValues, from the fixture's defaults.json)"}}},
   "ActionValidation": {"type": "object", "required": ["action", "responder", "enabled"], "properties": {
             "action": {"type": "string"}, "responder": {"type": "string"}, "enabled": {"type": "boolean"}}},
   "ControllerDescription": {"type": "object", "required": ["name", "kind", "content"], "additionalProperties": False,
-            "description": "null for an optional field is the same as leaving it out. A tree controller needs childrenKeyPath.",
-            "if": {"properties": {"kind": {"const": "tree"}}}, "then": {"required": ["childrenKeyPath"]}, "properties": {
-            "name": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"}, "kind": {"enum": ["object", "array", "tree"]}, "content": {"type": "string"},
-            "sortDescriptors": {"type": ["array", "null"], "items": ref("SortDescriptor")}, "filterPredicate": {"type": ["string", "null"]},
-            **{k: {"type": ["boolean", "null"]} for k in ["avoidsEmptySelection", "preservesSelection", "selectsInsertedObjects", "clearsFilterPredicateOnInsertion",
-                                                  "alwaysUsesMultipleValuesMarker", "automaticallyRearrangesObjects", "editable"]},
-            "childrenKeyPath": {"type": ["string", "null"]}, "leafKeyPath": {"type": ["string", "null"]}, "countKeyPath": {"type": ["string", "null"]},
+            "description": "null for an optional field is the same as leaving it out. A tree controller needs childrenKeyPath; an object controller "
+                           "takes no sortDescriptors (but []) and no filterPredicate. Refusals are 400 bad-controller naming the `field` (an unknown field too), "
+                           "or 400 bad-binding, bad-predicate, bad-key-path from the binding, predicate and key paths. The tree key paths are ignored by other kinds.",
+            "allOf": [{"if": {"required": ["kind"], "properties": {"kind": {"const": "tree"}}}, "then": {"required": ["childrenKeyPath"],
+                                                                                                    "properties": {"childrenKeyPath": {"type": "string"}}}},
+                      {"if": {"required": ["kind"], "properties": {"kind": {"const": "object"}}}, "then": {"properties": {
+                          "sortDescriptors": {"type": ["array", "null"], "maxItems": 0}, "filterPredicate": {"type": "null"}}}}],
+            "properties": {
+            "name": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"}, "kind": {"enum": ["object", "array", "tree"]},
+            "content": {"type": "string", "description": "The content binding: Entity, Entity/id[.keyPath] or @controller.selection[.keyPath]"},
+            "sortDescriptors": {"type": ["array", "null"], "items": ref("SortDescriptor"), "maxItems": 64}, "filterPredicate": {"type": ["string", "null"], "description": "An NSPredicate format"},
+            **{k: {"type": ["boolean", "null"]} for k in controllerOptions},
+            **{k: {"type": ["string", "null"], "minLength": 1, "description": d} for k, d in [
+                ("childrenKeyPath", "Tree controllers (required): the to-many key path of a node's children"),
+                ("leafKeyPath", "Tree controllers: a boolean key path telling that a node is a leaf"),
+                ("countKeyPath", "Tree controllers: a key path giving a node's number of children")]},
             "idleTimeout": {"type": ["number", "null"], "exclusiveMinimum": 0, "maximum": 31536000,
                             "description": "Bindery's own: seconds after which a controller created at run time that no request names is removed"}}},
 }
@@ -253,6 +400,7 @@ headers = {
   "ETag": {"description": "\"<seq of the object's last change>\"", "schema": {"type": "string"}},
   "Location": {"description": "Where the created resource is", "schema": {"type": "string"}},
   "Allow": {"description": "405 method-not-allowed: the methods the path takes", "schema": {"type": "string"}},
+  "Vary": {"description": "Accept: the media type of the answer follows the request's Accept header", "schema": {"type": "string"}},
   "X-Total-Count": {"description": "The number of arranged objects (tree: root nodes), before offset and limit", "schema": {"type": "integer"}},
   "Retry-After": {"description": "Seconds to wait before retrying, on a 503 that passes: server-busy (unread answers over --max-unsent), "
                   "too-many-waiters (long-polls over --max-waiters), storage-error (a full disk) and journal-segment-removed. Not on the other "
@@ -263,7 +411,16 @@ doc = {"openapi": "3.1.0", "info": {"title": "Bindery", "version": "1.0.0",
                        "Not listed per route: HEAD on every GET route, OPTIONS on every path (204 with Allow, for CORS preflights), the static "
                        "files of the demo page (GET /, /index.html, /openapi.json), 501 not-implemented for a method no route takes, and the "
                        "request bodies read as JSON besides application/json (any +json type, application/x-www-form-urlencoded for curl -d, and "
-                       "a body without Content-Type); GET /store answers 406 not-acceptable when the XML form cannot hold a string (a control character)."},
+                       "a body without Content-Type); GET /store answers 406 not-acceptable when the XML form cannot hold a string (a control character). "
+                       "Key paths in a URL (objects, controllers, selection, edits) may be written dotted (`department.name`, one segment, as the "
+                       "`{keyPath}` templates say) or slash-separated (`department/name`, `arrangedObjects/lastName`, the '/' unencoded): the server "
+                       "takes both, but no path template can describe the slash form, so a validator or gateway built only from this document refuses "
+                       "it; send the dotted form through such tools. An encoded '/' (%2F) is part of a key, not a separator. "
+                       "POST /defaults/save, /defaults/revert and /defaults/revertToInitialValues are the defaults controller's actions; GET, PUT "
+                       "and DELETE on those paths reach a default of that name through /defaults/{key}, which OpenAPI's concrete-path rule would "
+                       "otherwise hide. Media types: the long-poll routes answer JSON or an event stream and GET /store JSON or an XML property "
+                       "list by the request's Accept; a tie in q chooses the stream or the XML (see those operations), so a client wanting JSON "
+                       "sends Accept: application/json alone."},
        "servers": [{"url": "http://127.0.0.1:8080"}], "paths": paths, "components": {"schemas": schemas, "headers": headers}}
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 with open(os.path.join(root, "Public", "openapi.json"), "w") as f:
