@@ -348,7 +348,7 @@ schemas = {
             "avoidsEmptySelection": {"type": "boolean", "description": "After a removal or a content change leaves nothing selected, select a neighbour (default true)"},
             "preservesSelection": {"type": "boolean", "description": "Keep the selected objects selected across re-arranging, else the indexes (default true)"},
             "selectsInsertedObjects": {"type": "boolean", "description": "Select what add and insert create (default true)"},
-            "clearsFilterPredicateOnInsertion": {"type": "boolean", "description": "add and insert clear the filter predicate (array controllers; default true)"},
+            "clearsFilterPredicateOnInsertion": {"type": "boolean", "description": "add and insert clear the filter predicate (array controllers; default true). When false, an object the filter hides is created hidden by add and refused by insert (422 validation-failed, nothing created)"},
             "alwaysUsesMultipleValuesMarker": {"type": "boolean", "description": "The selection answers the MultipleValues marker for any multiple selection (default false)"},
             "automaticallyRearrangesObjects": {"type": "boolean", "description": "A change to a sort or filter key of a content object re-arranges (default false)"},
             "editable": {"type": "boolean", "description": "Whether the controller changes the model (default true)"},

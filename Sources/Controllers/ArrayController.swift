@@ -25,9 +25,6 @@ final class ArrayController: Controller {
     /// False after `insert` placed an object out of order, or after a sort key of the arranged objects changed while
     /// `automaticallyRearrangesObjects` is off: until the next full rearrangement.
     var isSorted = true
-    /// `add` or `insert` showed an object the filter refuses (the filter was kept): the next re-arrangement, also an
-    /// automatic one, is a full one that filters it out.
-    var showsFilteredOut = false
     /// A sort or filter key of the arranged objects changed while `automaticallyRearrangesObjects` is off: the
     /// arrangement is not what a full one would be until the next (a content change then re-arranges whole).
     var isStale = false
@@ -78,7 +75,7 @@ final class ArrayController: Controller {
             // re-arrangement would place them (the stable sort orders equal keys by content order), without reading
             // and sorting every object again.
             guard case .record = cause, !cause.replacesGraph, let change = contentDifference,
-                !ordering.descriptors.isEmpty, isSorted, !showsFilteredOut, !isStale
+                !ordering.descriptors.isEmpty, isSorted, !isStale
             else {
                 rearrange(in: context, contentChanged: true)
                 return
@@ -123,9 +120,7 @@ final class ArrayController: Controller {
         if !options.automaticallyRearrangesObjects && touchesArrangement { isStale = true }
         guard options.automaticallyRearrangesObjects, needsFull || !candidates.isEmpty else { return }
         // Content that holds an object twice (a key path through to-manys) is re-arranged whole.
-        if needsFull || candidates.count > Self.incrementalLimit || !isSorted || showsFilteredOut
-            || content.count != contentSet.count
-        {
+        if needsFull || candidates.count > Self.incrementalLimit || !isSorted || content.count != contentSet.count {
             rearrange(in: context)
         } else {
             rearrange(candidates, in: context)
@@ -160,7 +155,6 @@ final class ArrayController: Controller {
             arrangedKeys = order.map { keys[$0] }
         }
         isSorted = true
-        showsFilteredOut = false
         isStale = false
         if arranged != oldArranged { context.emit(self, .arrangedObjects) }
         reselect(
@@ -288,10 +282,10 @@ final class ArrayController: Controller {
     }
 
     /// Puts `object` at `index` of the arranged objects, unsorted (NSArrayController's
-    /// `insertObject:atArrangedObjectIndex:`); selects it when `selectsInsertedObjects`.
+    /// `insertObject:atArrangedObjectIndex:`); selects it when `selectsInsertedObjects`. An object the filter hides
+    /// is not placed (`insert` refuses one, but a later commit may have changed it since).
     func place(_ object: ObjectID, at index: Int, in context: ControllerContext) {
-        guard contentSet.contains(object) else { return }
-        if !passesFilter(object, view: context.view) { showsFilteredOut = true }
+        guard contentSet.contains(object), passesFilter(object, view: context.view) else { return }
         let oldSelected = selectedObjects
         var selection = selectionIndexes
         var wasSelected = false

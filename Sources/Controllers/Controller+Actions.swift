@@ -90,9 +90,11 @@ extension Controller {
         if owner != nil, arrangedIndex < array.arranged.count {
             position = content.firstIndex(of: array.arranged[arrangedIndex])
         }
-        return InsertionPlan(
-            action: action, edit: .create(entity: entity, values: values, owner: owner, index: position),
-            arrangedIndex: arrangedIndex)
+        var edit = ModelEdit.create(entity: entity, values: values, owner: owner, index: position)
+        if let filter = description.filterPredicate, !options.clearsFilterPredicateOnInsertion {
+            edit = .matching(filter, controller: name, edit)
+        }
+        return InsertionPlan(action: action, edit: edit, arrangedIndex: arrangedIndex)
     }
 
     /// Whether `action` moves the selection, and with it the content of the controllers following this one: `remove`
@@ -145,15 +147,11 @@ extension Controller {
         } else if let array = self as? ArrayController {
             if plan.action == "insert", let index = plan.arrangedIndex {
                 array.place(object, at: index, in: context)
-            } else if let index = array.arranged.firstIndex(of: object) {
-                if options.selectsInsertedObjects {
-                    array.setSelection([index], in: context, changed: array.selectionIndexes != [index])
-                }
-            } else {
-                // Filtered out (the filter was kept): NSArrayController's addObject: still adds it to the arranged
-                // objects, at the end, until the next re-arrangement.
-                array.place(object, at: array.arranged.count, in: context)
+            } else if let index = array.arranged.firstIndex(of: object), options.selectsInsertedObjects {
+                array.setSelection([index], in: context, changed: array.selectionIndexes != [index])
             }
+            // An added object the kept filter hides is in the content only, as NSArrayController's `addObject:`
+            // adds to the arranged objects "if all filters currently applied are matched".
         }
     }
 }

@@ -16,6 +16,10 @@ enum ModelEdit: Sendable {
     case setValues(objects: [ObjectID], edits: [PendingEdit])
     /// Several edits in turn.
     case sequence([ModelEdit])
+    /// `edit`, refused (422 `validation-failed`, nothing applied) when the object it creates does not match the
+    /// filter that `controller` keeps on insertion: NSArrayController's `insertObject:atArrangedObjectIndex:` "will
+    /// raise an exception if the object does not match all filters currently applied".
+    indirect case matching(Predicate, controller: String, ModelEdit)
 
     /// Applies the edit; answers the created object for `create` and `createAndSet`.
     ///
@@ -82,6 +86,18 @@ enum ModelEdit: Sendable {
         case .sequence(let edits):
             var created: ObjectID?
             for edit in edits { created = try edit.apply(in: transaction) ?? created }
+            return created
+        case .matching(let filter, let controller, let edit):
+            let created = try edit.apply(in: transaction)
+            if let created, (try? filter.evaluate(with: .object(created), resolver: transaction.view)) != true {
+                throw ObjectGraphError(
+                    status: 422, code: "validation-failed",
+                    message: "The new object does not match the filter predicate of \(controller) (\(filter)), which "
+                        + "it keeps on insertion (clearsFilterPredicateOnInsertion is false), so it cannot be placed "
+                        + "among the arranged objects; nothing was inserted. Use add (which creates it hidden), or "
+                        + "clear the filter first.",
+                    fields: ["controller": .string(controller), "filterPredicate": .string(filter.description)])
+            }
             return created
         }
     }

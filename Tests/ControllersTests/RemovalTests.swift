@@ -202,18 +202,57 @@ struct InsertionTests {
         #expect(h.reported(.filterPredicate))
     }
 
-    @Test func add_withoutClearsFilterPredicateOnInsertion_keepsFilter_arrangedUntilRearranged() throws {
+    /// The id of the employee with `lastName`, if there is one.
+    private func employee(named lastName: String, in h: Harness) throws -> String? {
+        try h.store.read { view in
+            try view.objects(of: "Employee").first {
+                try view.value(forKey: "lastName", of: $0) == .value(.string(lastName))
+            }?.description
+        }
+    }
+
+    /// NSArrayController's `addObject:` adds to the arranged objects "if all filters currently applied are matched":
+    /// an object the kept filter hides is created, in the content only, and the selection stays.
+    @Test func add_withoutClearsFilterPredicateOnInsertion_keepsFilter_createsItHidden() throws {
         let h = try Harness()
-        try h.employees(filter: "salary > 1000", options: ["clearsFilterPredicateOnInsertion": false])
+        try h.employees(filter: "salary > 150", options: ["clearsFilterPredicateOnInsertion": false])
+        try h.select([1])
+        let selected = try h.selectedNames()
         try h.registry.perform(
             "add", controller: "e",
             body: ["object": ["firstName": "Cat", "lastName": "Carr", "department": ref("Department/2")]])
-        #expect(try h.value("filterPredicate") == "salary > 1000")
-        // addObject: puts the new object among the arranged objects, selected, until the next re-arrangement.
-        #expect(try h.names() == ["Carr"])
-        #expect(try h.selectedNames() == ["Carr"])
+        #expect(try h.value("filterPredicate") == "salary > 150")
+        #expect(try !h.names().contains("Carr"))
+        #expect(try h.selectedNames() == selected)
+        let carr = try #require(try employee(named: "Carr", in: h))
+        try h.set("salary", of: carr, to: 500)
         try h.registry.perform("rearrangeObjects", controller: "e")
-        #expect(try h.names().isEmpty)
+        #expect(try h.names().contains("Carr"))
+    }
+
+    /// NSArrayController's `insertObject:atArrangedObjectIndex:` "will raise an exception if the object does not match
+    /// all filters currently applied": 422 and nothing created; one that matches goes where it was asked.
+    @Test func insert_withoutClearsFilterPredicateOnInsertion_refusesWhatTheFilterHides() throws {
+        let h = try Harness()
+        try h.employees(filter: "salary > 150", options: ["clearsFilterPredicateOnInsertion": false])
+        try h.select([1])
+        let seq = h.store.seq
+        let refused = expectError("validation-failed", status: 422) {
+            try h.registry.perform(
+                "insert", controller: "e",
+                body: [
+                    "object": ["firstName": "Lo", "lastName": "Low", "salary": 10, "department": ref("Department/1")]
+                ])
+        }
+        #expect(refused?.fields["controller"] == "e")
+        #expect(refused?.fields["filterPredicate"] == "salary > 150")
+        #expect(h.store.seq == seq)
+        #expect(try employee(named: "Low", in: h) == nil)
+        try h.registry.perform(
+            "insert", controller: "e",
+            body: ["object": ["firstName": "Hi", "lastName": "High", "salary": 900, "department": ref("Department/1")]])
+        #expect(try h.names()[1] == "High")
+        #expect(try h.selectedNames() == ["High"])
     }
 
     @Test func insert_withoutSelectsInsertedObjects_keepsSelectedObject() throws {
