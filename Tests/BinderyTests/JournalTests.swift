@@ -219,6 +219,37 @@ struct JournalTests {
         #expect(reports.lines.withLock { $0.count } == 2)
     }
 
+    /// With `never`, a rotation flushes the old segment before the new one is made durable: a machine crash must not
+    /// leave a torn segment before the last, which no start reads past.
+    @Test func aRotationWithNeverFlushesTheOldSegment() throws {
+        try withTemporaryDirectory { path in
+            let syncs = Mutex<[String]>([])
+            let (file, size) = try Journal.openSegment(DataDirectory(path: path), firstSeq: 1)
+            let journal = Journal(
+                directory: DataDirectory(path: path), policy: .never, file: file, firstSeq: 1, size: size, seq: 0,
+                snapshotSeq: nil, recordsSinceSnapshot: 0, snapshotRecords: 1_000, snapshotBytes: 1 << 20,
+                deliver: { _ in }, rollBack: {},
+                syncFile: { fd in
+                    let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)"))
+                    syncs.withLock { $0.append(target ?? "?") }
+                    return FileIO.sync(fd)
+                })
+            defer { journal.close() }
+            for seq in 1...3 {
+                try journal.append(
+                    ChangeRecord(
+                        seq: Int64(seq),
+                        changes: [
+                            Change(kind: .setting, target: ObjectID(entity: "E", id: "1"), key: "x", old: 1, new: 2)
+                        ]
+                    ))
+            }
+            #expect(syncs.withLock { $0 }.isEmpty)
+            try journal.rotate(nextSeq: 4)
+            #expect(syncs.withLock { $0 } == [path + "/" + DataDirectory.segmentName(1)])
+        }
+    }
+
     /// A freed disk clears the failure without a change being tried (`/healthz` asks `recheckWriteFailure`): a
     /// test write, at most once per interval, which fails while the disk stays full.
     @Test func aFreedDiskIsFoundByATestWrite() throws {

@@ -381,6 +381,100 @@ struct PersistenceTests {
         }
     }
 
+    /// A segment removed just before an ordinary snapshot (a `save` before the look every second): the snapshot does
+    /// not start a new segment (were it then to fail, what the removed one held would be nowhere, before a segment
+    /// that no start can read past); it is refused, the recovery writes its snapshot first, and a crash after that
+    /// keeps every change. When no snapshot can be written at all, the journal fails: nothing more is acknowledged,
+    /// and the directory still starts.
+    @Test(arguments: [false, true])
+    func aSegmentRemovedBeforeASaveIsRecoveredFirst(snapshotsFail: Bool) throws {
+        try withTemporaryDirectory { path in
+            let document = try openDocument(path, fsync: .always)
+            defer { document.close() }
+            for salary in 1...3 { try document.set(.integer(Int64(salary)), "salary", of: "Employee/1") }
+            let blocker = path + "/snapshot-" + String(repeating: "0", count: 19) + "\(document.store.seq).bin.tmp"
+            #expect(blocker.count == path.count + "/snapshot-.bin.tmp".count + 20)
+            if snapshotsFail {
+                try FileManager.default.createDirectory(atPath: blocker, withIntermediateDirectories: false)
+            }
+            #expect(unlink(path + "/" + (try segments(in: path)).last!) == 0)
+            let refused = #expect(throws: ObjectGraphError.self) { try document.save() }
+            #expect(refused?.code == "journal-segment-removed")
+            // Changes are refused until the recovery's snapshot is written, and for good when it cannot be.
+            let deadline = Date().addingTimeInterval(5)
+            var accepted = false
+            while !accepted, document.journalFailure == nil, Date() < deadline {
+                accepted = (try? document.set(7, "salary", of: "Employee/2")) != nil
+                if !accepted { usleep(20_000) }
+            }
+            #expect(accepted != snapshotsFail)
+            #expect((document.journalFailure != nil) == snapshotsFail)
+            let copy = try crashCopy(of: path)
+            defer { try? FileManager.default.removeItem(atPath: copy) }
+            let restarted = try openDocument(copy, fsync: .always)
+            if !snapshotsFail {
+                #expect(try restarted.value("salary", of: "Employee/1") == 3)
+                #expect(try restarted.value("salary", of: "Employee/2") == 7)
+            }
+        }
+    }
+
+    /// A periodic snapshot that fails (a full disk, a write error) is due again once its wait is over, rather than
+    /// after another whole interval of records: its rotation no longer counts as the snapshot.
+    @Test func aFailedPeriodicSnapshotIsTriedAgain() throws {
+        try withTemporaryDirectory { path in
+            let reports = Reports()
+            let document = try openDocument(path, fsync: .always, snapshotRecords: 5, reports: reports)
+            defer { document.close() }
+            let first = document.store.seq
+            let due = String(first + 5)
+            let blocker = path + "/snapshot-" + String(repeating: "0", count: 20 - due.count) + due + ".bin.tmp"
+            try FileManager.default.createDirectory(atPath: blocker, withIntermediateDirectories: false)
+            for salary in 1...5 { try document.set(.integer(Int64(salary)), "salary", of: "Employee/1") }
+            var deadline = Date().addingTimeInterval(5)
+            while !reports.all.contains(where: { $0.contains("snapshot failed") }), Date() < deadline { usleep(20_000) }
+            #expect(reports.all.contains { $0.contains("snapshot failed") }, "\(reports.all)")
+            try FileManager.default.removeItem(atPath: blocker)
+            Thread.sleep(forTimeInterval: 1.1)  // the wait after one failure
+            try document.set(6, "salary", of: "Employee/1")
+            func snapshots() throws -> [String] {
+                try FileManager.default.contentsOfDirectory(atPath: path).filter {
+                    $0.hasPrefix("snapshot-") && $0.hasSuffix(".bin")
+                }
+            }
+            deadline = Date().addingTimeInterval(5)
+            func taken() throws -> Bool { try snapshots().contains { !$0.hasSuffix(String(first) + ".bin") } }
+            while try !taken(), Date() < deadline { usleep(20_000) }
+            let names = try snapshots()
+            #expect(try taken(), "\(names)")
+        }
+    }
+
+    /// A start refused (a damaged snapshot) leaves the `closed-cleanly` marker: once the directory is mended, the
+    /// next start still knows the last run closed cleanly, and does not skip seqs and ids as after a crash.
+    @Test func aRefusedStartLeavesTheCleanCloseMarker() throws {
+        try withTemporaryDirectory { path in
+            var seq: Int64 = 0
+            do {
+                let document = try openDocument(path)
+                try document.set(1, "salary", of: "Employee/1")
+                seq = document.store.seq
+                document.close()
+            }
+            let snapshot =
+                path + "/" + (try FileManager.default.contentsOfDirectory(atPath: path))
+                .filter { $0.hasPrefix("snapshot-") }.sorted().last!
+            let intact = try Data(contentsOf: URL(fileURLWithPath: snapshot))
+            var damaged = intact
+            damaged[damaged.count - 1] ^= 0xFF
+            try damaged.write(to: URL(fileURLWithPath: snapshot))
+            #expect(throws: ObjectGraphError.self) { try openDocument(path) }
+            #expect(FileManager.default.fileExists(atPath: path + "/closed-cleanly"))
+            try intact.write(to: URL(fileURLWithPath: snapshot))
+            #expect(try openDocument(path).store.seq == seq)
+        }
+    }
+
     /// A save with nothing changed since the last one (its snapshot is already `saved.bin`) leaves no temporary file.
     @Test func aSaveWithNoChangeLeavesNoTemporaryFile() throws {
         try withTemporaryDirectory { path in

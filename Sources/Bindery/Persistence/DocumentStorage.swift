@@ -50,6 +50,11 @@ final class DocumentStorage: Sendable {
         var uneditedContentSeq: Int64?
         var isSnapshotScheduled = false
         var isClosed = false
+        /// Periodic snapshots that failed in a row, and when (`DispatchTime` nanoseconds) the next may be tried: one
+        /// that failed is due again at once (the journal still counts its records), so it waits 1, 2, 4... up to 60
+        /// seconds rather than being tried at every commit while the disk is full.
+        var snapshotFailures = 0
+        var snapshotRetryAt: UInt64 = 0
     }
 
     /// Takes the directory's lock, then loads the store from it (newest valid snapshot, then the journal), or,
@@ -86,11 +91,6 @@ final class DocumentStorage: Sendable {
             }
         }
         recoveredFromCrash = !closedCleanly && !(snapshots.isEmpty && segments.isEmpty)
-        if closedCleanly {
-            // From now on a crash must be noticed at the next start: a marker that cannot go refuses the start.
-            guard unlink(marker) == 0 else { throw FileIO.error("unlink", marker) }
-            try FileIO.syncDirectory(path)
-        }
         var snapshotSeq: Int64 = 0
         var savedSeq: Int64?
         var uneditedContentSeq: Int64?
@@ -136,6 +136,13 @@ final class DocumentStorage: Sendable {
                 firstSeq = seq + 1
                 (file, size) = try Journal.openSegment(directory, firstSeq: firstSeq)
             }
+        }
+        if closedCleanly {
+            // Once the store is loaded (a start refused before leaves the marker, so the next start still knows the
+            // last run closed cleanly), and before anything is journaled: from now on a crash must be noticed at the
+            // next start. A marker that cannot go refuses the start.
+            guard unlink(marker) == 0 else { throw FileIO.error("unlink", marker) }
+            try FileIO.syncDirectory(path)
         }
         journal = Journal(
             directory: directory, policy: options.fsync, file: file, firstSeq: firstSeq, size: size, seq: store.seq,
@@ -403,22 +410,31 @@ final class DocumentStorage: Sendable {
         return try result.get()
     }
 
-    /// Schedules a background snapshot when the journal has grown enough since the last one.
+    /// Schedules a background snapshot when the journal has grown enough since the last one (and, after failures,
+    /// once their wait is over).
     func snapshotIfDue(_ store: ObjectStore, report: @escaping @Sendable (String) -> Void) {
         guard journal.wantsSnapshot else { return }
+        let now = DispatchTime.now().uptimeNanoseconds
         let schedules = progress.withLock { progress in
-            if progress.isSnapshotScheduled || progress.isClosed { return false }
+            if progress.isSnapshotScheduled || progress.isClosed || now < progress.snapshotRetryAt { return false }
             progress.isSnapshotScheduled = true
             return true
         }
         guard schedules else { return }
         snapshots.async { [self] in
+            var failed = false
             do throws(ObjectGraphError) {
                 _ = try writeSnapshotNow(store, markSaved: false)
             } catch {
+                failed = true
                 report("snapshot failed: \(error.message)")
             }
-            progress.withLock { $0.isSnapshotScheduled = false }
+            progress.withLock { progress in
+                progress.isSnapshotScheduled = false
+                progress.snapshotFailures = failed ? progress.snapshotFailures + 1 : 0
+                let wait = failed ? min(60, 1 << min(progress.snapshotFailures - 1, 6)) : 0
+                progress.snapshotRetryAt = DispatchTime.now().uptimeNanoseconds + UInt64(wait) * 1_000_000_000
+            }
         }
     }
 
@@ -501,11 +517,14 @@ final class DocumentStorage: Sendable {
                     // after it (a crash in between would leave a gap no start can cross), so it is written under the
                     // lock, commits waiting meanwhile. Rare: only after a segment was removed.
                     try Self.writeSnapshot(view.binarySnapshot(), seq: view.seq, in: directory)
-                    try journal.rotate(nextSeq: view.seq + 1)
+                    try journal.rotate(nextSeq: view.seq + 1, covered: true)
                     return (nil, view.seq)
                 }
+                // A snapshot that cannot fit is refused before the rotation, so that no new segment is begun for it.
+                let bytes = view.binarySnapshot()
+                try Self.checkFits(bytes, in: directory)
                 try journal.rotate(nextSeq: view.seq + 1)
-                return (view.binarySnapshot(), view.seq)
+                return (bytes, view.seq)
             }
             if let bytes { try Self.writeSnapshot(bytes, seq: taken, in: directory) }
             journal.snapshotWritten(through: taken)
@@ -530,14 +549,18 @@ final class DocumentStorage: Sendable {
     private static func writeSnapshot(_ payload: [UInt8], seq: Int64, in directory: DataDirectory)
         throws(ObjectGraphError)
     {
-        let header = SnapshotFile.header(for: payload)
-        let needed = UInt64(header.count + payload.count)
+        try checkFits(payload, in: directory)
+        try directory.writeDurably([SnapshotFile.header(for: payload), payload], to: DataDirectory.snapshotName(seq))
+    }
+
+    /// Throws 503 `storage-error` when a snapshot of `payload` would not fit in the free space.
+    private static func checkFits(_ payload: [UInt8], in directory: DataDirectory) throws(ObjectGraphError) {
+        let needed = UInt64(SnapshotFile.headerSize + payload.count)
         if let available = FileIO.availableSpace(directory.path), available < needed {
             throw ObjectGraphError(
                 status: 503, code: "storage-error",
                 message: "A snapshot of \(needed) bytes does not fit in \(directory.path) (\(available) bytes free).")
         }
-        try directory.writeDurably([header, payload], to: DataDirectory.snapshotName(seq))
     }
 
     /// Makes `saved.bin` a hard link to the snapshot of `seq` (atomically replacing the previous one).

@@ -100,6 +100,10 @@ final class Journal: Sendable {
         var passes = 0
         var recordsSinceSnapshot = 0
         var bytesSinceSnapshot = 0
+        /// The two counts when the segment last rotated for a snapshot, taken off them once that snapshot is written
+        /// (`snapshotWritten`): a snapshot that fails leaves them growing, so it is due again.
+        var recordsAtRotation = 0
+        var bytesAtRotation = 0
         var waiters: [Waiter] = []
         /// Set while the store is rolled back after a failed flush: requests that wait then are answered after it,
         /// so that nobody reads the refused change after hearing it was refused.
@@ -398,6 +402,9 @@ final class Journal: Sendable {
     func snapshotWritten(through seq: Int64) {
         state.withLock { state in
             state.snapshotPath = directory.file(DataDirectory.snapshotName(seq))
+            state.recordsSinceSnapshot -= state.recordsAtRotation
+            state.bytesSinceSnapshot -= state.bytesAtRotation
+            (state.recordsAtRotation, state.bytesAtRotation) = (0, 0)
             guard case .open = state.lifecycle, state.durableSeq < seq else { return }
             state.writtenSeq = max(state.writtenSeq, seq)
             state.durableSeq = seq
@@ -423,24 +430,46 @@ final class Journal: Sendable {
     }
 
     /// Starts a new segment whose first record will be `nextSeq`, after writing what is queued to the current one and
-    /// flushing it; called under the store's lock by the snapshot writer (so no record is appended meanwhile).
+    /// flushing it (with `never` too: a machine crash must not leave a torn segment before the last, which no start
+    /// reads past); called under the store's lock by the snapshot writer (so no record is appended meanwhile).
     /// Nothing happens when the current segment already starts at `nextSeq`. The requests this flush made durable are
     /// answered by the flusher, which delivers their changes first (not under the store's lock).
-    func rotate(nextSeq: Int64) throws(ObjectGraphError) {
+    ///
+    /// `covered`: the snapshot of `nextSeq - 1` is durable already (a removed segment's recovery writes it first).
+    /// Otherwise the snapshot is written after the rotation, and a segment found removed (no link left, or known
+    /// lost) throws 503 `journal-segment-removed` with its recovery scheduled: were that snapshot to fail, what the
+    /// removed segment held would be on disk nowhere, a gap before the new segment that no start can cross.
+    func rotate(nextSeq: Int64, covered: Bool = false) throws(ObjectGraphError) {
         defer { if policy == .batch { flusherWake.signal() } }
         try io.withLock { _ throws(ObjectGraphError) in
-            let rotates = try state.withLock { (state: inout State) throws(ObjectGraphError) -> Bool in
-                _ = try Self.openFile(state)
+            let current = try state.withLock { (state: inout State) throws(ObjectGraphError) -> OwnedFileDescriptor? in
+                let file = try Self.openFile(state)
                 // A removed segment is replaced even when it starts at `nextSeq` (it may hold nothing yet).
-                if case .open(_, let firstSeq) = state.lifecycle { return firstSeq != nextSeq || state.segmentLost }
-                return false
+                if case .open(_, let firstSeq) = state.lifecycle, firstSeq != nextSeq || state.segmentLost {
+                    return file
+                }
+                return nil
             }
-            guard rotates else { return }
+            guard let current else { return }
+            // A directory replaced meanwhile says so (nothing is recovered into it).
+            if !covered { try directory.checkInPlace() }
+            if !covered, isSegmentLost || (countsLinks && Self.linkCount(of: current) == 0) {
+                state.withLock { $0.segmentLost = true }
+                _ = recovery.withLock { $0 }?(false)
+                throw Self.segmentLost(current.path)
+            }
             var full: ObjectGraphError?
             do throws(ObjectGraphError) {
                 full = try writeQueued(sync: policy != .never, keepsWhenFull: policy == .batch)
+                if policy == .never, let code = syncFile(current.fd) {
+                    throw FileIO.error("fdatasync", current.path, errno: code)
+                }
             } catch  where error.code == Self.segmentLostCode {
-                // Left for the new segment; the snapshot being written makes what it held durable.
+                // Found by the write: left for the new segment when the snapshot covers it, else recovered first.
+                guard covered else {
+                    _ = recovery.withLock { $0 }?(false)
+                    throw error
+                }
             } catch {
                 fail(error)
                 throw error
@@ -457,8 +486,9 @@ final class Journal: Sendable {
                     publishedDurableSeq.store(state.durableSeq, ordering: .releasing)
                 }
                 state.segmentLost = false
-                state.recordsSinceSnapshot = 0
-                state.bytesSinceSnapshot = 0
+                (state.recordsAtRotation, state.bytesAtRotation) = (
+                    state.recordsSinceSnapshot, state.bytesSinceSnapshot
+                )
             }
         }
     }
