@@ -250,6 +250,35 @@ struct JournalTests {
         }
     }
 
+    /// A rotation for a snapshot still to be written does not start a new segment after one that was removed: it
+    /// is refused (the removed segment's records would be nowhere if that snapshot failed) and the segment stays
+    /// lost for the recovery, whose snapshot is written first (`covered`).
+    @Test func aRotationAfterARemovedSegmentWaitsForItsRecovery() throws {
+        try withTemporaryDirectory { path in
+            let (file, size) = try Journal.openSegment(DataDirectory(path: path), firstSeq: 1)
+            let journal = Journal(
+                directory: DataDirectory(path: path), policy: .always, file: file, firstSeq: 1, size: size, seq: 0,
+                snapshotSeq: nil, recordsSinceSnapshot: 0, snapshotRecords: 1_000, snapshotBytes: 1 << 20,
+                deliver: { _ in }, rollBack: {})
+            defer { journal.close() }
+            let recoveries = Mutex(0)
+            journal.setRecovery { _ in
+                recoveries.withLock { $0 += 1 }
+                return nil
+            }
+            try journal.append(record(1))
+            #expect(unlink(path + "/" + DataDirectory.segmentName(1)) == 0)
+            let refused = #expect(throws: ObjectGraphError.self) { try journal.rotate(nextSeq: 2) }
+            #expect(refused?.code == "journal-segment-removed")
+            #expect(journal.isSegmentLost)
+            #expect(recoveries.withLock { $0 } == 1)
+            #expect(!FileManager.default.fileExists(atPath: path + "/" + DataDirectory.segmentName(2)))
+            try journal.rotate(nextSeq: 2, covered: true)
+            #expect(!journal.isSegmentLost)
+            #expect(FileManager.default.fileExists(atPath: path + "/" + DataDirectory.segmentName(2)))
+        }
+    }
+
     /// A freed disk clears the failure without a change being tried (`/healthz` asks `recheckWriteFailure`): a
     /// test write, at most once per interval, which fails while the disk stays full.
     @Test func aFreedDiskIsFoundByATestWrite() throws {

@@ -504,10 +504,12 @@ final class DocumentStorage: Sendable {
         _ store: ObjectStore, markSaved: Bool, recovering: Bool = false
     ) throws(ObjectGraphError) -> Int64 {
         var seq = progress.withLock { $0.snapshotSeq }
-        // The newest snapshot removed by hand (before the look every second found it) is written again, as for a
-        // removed segment: `save` links `saved.bin` to it, and the journal needs it.
+        // A segment, or the newest snapshot, removed by hand (before the look every second found it) is recovered:
+        // the snapshot is written before a new segment starts (`save` links `saved.bin` to it, and the journal needs
+        // it).
         let recovering =
-            recovering || (access(directory.file(DataDirectory.snapshotName(seq)), F_OK) != 0 && errno == ENOENT)
+            recovering || journal.findsSegmentLost()
+            || (access(directory.file(DataDirectory.snapshotName(seq)), F_OK) != 0 && errno == ENOENT)
         if store.seq != seq || recovering {
             let journal = journal
             let directory = directory

@@ -392,6 +392,19 @@ final class Journal: Sendable {
         state.withLock { $0.segmentLost }
     }
 
+    /// `isSegmentLost`, after a look at the segment's link count (one found unlinked is marked lost): for a snapshot
+    /// about to start a new segment, which recovers such a segment instead (its snapshot written first).
+    func findsSegmentLost() -> Bool {
+        state.withLock { state in
+            if state.segmentLost { return true }
+            guard countsLinks, case .open(let file, _) = state.lifecycle, Self.linkCount(of: file) == 0 else {
+                return false
+            }
+            state.segmentLost = true
+            return true
+        }
+    }
+
     /// A removed segment could not be recovered: the journal fails (503 `journal-failed` until restart).
     func recoveryFailed(_ error: ObjectGraphError) {
         fail(error)
