@@ -464,12 +464,14 @@ final class Journal: Sendable {
                 return nil
             }
             guard let current else { return }
-            // A directory replaced meanwhile says so (nothing is recovered into it).
-            if !covered { try directory.checkInPlace() }
-            if !covered, isSegmentLost || (countsLinks && Self.linkCount(of: current) == 0) {
-                state.withLock { $0.segmentLost = true }
-                _ = recovery.withLock { $0 }?(false)
-                throw Self.segmentLost(current.path)
+            if !covered {
+                // A directory replaced meanwhile says so (nothing is recovered into it).
+                try directory.checkInPlace()
+                if isSegmentLost || (countsLinks && Self.linkCount(of: current) == 0) {
+                    state.withLock { $0.segmentLost = true }
+                    _ = recovery.withLock { $0 }?(false)
+                    throw Self.segmentLost(current.path)
+                }
             }
             var full: ObjectGraphError?
             do throws(ObjectGraphError) {
