@@ -86,11 +86,13 @@ final class ArrayController: Controller {
         var candidates: [ObjectID] = []
         var needsFull = false
         var touchesContent = false
+        var changesKeys = false
         var touchesSort = false
         var touchesArrangement = false
         for change in record.changes where change.isKeyChange {
             guard let key = change.key, let target = change.target else { continue }
             let isMember = contentSet.contains(target)
+            changesKeys = true
             touchesContent = touchesContent || isMember
             touchesSort = touchesSort || (sortKeys.contains(key) && (isMember || indirectKeys.contains(key)))
             touchesArrangement =
@@ -113,7 +115,10 @@ final class ArrayController: Controller {
             }
             rearrange(removing: contentChange.removed, adding: contentChange.added, in: context)
         }
-        if touchesContent { context.emit(self, .arrangedObjects) }
+        // Key paths through the arranged objects (`arrangedObjects.department.name`) read objects outside the
+        // content: any change may be theirs, so any is reported while something is arranged, as the selection's
+        // are while something is selected (observers of the controller re-read; nobody else listens).
+        if touchesContent || (changesKeys && !arranged.isEmpty) { context.emit(self, .arrangedObjects) }
         if !selectionIndexes.isEmpty { context.emit(self, .selection) }
         if contentChange != nil { return }
         if !options.automaticallyRearrangesObjects && touchesSort && !ordering.descriptors.isEmpty { isSorted = false }

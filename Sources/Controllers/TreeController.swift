@@ -137,9 +137,11 @@ final class TreeController: Controller {
         case .masters: break
         case .record(let record):
             var touchesTree = false
+            var changesKeys = false
             var rearranges = false
             for change in record.changes {
                 guard let target = change.target, let key = change.key else { continue }
+                changesKeys = true
                 let inTree = nodeCounts[target] != nil || contentSet.contains(target)
                 touchesTree = touchesTree || inTree
                 if inTree ? watchedKeys.contains(key) : indirectKeys.contains(key) {
@@ -156,7 +158,10 @@ final class TreeController: Controller {
                 }
             }
             if !contentChanged {
-                if touchesTree && !needsRebuild { context.emit(self, .arrangedObjects) }
+                // As an array controller's: key paths through the nodes read objects outside the tree too.
+                if (touchesTree || (changesKeys && !roots.isEmpty)) && !needsRebuild {
+                    context.emit(self, .arrangedObjects)
+                }
                 if rearranges { edits.forget(&placements) }
             }
             if !needsRebuild && !selectionIndexPaths.isEmpty { context.emit(self, .selection) }

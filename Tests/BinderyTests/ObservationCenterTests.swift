@@ -45,6 +45,63 @@ struct ObservationCenterTests {
         }
     }
 
+    /// A registration with `initial` whose commit is refused (the journal's segment removed) watches nothing: its
+    /// key path was read in that commit, and would otherwise be read again after every later commit, for no
+    /// observer, and count against the observers' budget.
+    @Test func aRefusedRegistrationWatchesNothing() throws {
+        try withTemporaryDirectory { path in
+            let document = try openDocument(path, fsync: .always)
+            let center = ObservationCenter(document: document, queue: DispatchQueue(label: "test.refused"))
+            defer { center.answerAllWaiters() }
+            for segment in try segments(in: path) { #expect(unlink(path + "/" + segment) == 0) }
+            let refused = #expect(throws: ObjectGraphError.self) {
+                try center.addObserver(target: "Employee/1", keyPath: "department.name", options: ["initial"])
+            }
+            #expect(refused?.code == "journal-segment-removed")
+            let deadline = Date().addingTimeInterval(5)
+            while (try? document.set("First", "name", of: "Department/1")) == nil, Date() < deadline { usleep(20_000) }
+            for name in ["Second", "Third"] { try document.set(.string(name), "name", of: "Department/1") }
+            usleep(100_000)
+            #expect(center.statistics.observers == 0)
+            #expect(center.statistics.keyPathReads == 0)
+        }
+    }
+
+    /// A filtered poll that waits while more changes it does not want than the history keeps are made (`entity=`,
+    /// `name=`: every commit posts an `ObjectsDidChange`) is answered what it asked for, not 410: nothing it wanted
+    /// was dropped (it kept the `since` it came with, which those changes pushed out of the history).
+    @Test(arguments: [true, false])
+    func aFilteredWaitingPollDoesNotFallBehind(notifications: Bool) throws {
+        try withCenter(.init(historyCapacity: 5)) { document, center in
+            let deadline = Date().addingTimeInterval(5)
+            while center.statistics.processedSeq < document.store.seq, Date() < deadline { usleep(10_000) }
+            let source: PollRequest.Source =
+                notifications ? .notifications(name: "Hello", object: nil) : .store(entity: "Department")
+            let since = notifications ? 0 : document.store.seq
+            let result = Mutex<PollAnswer?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            center.poll(PollRequest(source: source, since: since, timeout: 10)) { answer in
+                result.withLock { $0 = answer }
+                done.signal()
+            }
+            for salary in 1...8 {
+                try document.set(.integer(Int64(salary)), "salary", of: "Employee/1")
+                usleep(5_000)
+            }
+            if notifications {
+                _ = try center.post(name: "Hello", object: .null, userInfo: [:], style: "now", coalesce: [])
+            } else {
+                try document.set("Renamed", "name", of: "Department/1")
+            }
+            #expect(done.wait(timeout: .now() + 5) == .success)
+            guard case .items(let json, _)? = result.withLock({ $0 }) else {
+                Issue.record("answered \(String(describing: result.withLock { $0 }))")
+                return
+            }
+            #expect(json[notifications ? "notifications" : "changes"]?.arrayValue?.count == 1)
+        }
+    }
+
     /// Polls an observer without waiting (after the queue has processed everything committed so far).
     private func poll(_ center: ObservationCenter, _ id: String, since: Int64) throws -> [PropertyListValue] {
         // Let the receptionist's bounced records land first: they are queued before this poll.

@@ -61,6 +61,23 @@ struct ControllerDefaultsTests {
         if !sort.isEmpty { #expect(try h.names() == ["Archer", "Baker", "Evans", "Low"]) }
     }
 
+    /// Key paths through the arranged objects (`arrangedObjects.department.name`) read objects outside the content:
+    /// a change to one is reported while something is arranged, with nothing selected too (it was reported only
+    /// through the selection's report, so an observer of a controller without a selection missed it).
+    @Test func aChangeOutsideTheContent_reportsArrangedObjects_withNothingSelected() throws {
+        let h = try Harness()
+        try h.employees(options: ["avoidsEmptySelection": false])
+        try h.select([])
+        h.clearReports()
+        try h.set("name", of: "Department/1", to: "Renamed")
+        #expect(h.reported(.arrangedObjects))
+        #expect(!h.reported(.selection))
+        try h.employees("none", filter: "salary > 1000000")
+        h.clearReports()
+        try h.set("name", of: "Department/1", to: "Again")
+        #expect(!h.reported(.arrangedObjects, of: "none"), "nothing arranged: nothing to read through")
+    }
+
     /// A controller created with an `idleTimeout` goes once no request has named it for that long: details before
     /// their masters, never a master that a controller still here follows, nor one without the option.
     @Test func idleControllers_removedAfterTheirTimeout_detailsBeforeMasters() throws {

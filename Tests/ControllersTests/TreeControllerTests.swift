@@ -25,6 +25,17 @@ struct TreeControllerTests {
         return node?["object"]
     }
 
+    /// As an array controller's: a change outside the tree (a department, read by `arrangedObjects.department.name`)
+    /// is reported with nothing selected.
+    @Test func tree_aChangeOutsideTheTree_reportsArrangedObjects() throws {
+        let h = try harness()
+        try h.registry.setSelectionIndexPaths([], controller: "org")
+        h.clearReports()
+        try h.set("name", of: "Department/1", to: "Renamed")
+        #expect(h.reported(.arrangedObjects, of: "org"))
+        #expect(!h.reported(.selection, of: "org"))
+    }
+
     /// Children that lead back (every employee of Sales is a child of every other): an object is never its own
     /// child, nor a child of its descendants: 4 roots with 3, 3·2 and 3·2·1 descendants each, 64 nodes.
     @Test func tree_childrenThatLeadBack_objectNeverItsOwnChild() throws {

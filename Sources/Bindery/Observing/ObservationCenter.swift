@@ -604,6 +604,11 @@ public final class ObservationCenter: @unchecked Sendable {
                 if !awaitsInitial(waiter.request.source, since: waiter.since) { finish(waiter: id, force: true) }
             } else if let answer = sharedAnswer(waiter.request, waiter.since) {
                 deliver(answer, to: id, waiter)
+            } else {
+                // Nothing for it up to now (all of it was looked through): it waits from here, as an event stream's
+                // cursor moves on, so that a filtered poll (`entity=`, `name=`) never falls behind the history while
+                // changes it does not want fill it.
+                waiters[id]?.since = max(waiter.since, currentSeq(of: waiter.request.source))
             }
         }
         for id in subscribers.keys.sorted() { push(to: id) }
@@ -925,8 +930,14 @@ public final class ObservationCenter: @unchecked Sendable {
             let since: Int64
             var initialSeq: Int64?
             if parsedOptions.contains(.initial) {
-                let (seq, read) = try store.advanceSeq(reading: read)
-                (value, since, initialSeq) = (read, seq - 1, seq)
+                do {
+                    let (seq, read) = try store.advanceSeq(reading: read)
+                    (value, since, initialSeq) = (read, seq - 1, seq)
+                } catch {
+                    // The read is done in the commit, which failed (the journal refused it): nothing is watched.
+                    watched.withLock { $0.removeAll { $0.observerID == id } }
+                    throw error
+                }
             } else {
                 let (read, seq) = try store.read { view in (try read(view), view.seq) }
                 (value, since) = (read, max(seq, processedSeq))
@@ -1077,9 +1088,9 @@ public final class ObservationCenter: @unchecked Sendable {
                 target == "defaults" ? .defaults : .controller(String(target.dropFirst("controllers/".count)))
             nextObserverID += 1
             let id = "o\(nextObserverID)-\(runToken)"
-            externalWeights[id] = weight
             // The state is read on this queue, where its changes are found too (`externalTargetDidChange`).
             let initialSeq = options.contains(.initial) ? try store.advanceSeq() : nil
+            externalWeights[id] = weight
             let since = initialSeq.map { $0 - 1 } ?? processedSeq
             let observer = KeyValueObserver(
                 id: id, target: parsedTarget, keyPath: keyPath, options: options, since: since,
