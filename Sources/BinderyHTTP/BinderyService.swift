@@ -229,10 +229,12 @@ public final class BinderyService: HTTPResponder {
 
     /// Makes `answer` on `slowAnswers`. A client that has closed its connection by the answer's turn (one that gave
     /// up waiting, or a burst of clients that never read) is not worked for: it is answered `503 client-gone`
-    /// without the work, which it does not read.
+    /// without the work, which it does not read. One still waiting when the server stops is answered `503
+    /// shutting-down` with `Retry-After` rather than made its answer: a few dozen exports queued one after another
+    /// would hold the stop far past a supervisor's patience (Docker's 10 s).
     static func answeredOffRequestThreads(_ answer: @escaping @Sendable () -> HTTPResponse) -> HTTPHandlerResult {
         .suspend(
-            HTTPSuspension(shutdownResponse: answer) { connection in
+            HTTPSuspension(shutdownResponse: shuttingDown) { connection in
                 slowAnswers.async {
                     guard !connection.peerHasClosed else {
                         _ = connection.resume(
@@ -246,6 +248,12 @@ public final class BinderyService: HTTPResponder {
                 }
             })
     }
+
+    private static let shuttingDown = HTTPResponse.error(
+        APIError(
+            status: 503, code: "shutting-down",
+            message: "The server is stopping; this answer was not made. Retry once it is back.",
+            headers: [("Retry-After", "1")]))
 
     public func respondToUnsentLimit(limit: Int, held: Int) -> HTTPResponse {
         .error(

@@ -19,6 +19,46 @@ struct DocumentRoutesTests {
         }
     }
 
+    /// Exports still waiting for their turn when the server stops are answered `503 shutting-down` with
+    /// `Retry-After` at once, not made one after another: a few dozen of them held a stop far past a supervisor's
+    /// patience (Docker's 10 s).
+    @Test func exportsWaitingAtStopAreAnsweredAtOnce() throws {
+        try withServiceAndServer(maxBody: 64 << 20) { client, server in
+            var objects = ["{\"$id\": \"Department/1\", \"name\": \"Big\", \"budget\": 1}"]
+            for n in 1...20_000 {
+                objects.append(
+                    "{\"$id\": \"Employee/\(n)\", \"firstName\": \"F\(n)\", \"lastName\": \"L\(n)\", "
+                        + "\"department\": {\"$ref\": \"Department/1\"}}")
+            }
+            let imported = try client.request(
+                "PUT", "/store", json: "{\"objects\": [" + objects.joined(separator: ",") + "]}")
+            #expect(imported.status == 200, "\(String(decoding: imported.body.prefix(300), as: UTF8.self))")
+            let started = Date()
+            _ = try client.request("GET", "/store")
+            let oneExport = Date().timeIntervalSince(started)
+            let statuses = Mutex<[Int: Int]>([:])
+            let group = DispatchGroup()
+            for _ in 0..<12 {  // threads of their own: the global queue adds threads for blocked ones slowly
+                group.enter()
+                Thread {
+                    let status = (try? client.request("GET", "/store").status) ?? 0
+                    statuses.withLock { $0[status, default: 0] += 1 }
+                    group.leave()
+                }.start()
+            }
+            let deadline = Date().addingTimeInterval(5)
+            while server.suspendedCount < 8, Date() < deadline { usleep(500) }
+            let waiting = server.suspendedCount
+            let stopping = Date()
+            server.stop()
+            let stopped = Date().timeIntervalSince(stopping)
+            group.wait()
+            #expect(waiting >= 8)
+            #expect(statuses.withLock { $0[503] ?? 0 } >= 7, "\(statuses.withLock { $0 }), one export \(oneExport) s")
+            #expect(stopped < oneExport * 3, "stop took \(stopped) s, one export \(oneExport) s")
+        }
+    }
+
     func actions(_ response: TestResponse) -> [String: PropertyListValue] {
         var byName: [String: PropertyListValue] = [:]
         for entry in response.json?["actions"]?.arrayValue ?? [] {

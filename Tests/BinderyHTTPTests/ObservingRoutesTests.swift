@@ -1007,6 +1007,60 @@ struct ServerSentEventsTests {
         }
     }
 
+    /// A stream that starts far back is sent its backlog a page of about a megabyte at a time, the next once the
+    /// client has read the last: it holds one page unread, not the whole backlog (1,000 large changes were one write
+    /// of tens of megabytes), and a client that reads on while writes go on catches up, where each write pushed a
+    /// page at once and the stream ended `client-too-slow`.
+    @Test func aStreamFarBackIsSentPagesAndCatchesUpWhileWritesGoOn() throws {
+        try withServiceAndServer { client, server in
+            let since = try #require(client.request("GET", "/healthz").header("X-Store-Seq"))
+            // 20 MB of backlog: more than the kernel's socket buffers take from the server.
+            for round in 0..<200 {
+                let value = String(repeating: round % 2 == 0 ? "a" : "b", count: 50_000)
+                #expect(try client.request("PUT", "/objects/Employee/4/firstName", json: "\"\(value)\"").status == 200)
+            }
+            let socket = try client.connect()
+            defer { close(socket) }
+            var timeout = timeval(tv_sec: 10, tv_usec: 0)
+            setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            try client.send(
+                Array("GET /changes?since=\(since) HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n".utf8),
+                on: socket)
+            var held = 0
+            for _ in 0..<50 {
+                held = max(held, server.unsentByteCount)
+                usleep(10_000)
+            }
+            #expect(held < 2 << 20, "unread: \(held) bytes")  // a page the kernel's buffers did not take, at most
+            // Reads on slowly, while writes go on: every change arrives, and no client-too-slow.
+            let writer = background {
+                for round in 0..<5 {
+                    usleep(100_000)
+                    _ = try client.request("PUT", "/objects/Employee/5/salary", json: "\(1000 + round)")
+                }
+            }
+            let tooSlow = Array("client-too-slow".utf8)
+            let change = Array("event: change".utf8)
+            var window: [UInt8] = []
+            var changes = 0
+            var cut = false
+            var buffer = [UInt8](repeating: 0, count: 1 << 15)
+            while changes < 205 && !cut {
+                let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+                guard count > 0 else { break }
+                // With the end of the chunk before, too short to hold a whole marker again (counted once).
+                let chunk = buffer[0..<count]
+                cut = cut || occurrences(of: tooSlow, in: Array(window.suffix(tooSlow.count - 1)) + chunk) > 0
+                changes += occurrences(of: change, in: Array(window.suffix(change.count - 1)) + chunk)
+                window = Array(window.suffix(64)) + chunk
+                usleep(2_000)
+            }
+            try writer()
+            #expect(!cut)
+            #expect(changes == 205)
+        }
+    }
+
     @Test func queryChecksOfTheFeeds() throws {
         try withService { client in
             let unknown = try client.request("GET", "/changes?entity=Nope&timeout=0")

@@ -87,6 +87,9 @@ public final class ObservationCenter: @unchecked Sendable {
         var close: @Sendable () -> Void
         /// Whether its client has gone while nothing is being sent (looked at as for waiters).
         var isAbandoned: (@Sendable () -> Bool)?
+        /// A page of its backlog is on its way (its `whenSent` not called yet): nothing more is pushed until it went,
+        /// so that a client catching up holds one page unread, not a page per change made meanwhile.
+        var pageInFlight = false
     }
 
     public let queue: DispatchQueue
@@ -395,6 +398,10 @@ public final class ObservationCenter: @unchecked Sendable {
     /// held the whole history in the stream's buffer, per stream, rendered while its request waited).
     public static let streamPage = 1_000
 
+    /// A page ends (at the end of a seq) once its items pass this many bytes: 1,000 large values would otherwise be
+    /// one write of tens of megabytes, held for the client however slowly it reads.
+    public static let streamPageBytes = 1 << 20
+
     /// The first `limit` of `items` (seq order), extended to the end of the last one's seq (a seq is never split).
     static func page<Item>(_ items: [Item], limit: Int, seq: (Item) -> Int64) -> ArraySlice<Item> {
         guard items.count > limit, limit > 0 else { return items[...] }
@@ -406,8 +413,8 @@ public final class ObservationCenter: @unchecked Sendable {
     /// Sends a subscriber what arrived since its cursor, a page at a time: when more is retained, the next page
     /// follows once the client has read this one (or with the next change).
     private func push(to id: Int) {
-        guard var subscriber = subscribers[id] else { return }
-        let events: [StreamEvent]
+        guard var subscriber = subscribers[id], !subscriber.pageInFlight else { return }
+        var events: [StreamEvent]
         var morePending = false
         switch answer(subscriber.source, since: subscriber.since, force: false, limit: Self.streamPage) {
         case nil:
@@ -420,16 +427,22 @@ public final class ObservationCenter: @unchecked Sendable {
             let items = (isNotification ? json["notifications"] : json["changes"])?.arrayValue ?? []
             let seqs = items.map { $0["seq"]?.integerValue ?? 0 }
             var ordinal = 0
-            events = items.indices.map { index in
+            var bytes = 0
+            events = []
+            for index in items.indices {
+                // Past `streamPageBytes`, the page ends with the seq before (never within a seq).
+                if bytes > Self.streamPageBytes, seqs[index] != seqs[index - 1] { break }
                 ordinal = index > 0 && seqs[index - 1] == seqs[index] ? ordinal + 1 : 0
                 let json = rendered(
                     items[index], RenderedItem(source: subscriber.source, seq: seqs[index], ordinal: ordinal))
+                bytes += json.count
                 let last = index == items.count - 1 || seqs[index + 1] != seqs[index]
-                return .item(id: last ? seqs[index] : nil, json: json)
+                events.append(.item(id: last ? seqs[index] : nil, json: json))
             }
-            let last = json["last"]?.integerValue ?? subscriber.since
+            let sent = events.count < items.count ? seqs[events.count - 1] : nil
+            let last = sent ?? json["last"]?.integerValue ?? subscriber.since
             subscriber.since = last
-            if let sent = seqs.last { subscriber.toldID = sent }
+            if let told = seqs[..<events.count].last { subscriber.toldID = told }
             // A page that ends before the current seq: more is retained than this push sent.
             morePending = last < currentSeq(of: subscriber.source)
         case .compacted(let oldest, let current)?:
@@ -452,9 +465,13 @@ public final class ObservationCenter: @unchecked Sendable {
         subscribers[id] = subscriber
         var whenSent: (@Sendable () -> Void)?
         if morePending {
+            subscribers[id]?.pageInFlight = true
             whenSent = { [weak self] in
                 guard let self else { return }
-                queue.async { self.push(to: id) }
+                queue.async {
+                    self.subscribers[id]?.pageInFlight = false
+                    self.push(to: id)
+                }
             }
         }
         let alive = subscriber.send(events, whenSent)
