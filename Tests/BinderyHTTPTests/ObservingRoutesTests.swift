@@ -893,6 +893,29 @@ private func read(_ socket: Int32, until marker: String, into received: inout St
     return true
 }
 
+/// Reads an event stream until `done` says so (or the connection ends): how many `event: change` came, and whether
+/// `client-too-slow` did. Each chunk is searched with the end of the one before, too short to hold a marker again
+/// (a marker is counted once), in bytes (String searches of megabytes are slow in a debug build).
+private func readEvents(
+    _ socket: Int32, pause: useconds_t = 0, until done: (_ changes: Int, _ tooSlow: Bool) -> Bool
+) -> (changes: Int, tooSlow: Bool) {
+    let tooSlowMarker = Array("event: error\ndata: {\"error\":{\"code\":\"client-too-slow\"".utf8)
+    let change = Array("event: change".utf8)
+    var tail: [UInt8] = []
+    var (changes, tooSlow) = (0, false)
+    var buffer = [UInt8](repeating: 0, count: 1 << 16)
+    while !done(changes, tooSlow) {
+        let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+        guard count > 0 else { break }
+        let chunk = buffer[0..<count]
+        tooSlow = tooSlow || occurrences(of: tooSlowMarker, in: Array(tail.suffix(tooSlowMarker.count - 1)) + chunk) > 0
+        changes += occurrences(of: change, in: Array(tail.suffix(change.count - 1)) + chunk)
+        tail = Array(tail.suffix(tooSlowMarker.count)) + chunk
+        if pause > 0 { usleep(pause) }
+    }
+    return (changes, tooSlow)
+}
+
 struct ServerSentEventsTests {
     @Test func deletingTheObserverEndsItsStreamsAtOnce() throws {
         try withService { client in
@@ -928,22 +951,8 @@ struct ServerSentEventsTests {
                 let value = String(repeating: round % 2 == 0 ? "a" : "b", count: 700_000)
                 #expect(try client.request("PUT", "/objects/Employee/4/firstName", json: "\"\(value)\"").status == 200)
             }
-            // Reads on, looking at each chunk with the end of the one before (bytes and memmem: String searches of
-            // megabytes are slow in a debug build).
-            let marker = Array("event: error\ndata: {\"error\":{\"code\":\"client-too-slow\"".utf8)
-            let change = Array("event: change".utf8)
-            var window: [UInt8] = []
-            var changes = 0
-            var found = false
-            var buffer = [UInt8](repeating: 0, count: 1 << 16)
-            while !found {
-                let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
-                guard count > 0 else { break }
-                window = Array(window.suffix(64)) + buffer[0..<count]
-                found = occurrences(of: marker, in: window) > 0
-                changes += occurrences(of: change, in: window)
-            }
-            #expect(found)
+            let (changes, tooSlow) = readEvents(socket) { $1 }
+            #expect(tooSlow)
             #expect(changes < 16)
         }
     }
@@ -989,17 +998,7 @@ struct ServerSentEventsTests {
             // every change that came since the last, ~1.4 MB each with old and new values, several when the
             // observation queue is behind).
             #expect(held > 0, "the streams' unread bytes are counted")
-            let marker = Array("event: error\ndata: {\"error\":{\"code\":\"client-too-slow\"".utf8)
-            var buffer = [UInt8](repeating: 0, count: 1 << 16)
-            var window: [UInt8] = []
-            var found = false
-            while !found {
-                let count = buffer.withUnsafeMutableBytes { recv(sockets[0], $0.baseAddress, $0.count, 0) }
-                guard count > 0 else { break }
-                window = Array(window.suffix(64)) + buffer[0..<count]
-                found = occurrences(of: marker, in: window) > 0
-            }
-            #expect(found)
+            #expect(readEvents(sockets[0]) { $1 }.tooSlow)
             for socket in sockets { close(socket) }
             sockets = []
             for _ in 0..<500 where server.unsentByteCount != 0 { usleep(10_000) }
@@ -1039,24 +1038,9 @@ struct ServerSentEventsTests {
                     _ = try client.request("PUT", "/objects/Employee/5/salary", json: "\(1000 + round)")
                 }
             }
-            let tooSlow = Array("client-too-slow".utf8)
-            let change = Array("event: change".utf8)
-            var window: [UInt8] = []
-            var changes = 0
-            var cut = false
-            var buffer = [UInt8](repeating: 0, count: 1 << 15)
-            while changes < 205 && !cut {
-                let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
-                guard count > 0 else { break }
-                // With the end of the chunk before, too short to hold a whole marker again (counted once).
-                let chunk = buffer[0..<count]
-                cut = cut || occurrences(of: tooSlow, in: Array(window.suffix(tooSlow.count - 1)) + chunk) > 0
-                changes += occurrences(of: change, in: Array(window.suffix(change.count - 1)) + chunk)
-                window = Array(window.suffix(64)) + chunk
-                usleep(2_000)
-            }
+            let (changes, tooSlow) = readEvents(socket, pause: 4_000) { changes, tooSlow in changes >= 205 || tooSlow }
             try writer()
-            #expect(!cut)
+            #expect(!tooSlow)
             #expect(changes == 205)
         }
     }
