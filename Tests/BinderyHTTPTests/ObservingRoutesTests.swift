@@ -893,6 +893,21 @@ private func read(_ socket: Int32, until marker: String, into received: inout St
     return true
 }
 
+/// Opens an event stream of `target` (its socket, for the caller to close), whose reads give up after `timeout`
+/// seconds, once its response head came.
+private func openEventStream(_ client: TestHTTPClient, _ target: String, timeout seconds: Int = 10) throws -> Int32 {
+    let socket = try client.connect()
+    var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+    setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    try client.send(Array("GET \(target) HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n".utf8), on: socket)
+    var received = ""
+    guard read(socket, until: "text/event-stream", into: &received) else {
+        close(socket)
+        throw TestHTTPError(description: "no event stream for \(target): \(received)")
+    }
+    return socket
+}
+
 /// Reads an event stream until `done` says so (or the connection ends): how many `event: change` came, and whether
 /// `client-too-slow` did. Each chunk is searched with the end of the one before, too short to hold a marker again
 /// (a marker is counted once), in bytes (String searches of megabytes are slow in a debug build).
@@ -922,15 +937,9 @@ struct ServerSentEventsTests {
             let observer = try client.request(
                 "POST", "/observers", json: #"{"target": "Employee/4", "keyPath": "salary"}"#)
             let id = try #require(observer.json?["id"]?.stringValue)
-            let socket = try client.connect()
+            let socket = try openEventStream(client, "/observers/\(id)/changes", timeout: 3)
             defer { close(socket) }
-            var timeout = timeval(tv_sec: 3, tv_usec: 0)
-            setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            try client.send(
-                Array("GET /observers/\(id)/changes HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n".utf8),
-                on: socket)
             var received = ""
-            #expect(read(socket, until: "text/event-stream", into: &received))
             #expect(try client.request("DELETE", "/observers/\(id)").status == 204)
             // Well before the 15 s heartbeat.
             #expect(read(socket, until: "no-such-observer", into: &received))
@@ -964,16 +973,7 @@ struct ServerSentEventsTests {
         try withServiceAndServer(maxUnsent: 1 << 20) { client, server in
             var sockets: [Int32] = []
             defer { for socket in sockets { close(socket) } }
-            for _ in 0..<2 {
-                let socket = try client.connect()
-                sockets.append(socket)
-                var timeout = timeval(tv_sec: 10, tv_usec: 0)
-                setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-                try client.send(
-                    Array("GET /changes HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n".utf8), on: socket)
-                var received = ""
-                #expect(read(socket, until: "text/event-stream", into: &received))
-            }
+            for _ in 0..<2 { sockets.append(try openEventStream(client, "/changes")) }
             // Sampled all along: the bytes are held only between a render and the stream's end (or the kernel's buffers
             // taking them), which can be brief.
             let sampled = Atomic<Int>(0)
@@ -1023,13 +1023,8 @@ struct ServerSentEventsTests {
                 let value = String(repeating: round % 2 == 0 ? "a" : "b", count: 50_000)
                 #expect(try client.request("PUT", "/objects/Employee/4/firstName", json: "\"\(value)\"").status == 200)
             }
-            let socket = try client.connect()
+            let socket = try openEventStream(client, "/changes?since=\(since)")
             defer { close(socket) }
-            var timeout = timeval(tv_sec: 10, tv_usec: 0)
-            setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            try client.send(
-                Array("GET /changes?since=\(since) HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n".utf8),
-                on: socket)
             var held = 0
             for _ in 0..<50 {
                 held = max(held, server.unsentByteCount)
