@@ -77,6 +77,33 @@ struct PersistenceTests {
         }
     }
 
+    /// The store is the saved state after the save and after a `revertToSaved` alike: undoing the revert and then
+    /// the change before it comes back to the save's state, unedited (it read edited: the revert had moved the saved
+    /// mark to itself, and the count from there was -2), and a restart then opens unedited too.
+    @Test func undoingARevertAndTheChangeBeforeItIsUnedited() throws {
+        try withTemporaryDirectory { path in
+            do {
+                let document = try openDocument(path)
+                try document.save()
+                try document.set(5, "salary", of: "Employee/3")
+                try document.revertToSaved()
+                #expect(!document.hasChangesSinceSave)
+                _ = try document.undo()
+                #expect(document.hasChangesSinceSave)
+                _ = try document.undo()
+                #expect(!document.hasChangesSinceSave)
+                _ = try document.redo()
+                #expect(document.hasChangesSinceSave)
+                _ = try document.redo()
+                #expect(!document.hasChangesSinceSave)
+                _ = try document.undo()
+                _ = try document.undo()
+                document.close()
+            }
+            #expect(try !openDocument(path).hasChangesSinceSave)
+        }
+    }
+
     /// Commits that only take a seq after a save (an observer's `initial`, an observed selection, the skip after a
     /// crash) leave the document unedited across restarts; a change to objects leaves it edited.
     @Test func onlySeqsTakenSinceTheSaveLeaveTheDocumentUneditedAfterARestart() throws {

@@ -45,8 +45,8 @@ extension Document {
     /// opens edited when its content seq differs from the one the data directory records as equal to the saved state
     /// (the saved snapshot's, or one recorded by `revertToSaved` or by a clean close while not edited).
     public var hasChangesSinceSave: Bool {
-        guard let saved = storage.savedSeq else { return false }
-        return undoManager.isEdited(since: saved)
+        let saved = storage.savedStateSeqs
+        return !saved.isEmpty && undoManager.isEdited(sinceAnyOf: saved)
     }
 
     /// Goes back to the saved state (the last `save`, else the state first seeded into the data directory) as one
@@ -111,9 +111,9 @@ extension Document {
     public func close() -> Bool {
         let undoManager = undoManager
         // Read with the store's lock held, so that no commit falls between the two.
-        let uneditedContentSeq = storage.savedSeq.flatMap { saved in
-            store.read { view in undoManager.isEdited(since: saved) ? nil : view.contentSeq }
-        }
+        let saved = storage.savedStateSeqs
+        let uneditedContentSeq =
+            saved.isEmpty ? nil : store.read { view in undoManager.isEdited(sinceAnyOf: saved) ? nil : view.contentSeq }
         return storage.close(store, uneditedContentSeq: uneditedContentSeq, report: options.report)
     }
 

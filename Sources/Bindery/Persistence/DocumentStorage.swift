@@ -45,6 +45,8 @@ final class DocumentStorage: Sendable {
         var savedSeq: Int64?
         /// The seq of the snapshot `saved.bin` holds (nil: none).
         var savedSnapshotSeq: Int64?
+        /// The seqs of this run's `revertToSaved`s since that save: the store was the saved state after each.
+        var revertSeqs: [Int64] = []
         /// The newest content seq at which the store equalled `saved.bin`, as the directory records it: `saved.bin`'s
         /// own, or `saved-state`'s (nil: nothing saved).
         var uneditedContentSeq: Int64?
@@ -443,6 +445,11 @@ final class DocumentStorage: Sendable {
         progress.withLock { $0.savedSeq }
     }
 
+    /// Every seq at which the store was the saved state: `saved.bin`'s, and this run's `revertToSaved`s since.
+    var savedStateSeqs: [Int64] {
+        progress.withLock { progress in (progress.savedSnapshotSeq.map { [$0] } ?? []) + progress.revertSeqs }
+    }
+
     /// The newest content seq (`ReadView.contentSeq`) at which the store equalled the saved state, as the directory
     /// records it (nil: nothing saved). At start, a store whose content seq differs was edited before this run.
     var uneditedContentSeq: Int64? {
@@ -468,6 +475,7 @@ final class DocumentStorage: Sendable {
                 let current = progress.withLock { progress in
                     guard progress.savedSnapshotSeq == savedSnapshot else { return false }
                     progress.savedSeq = max(progress.savedSeq ?? seq, seq)
+                    progress.revertSeqs.append(seq)
                     return true
                 }
                 if current { try recordUneditedNow(contentSeq: contentSeq) }
@@ -540,6 +548,7 @@ final class DocumentStorage: Sendable {
             progress.withLock { progress in
                 progress.savedSeq = seq
                 progress.savedSnapshotSeq = seq
+                progress.revertSeqs = []
                 progress.uneditedContentSeq = contentSeq
             }
         }

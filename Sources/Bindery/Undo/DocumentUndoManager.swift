@@ -78,7 +78,7 @@ public final class DocumentUndoManager: Sendable {
     }
 
     private struct State {
-        /// Every content commit of this run by seq, for `isEdited(since:)` (the oldest dropped past `maxEdits`).
+        /// Every content commit of this run by seq, for `isEdited(sinceAnyOf:)` (the oldest dropped past `maxEdits`).
         var edits: [(seq: Int64, edit: Edit)] = []
         /// The newest seq dropped from `edits`.
         var editsDroppedThrough: Int64?
@@ -190,26 +190,33 @@ public final class DocumentUndoManager: Sendable {
         }
     }
 
-    /// NSDocument's `isDocumentEdited` against the state saved at `savedSeq`: the change count since then is not
-    /// zero, or a new change was made after undoing past the save (the saved state cannot come back by undo and
-    /// redo then), or objects had changed before this run began and nothing was saved since.
-    public func isEdited(since savedSeq: Int64) -> Bool {
-        state.withLock { state in
-            state.edits.removeAll { $0.seq <= savedSeq }
-            if savedSeq < openedAt && editedBeforeOpening { return true }
-            if let dropped = state.editsDroppedThrough, savedSeq < dropped { return true }
-            var count = 0
-            for (_, edit) in state.edits {
-                switch edit {
-                case .done:
-                    if count < 0 { return true }
-                    count += 1
-                case .undone: count -= 1
-                case .redone: count += 1
-                }
-            }
-            return count != 0
+    /// NSDocument's `isDocumentEdited` against the saved state, which the store was at after each seq of `savedSeqs`
+    /// (the save's, and each `revertToSaved`'s since, which undo and redo can come back to alike): edited unless,
+    /// for one of them, the change count since is zero and no new change was made after undoing past it (the state
+    /// cannot come back by undo and redo then), and objects had not changed before this run began with nothing
+    /// saved since.
+    public func isEdited(sinceAnyOf savedSeqs: [Int64]) -> Bool {
+        guard let oldest = savedSeqs.min() else { return true }
+        return state.withLock { state in
+            state.edits.removeAll { $0.seq <= oldest }
+            return savedSeqs.allSatisfy { isEdited(state, since: $0) }
         }
+    }
+
+    private func isEdited(_ state: State, since savedSeq: Int64) -> Bool {
+        if savedSeq < openedAt && editedBeforeOpening { return true }
+        if let dropped = state.editsDroppedThrough, savedSeq < dropped { return true }
+        var count = 0
+        for (seq, edit) in state.edits where seq > savedSeq {
+            switch edit {
+            case .done:
+                if count < 0 { return true }
+                count += 1
+            case .undone: count -= 1
+            case .redone: count += 1
+            }
+        }
+        return count != 0
     }
 
     /// Drops the group an undo or redo made no change for (so it cannot block the stack).
