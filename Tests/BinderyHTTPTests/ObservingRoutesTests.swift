@@ -893,42 +893,97 @@ private func read(_ socket: Int32, until marker: String, into received: inout St
     return true
 }
 
-/// Opens an event stream of `target` (its socket, for the caller to close), whose reads give up after `timeout`
-/// seconds, once its response head came.
-private func openEventStream(_ client: TestHTTPClient, _ target: String, timeout seconds: Int = 10) throws -> Int32 {
-    let socket = try client.connect()
-    var timeout = timeval(tv_sec: seconds, tv_usec: 0)
-    setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    try client.send(Array("GET \(target) HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n".utf8), on: socket)
-    var received = ""
-    guard read(socket, until: "text/event-stream", into: &received) else {
-        close(socket)
-        throw TestHTTPError(description: "no event stream for \(target): \(received)")
-    }
-    return socket
-}
+/// A test's client end of an event stream: its socket (closed by `close()`), and its body read past the response head
+/// with the chunked framing taken off (a chunk may end inside an event, which a search of the raw bytes misses).
+private final class EventStreamClient {
+    let socket: Int32
+    /// Received past the head and not decoded yet.
+    private var raw: [UInt8]
+    /// Data bytes left in the current chunk, and whether the CRLF after a chunk's data is still to skip.
+    private var remaining = 0
+    private var skipsLineEnd = false
 
-/// Reads an event stream until `done` says so (or the connection ends): how many `event: change` came, and whether
-/// `client-too-slow` did. Each chunk is searched with the end of the one before, too short to hold a marker again
-/// (a marker is counted once), in bytes (String searches of megabytes are slow in a debug build).
-private func readEvents(
-    _ socket: Int32, pause: useconds_t = 0, until done: (_ changes: Int, _ tooSlow: Bool) -> Bool
-) -> (changes: Int, tooSlow: Bool) {
-    let tooSlowMarker = Array("event: error\ndata: {\"error\":{\"code\":\"client-too-slow\"".utf8)
-    let change = Array("event: change".utf8)
-    var tail: [UInt8] = []
-    var (changes, tooSlow) = (0, false)
-    var buffer = [UInt8](repeating: 0, count: 1 << 16)
-    while !done(changes, tooSlow) {
-        let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
-        guard count > 0 else { break }
-        let chunk = buffer[0..<count]
-        tooSlow = tooSlow || occurrences(of: tooSlowMarker, in: Array(tail.suffix(tooSlowMarker.count - 1)) + chunk) > 0
-        changes += occurrences(of: change, in: Array(tail.suffix(change.count - 1)) + chunk)
-        tail = Array(tail.suffix(tooSlowMarker.count)) + chunk
-        if pause > 0 { usleep(pause) }
+    /// Opens a stream of `target` whose reads give up after `timeout` seconds; throws unless its head says
+    /// `text/event-stream`.
+    init(_ client: TestHTTPClient, _ target: String, timeout seconds: Int = 10) throws {
+        let socket = try client.connect()
+        self.socket = socket
+        var timeout = timeval(tv_sec: seconds, tv_usec: 0)
+        setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        try client.send(
+            Array("GET \(target) HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n".utf8), on: socket)
+        var received: [UInt8] = []
+        let end = Array("\r\n\r\n".utf8)
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while occurrences(of: end, in: received) == 0 {
+            let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { break }
+            received += buffer[0..<count]
+        }
+        let head = received.indices.first { received[$0...].starts(with: end) }
+        guard let head, occurrences(of: Array("text/event-stream".utf8), in: Array(received[..<head])) > 0 else {
+            Glibc.close(socket)
+            throw TestHTTPError(
+                description: "no event stream for \(target): \(String(decoding: received, as: UTF8.self))")
+        }
+        raw = Array(received[(head + end.count)...])
     }
-    return (changes, tooSlow)
+
+    func close() { Glibc.close(socket) }
+
+    /// The next body bytes: what is buffered, else what one `recv` brings; nil once the connection ended or timed out.
+    func next() -> [UInt8]? {
+        while true {
+            let decoded = decode()
+            if !decoded.isEmpty { return decoded }
+            var buffer = [UInt8](repeating: 0, count: 1 << 16)
+            let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { return nil }
+            raw += buffer[0..<count]
+        }
+    }
+
+    private func decode() -> [UInt8] {
+        var out: [UInt8] = []
+        var index = 0
+        while index < raw.count {
+            if remaining > 0 {
+                let count = min(remaining, raw.count - index)
+                out += raw[index..<index + count]
+                (index, remaining) = (index + count, remaining - count)
+                skipsLineEnd = remaining == 0
+            } else if skipsLineEnd {
+                guard raw.count - index >= 2 else { break }
+                (index, skipsLineEnd) = (index + 2, false)
+            } else {
+                guard let lineEnd = raw[index...].firstIndex(of: UInt8(ascii: "\n")) else { break }
+                let size = String(decoding: raw[index..<lineEnd], as: UTF8.self).prefix { $0.isHexDigit }
+                remaining = Int(size, radix: 16) ?? 0
+                index = lineEnd + 1
+            }
+        }
+        raw.removeFirst(index)
+        return out
+    }
+
+    /// Reads on until `done` says so (or the stream ends): how many `event: change` came, and whether
+    /// `client-too-slow` did. Each piece is searched with the end of the one before, too short to hold a marker again
+    /// (a marker is counted once), in bytes (String searches of megabytes are slow in a debug build).
+    func readEvents(
+        pause: useconds_t = 0, until done: (_ changes: Int, _ tooSlow: Bool) -> Bool
+    ) -> (changes: Int, tooSlow: Bool) {
+        let tooSlowMarker = Array("event: error\ndata: {\"error\":{\"code\":\"client-too-slow\"".utf8)
+        let change = Array("event: change".utf8)
+        var tail: [UInt8] = []
+        var (changes, tooSlow) = (0, false)
+        while !done(changes, tooSlow), let piece = next() {
+            tooSlow = tooSlow || occurrences(of: tooSlowMarker, in: tail.suffix(tooSlowMarker.count - 1) + piece) > 0
+            changes += occurrences(of: change, in: tail.suffix(change.count - 1) + piece)
+            tail = Array((tail + piece).suffix(tooSlowMarker.count))
+            if pause > 0 { usleep(pause) }
+        }
+        return (changes, tooSlow)
+    }
 }
 
 struct ServerSentEventsTests {
@@ -937,8 +992,9 @@ struct ServerSentEventsTests {
             let observer = try client.request(
                 "POST", "/observers", json: #"{"target": "Employee/4", "keyPath": "salary"}"#)
             let id = try #require(observer.json?["id"]?.stringValue)
-            let socket = try openEventStream(client, "/observers/\(id)/changes", timeout: 3)
-            defer { close(socket) }
+            let stream = try EventStreamClient(client, "/observers/\(id)/changes", timeout: 3)
+            defer { stream.close() }
+            let socket = stream.socket
             var received = ""
             #expect(try client.request("DELETE", "/observers/\(id)").status == 204)
             // Well before the 15 s heartbeat.
@@ -949,18 +1005,14 @@ struct ServerSentEventsTests {
     /// A client that stops reading does not make the server buffer every change for it.
     @Test func aStreamWhoseClientStopsReading_endsWithClientTooSlow() throws {
         try withService { client in
-            let socket = try client.connect()
-            defer { close(socket) }
-            try client.send(
-                Array("GET /changes HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n".utf8), on: socket)
-            var received = ""
-            #expect(read(socket, until: "text/event-stream", into: &received))
+            let stream = try EventStreamClient(client, "/changes")
+            defer { stream.close() }
             // Each change is an event of ~1.4 MB (old and new); the kernel's buffers hold up to ~10 MB of them.
             for round in 0..<16 {
                 let value = String(repeating: round % 2 == 0 ? "a" : "b", count: 700_000)
                 #expect(try client.request("PUT", "/objects/Employee/4/firstName", json: "\"\(value)\"").status == 200)
             }
-            let (changes, tooSlow) = readEvents(socket) { $1 }
+            let (changes, tooSlow) = stream.readEvents { $1 }
             #expect(tooSlow)
             #expect(changes < 16)
         }
@@ -971,9 +1023,9 @@ struct ServerSentEventsTests {
     /// make the server hold any amount (300 held 9.3 GB).
     @Test func streamsThatDoNotReadAreHeldToTheServersUnsentLimitTogether() throws {
         try withServiceAndServer(maxUnsent: 1 << 20) { client, server in
-            var sockets: [Int32] = []
-            defer { for socket in sockets { close(socket) } }
-            for _ in 0..<2 { sockets.append(try openEventStream(client, "/changes")) }
+            var streams: [EventStreamClient] = []
+            defer { for stream in streams { stream.close() } }
+            for _ in 0..<2 { streams.append(try EventStreamClient(client, "/changes")) }
             // Sampled all along: the bytes are held only between a render and the stream's end (or the kernel's buffers
             // taking them), which can be brief.
             let sampled = Atomic<Int>(0)
@@ -1000,12 +1052,12 @@ struct ServerSentEventsTests {
             #expect(held > 0, "the streams' unread bytes are counted")
             // Ended `client-too-slow`, or, when the observation queue fell behind the writes, sent its backlog page by
             // page, the next once the last was read: at most a page (1 MiB and the seq that passes it) held each.
-            let (changes, tooSlow) = readEvents(sockets[0]) { changes, tooSlow in tooSlow || changes >= 16 }
+            let (changes, tooSlow) = streams[0].readEvents { changes, tooSlow in tooSlow || changes >= 16 }
             #expect(
                 tooSlow || (changes == 16 && held <= 2 * (ObservationCenter.streamPageBytes + 1_500_000)),
                 "\(changes) changes, \(held) bytes held")
-            for socket in sockets { close(socket) }
-            sockets = []
+            for stream in streams { stream.close() }
+            streams = []
             for _ in 0..<500 where server.unsentByteCount != 0 { usleep(10_000) }
             #expect(server.unsentByteCount == 0)
         }
@@ -1023,8 +1075,8 @@ struct ServerSentEventsTests {
                 let value = String(repeating: round % 2 == 0 ? "a" : "b", count: 50_000)
                 #expect(try client.request("PUT", "/objects/Employee/4/firstName", json: "\"\(value)\"").status == 200)
             }
-            let socket = try openEventStream(client, "/changes?since=\(since)")
-            defer { close(socket) }
+            let stream = try EventStreamClient(client, "/changes?since=\(since)")
+            defer { stream.close() }
             var held = 0
             for _ in 0..<50 {
                 held = max(held, server.unsentByteCount)
@@ -1038,7 +1090,7 @@ struct ServerSentEventsTests {
                     _ = try client.request("PUT", "/objects/Employee/5/salary", json: "\(1000 + round)")
                 }
             }
-            let (changes, tooSlow) = readEvents(socket, pause: 4_000) { changes, tooSlow in changes >= 205 || tooSlow }
+            let (changes, tooSlow) = stream.readEvents(pause: 4_000) { changes, tooSlow in changes >= 205 || tooSlow }
             try writer()
             #expect(!tooSlow)
             #expect(changes == 205)
