@@ -40,9 +40,6 @@ final class DocumentStorage: Sendable {
     private struct Progress {
         /// The seq of the newest durable snapshot.
         var snapshotSeq: Int64
-        /// The seq of the saved state: of the snapshot `saved.bin` holds, or of a `revertToSaved` to it since (nil:
-        /// none).
-        var savedSeq: Int64?
         /// The seq of the snapshot `saved.bin` holds (nil: none).
         var savedSnapshotSeq: Int64?
         /// The seqs of this run's `revertToSaved`s since that save: the store was the saved state after each.
@@ -160,7 +157,7 @@ final class DocumentStorage: Sendable {
             }, report: report)
         progress = Mutex(
             Progress(
-                snapshotSeq: snapshotSeq, savedSeq: savedSeq, savedSnapshotSeq: savedSeq,
+                snapshotSeq: snapshotSeq, savedSnapshotSeq: savedSeq,
                 uneditedContentSeq: uneditedContentSeq))
         segmentWatch = DispatchSource.makeTimerSource(queue: self.snapshots)
         journal.setRecovery { [weak self] wait in
@@ -440,11 +437,6 @@ final class DocumentStorage: Sendable {
         }
     }
 
-    /// The seq of the saved state (`saved.bin`, or a `revertToSaved` to it since), if any.
-    var savedSeq: Int64? {
-        progress.withLock { $0.savedSeq }
-    }
-
     /// Every seq at which the store was the saved state: `saved.bin`'s, and this run's `revertToSaved`s since.
     var savedStateSeqs: [Int64] {
         progress.withLock { progress in (progress.savedSnapshotSeq.map { [$0] } ?? []) + progress.revertSeqs }
@@ -474,7 +466,6 @@ final class DocumentStorage: Sendable {
             try onSnapshotQueue { () throws(ObjectGraphError) in
                 let current = progress.withLock { progress in
                     guard progress.savedSnapshotSeq == savedSnapshot else { return false }
-                    progress.savedSeq = max(progress.savedSeq ?? seq, seq)
                     progress.revertSeqs.append(seq)
                     return true
                 }
@@ -546,7 +537,6 @@ final class DocumentStorage: Sendable {
             try Self.markSaved(seq, in: directory)
             let contentSeq = Self.savedState(in: directory).uneditedContentSeq
             progress.withLock { progress in
-                progress.savedSeq = seq
                 progress.savedSnapshotSeq = seq
                 progress.revertSeqs = []
                 progress.uneditedContentSeq = contentSeq
