@@ -6,10 +6,9 @@ extension Document {
     /// nothing to undo, 409 `conflict` when it no longer applies.
     @discardableResult
     public func undo() throws -> Int64 {
-        let undone = undoManager.undoSeq
         let undoManager = undoManager
         let result = try transaction { transaction in try undoManager.undo(in: transaction) }
-        if result.record == nil { undoManager.discardEmpty(undo: true, seq: undone) }
+        if result.record == nil { undoManager.discardEmpty(undo: true, seq: result.value) }
         return result.seq
     }
 
@@ -17,9 +16,8 @@ extension Document {
     @discardableResult
     public func redo() throws -> Int64 {
         let undoManager = undoManager
-        let redone = undoManager.redoSeq
         let result = try transaction { transaction in try undoManager.redo(in: transaction) }
-        if result.record == nil { undoManager.discardEmpty(undo: false, seq: redone) }
+        if result.record == nil { undoManager.discardEmpty(undo: false, seq: result.value) }
         return result.seq
     }
 }

@@ -125,8 +125,9 @@ public final class DocumentUndoManager: Sendable {
     }
 
     /// Undoes the newest group in `transaction`; 409 `action-disabled` when there is none, 409 `conflict` (and the
-    /// stacks are cleared) when it no longer applies.
-    func undo(in transaction: Transaction) throws(ObjectGraphError) {
+    /// stacks are cleared) when it no longer applies. Returns the group's seq, taken under the store's lock as the
+    /// group itself is, for `discardEmpty`.
+    func undo(in transaction: Transaction) throws(ObjectGraphError) -> Int64 {
         guard let group = state.withLock({ $0.undoStack.last }) else { throw Self.nothingTo("undo") }
         let record = try group.record()
         do throws(ObjectGraphError) {
@@ -136,10 +137,11 @@ public final class DocumentUndoManager: Sendable {
             throw Self.conflict("undo", error)
         }
         state.withLock { $0.pending = .undo(seq: record.seq) }
+        return group.seq
     }
 
     /// Redoes the newest undone group in `transaction` (errors as for `undo(in:)`).
-    func redo(in transaction: Transaction) throws(ObjectGraphError) {
+    func redo(in transaction: Transaction) throws(ObjectGraphError) -> Int64 {
         guard let group = state.withLock({ $0.redoStack.last }) else { throw Self.nothingTo("redo") }
         let record = try group.record()
         do throws(ObjectGraphError) {
@@ -149,6 +151,7 @@ public final class DocumentUndoManager: Sendable {
             throw Self.conflict("redo", error)
         }
         state.withLock { $0.pending = .redo(seq: record.seq) }
+        return group.seq
     }
 
     /// Records a commit (the store's `willCommit`, after the journal): a new group, or the completion of an undo or
@@ -220,8 +223,7 @@ public final class DocumentUndoManager: Sendable {
     }
 
     /// Drops the group an undo or redo made no change for (so it cannot block the stack).
-    func discardEmpty(undo: Bool, seq: Int64?) {
-        guard let seq else { return }
+    func discardEmpty(undo: Bool, seq: Int64) {
         state.withLock { state in
             if undo {
                 state.undoStack.removeAll { $0.seq == seq }
