@@ -43,10 +43,10 @@ extension PropertyListValue {
             throw JSONDecodingError(
                 message: "arrays and objects nested more than \(maximumDepth) levels deep", line: line, column: column)
         } catch {
-            // A bad tag: placed at the `{` of the dictionary that carries it.
+            // A bad tag or text: placed at the `{` or `[` that holds it.
             var placed = error
-            if let failed = walk.failedObject,
-                let offset = Self.firstOpening(in: bytes, where: { _, object in object == failed })
+            if let failed = walk.failedContainer,
+                let offset = Self.firstOpening(in: bytes, where: { _, container in container == failed })
             {
                 (placed.line, placed.column) = Self.lineAndColumn(of: offset, in: bytes)
             }
@@ -54,12 +54,29 @@ extension PropertyListValue {
         }
     }
 
-    /// Where `convert` is in the document: dictionaries are counted in the order their `{` appear in the text
-    /// (jansson keeps a dictionary's keys in the order they were read), so a dictionary that fails to untag can be
-    /// found again in the bytes.
+    /// Where `convert` is in the document: arrays and dictionaries are counted in the order their `[` and `{`
+    /// appear in the text (jansson keeps a dictionary's keys in the order they were read), so the one holding a
+    /// value that fails (a bad tag, text past the stream-safe limit) can be found again in the bytes.
     private struct Walk {
-        var objects = 0
-        var failedObject: Int?
+        var containers = 0
+        /// The array or dictionary `convert` is in.
+        var enclosing: Int?
+        var failedContainer: Int?
+
+        /// `failure`, placed at the enclosing array or dictionary.
+        mutating func fail(_ failure: JSONDecodingError) -> JSONDecodingError {
+            failedContainer = enclosing
+            return failure
+        }
+
+        /// Runs `body` inside the next container.
+        mutating func enter<T>(_ body: (inout Walk) throws(JSONDecodingError) -> T) throws(JSONDecodingError) -> T {
+            let outer = enclosing
+            enclosing = containers
+            containers += 1
+            defer { enclosing = outer }
+            return try body(&self)
+        }
     }
 
     /// jansson's parse of `buffer`, or nil with `nul` set when the buffer holds a NUL byte (found with `memchr`).
@@ -98,13 +115,13 @@ extension PropertyListValue {
         return (line, column)
     }
 
-    /// The offset of the first `[` or `{` (outside strings) for which `match(depth, object)` holds: `depth` counts
-    /// from 1 at the root, `object` is the dictionary's 0-based number in text order (nil for an array).
+    /// The offset of the first `[` or `{` (outside strings) for which `match(depth, container)` holds: `depth`
+    /// counts from 1 at the root, `container` is the array's or dictionary's 0-based number in text order.
     private static func firstOpening(
-        in bytes: some Collection<UInt8>, where match: (_ depth: Int, _ object: Int?) -> Bool
+        in bytes: some Collection<UInt8>, where match: (_ depth: Int, _ container: Int) -> Bool
     ) -> Int? {
         var depth = 0
-        var objects = 0
+        var containers = 0
         var inString = false
         var escaped = false
         for (offset, byte) in bytes.enumerated() {
@@ -120,13 +137,10 @@ extension PropertyListValue {
             }
             switch byte {
             case UInt8(ascii: "\""): inString = true
-            case UInt8(ascii: "["):
+            case UInt8(ascii: "["), UInt8(ascii: "{"):
                 depth += 1
-                if match(depth, nil) { return offset }
-            case UInt8(ascii: "{"):
-                depth += 1
-                if match(depth, objects) { return offset }
-                objects += 1
+                if match(depth, containers) { return offset }
+                containers += 1
             case UInt8(ascii: "]"), UInt8(ascii: "}"): depth -= 1
             default: break
             }
@@ -154,51 +168,61 @@ extension PropertyListValue {
             let value = json_real_value(json)
             guard value.isFinite else { throw JSONDecodingError(message: "real number overflow") }
             return .real(value)
-        case JSON_STRING: return .string(string(of: json))
+        case JSON_STRING:
+            let length = json_string_length(json)
+            guard let base = json_string_value(json) else { return .string("") }
+            return .string(try text(base, length: length, walk: &walk))
         case JSON_ARRAY:
             guard levelsLeft > 0 else { throw JSONDecodingError(message: tooDeep) }
-            let count = json_array_size(json)
-            var elements: [PropertyListValue] = []
-            elements.reserveCapacity(count)
-            for index in 0..<count {
-                elements.append(try convert(json_array_get(json, index), levelsLeft: levelsLeft - 1, walk: &walk))
+            return try walk.enter { walk throws(JSONDecodingError) in
+                let count = json_array_size(json)
+                var elements: [PropertyListValue] = []
+                elements.reserveCapacity(count)
+                for index in 0..<count {
+                    elements.append(try convert(json_array_get(json, index), levelsLeft: levelsLeft - 1, walk: &walk))
+                }
+                return .array(elements)
             }
-            return .array(elements)
         case JSON_OBJECT:
             guard levelsLeft > 0 else { throw JSONDecodingError(message: tooDeep) }
-            let number = walk.objects
-            walk.objects += 1
-            var dictionary: [String: PropertyListValue] = [:]
-            dictionary.reserveCapacity(json_object_size(json))
-            var iterator = json_object_iter(json)
-            while let current = iterator {
-                let key = String(cString: json_object_iter_key(current))
-                let value = try convert(json_object_iter_value(current), levelsLeft: levelsLeft - 1, walk: &walk)
-                // jansson refuses a key twice byte for byte; two spellings of the same text would be one key here.
-                guard dictionary.updateValue(value, forKey: key) == nil else {
-                    walk.failedObject = number
-                    throw JSONDecodingError(
-                        message: "the key \"\(key)\" twice (\(PropertyListValue.equivalentKeysNote))")
+            return try walk.enter { walk throws(JSONDecodingError) in
+                var dictionary: [String: PropertyListValue] = [:]
+                dictionary.reserveCapacity(json_object_size(json))
+                var iterator = json_object_iter(json)
+                while let current = iterator {
+                    let name = json_object_iter_key(current)!
+                    let key = try text(name, length: strlen(name), walk: &walk)
+                    let value = try convert(json_object_iter_value(current), levelsLeft: levelsLeft - 1, walk: &walk)
+                    // jansson refuses a key twice byte for byte; two spellings of the same text would be one key here.
+                    guard dictionary.updateValue(value, forKey: key) == nil else {
+                        throw walk.fail(
+                            JSONDecodingError(
+                                message: "the key \"\(key)\" twice (\(PropertyListValue.equivalentKeysNote))"))
+                    }
+                    iterator = json_object_iter_next(json, current)
                 }
-                iterator = json_object_iter_next(json, current)
-            }
-            do {
-                return try untag(dictionary)
-            } catch {
-                walk.failedObject = number
-                throw error
+                do throws(JSONDecodingError) {
+                    return try untag(dictionary)
+                } catch {
+                    throw walk.fail(error)
+                }
             }
         default:
             throw JSONDecodingError(message: "unknown JSON value")
         }
     }
 
-    private static func string(of json: UnsafeMutablePointer<json_t>) -> String {
-        let length = json_string_length(json)
-        guard let base = json_string_value(json) else { return "" }
-        return base.withMemoryRebound(to: UInt8.self, capacity: length) { pointer in
-            String(decoding: UnsafeBufferPointer(start: pointer, count: length), as: UTF8.self)
+    /// The string of jansson's UTF-8 text (a value or a key), refused past the stream-safe limit.
+    private static func text(
+        _ base: UnsafePointer<CChar>, length: Int, walk: inout Walk
+    ) throws(JSONDecodingError) -> String {
+        let utf8 = base.withMemoryRebound(to: UInt8.self, capacity: length) {
+            UnsafeBufferPointer(start: $0, count: length)
         }
+        guard StreamSafeText.isStreamSafe(utf8) else {
+            throw walk.fail(JSONDecodingError(message: StreamSafeText.violation))
+        }
+        return String(decoding: utf8, as: UTF8.self)
     }
 
     /// Turns `{"$date": "..."}` and `{"$data": "..."}` into typed values; other dictionaries stay as they are.

@@ -145,6 +145,9 @@ struct XMLPropertyListReader {
             switch bytes[index] {
             case UInt8(ascii: "<"):
                 if at("</") {
+                    guard text.withUnsafeBufferPointer({ StreamSafeText.isStreamSafe($0) }) else {
+                        throw failure(StreamSafeText.violation, at: tag.start)
+                    }
                     try endTag(tag.name)
                     return String(decoding: text, as: UTF8.self)
                 } else if at("<![CDATA[") {

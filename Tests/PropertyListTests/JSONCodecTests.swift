@@ -101,6 +101,30 @@ struct JSONCodecTests {
         #expect(error?.line == 1)
     }
 
+    /// Text with more than 30 combining marks in a row (Unicode's stream-safe limit) is refused, in keys and values,
+    /// at the place of the array or dictionary holding it: Swift's hashing and comparing of such text out of
+    /// canonical order is quadratic (a 400 KB key held a request thread for 48 s).
+    @Test func refusesTextPastTheStreamSafeLimit() throws {
+        func marks(_ count: Int) -> String {
+            String(String.UnicodeScalarView((0..<count).map { Unicode.Scalar($0 % 2 == 0 ? 0x301 : 0x316)! }))
+        }
+        let thirty = "a" + marks(30)
+        #expect(
+            try PropertyListValue(jsonString: "[\"\(thirty)\", {\"\(thirty)\": 1}]").arrayValue?.first
+                == .string(thirty))
+        #expect(try PropertyListValue(jsonString: "\"\(thirty)x\(thirty)\"") == .string(thirty + "x" + thirty))
+        for (text, line, column) in [
+            ("\"a\(marks(31))\"", 1, 1), ("[1,\n [\"a\(marks(31))\"]]", 2, 2),
+            ("{\"k\": 1, \"a\(marks(200_000))\": 2}", 1, 1),
+            ("[{}, {\"k\": \"\\u0301\(marks(30))\"}]", 1, 6),
+        ] {
+            let error = #expect(throws: JSONDecodingError.self) { try PropertyListValue(jsonString: text) }
+            #expect(error?.message.contains("stream-safe") == true, "\(text.prefix(12))")
+            #expect(error?.line == (text.hasPrefix("\"") ? nil : line), "\(text.prefix(12))")
+            #expect(error?.column == (text.hasPrefix("\"") ? nil : column), "\(text.prefix(12))")
+        }
+    }
+
     /// Every date read can be written and read back: the years 0000–9999 after the zone and the rounding.
     @Test func datesStayWithinFourDigitYears() throws {
         for text in ["9999-12-31T23:59:59.9999Z", "0000-01-01T00:00:00+01:00", "9999-12-31T23:00:00-01:00"] {

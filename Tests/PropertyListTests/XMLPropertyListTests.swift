@@ -192,6 +192,20 @@ struct XMLPropertyListTests {
         #expect(error?.line == 2 && error?.column == 3)
     }
 
+    /// As in JSON, text past Unicode's stream-safe limit (30 combining marks in a row) is refused, keys too.
+    @Test func refusesTextPastTheStreamSafeLimit() throws {
+        let marks = String(repeating: "\u{301}", count: 31)
+        let thirtyMarks = String(repeating: "\u{301}", count: 30)  // (all one Character: `dropLast` drops them all)
+        for body in ["<string>a\(marks)</string>", "<dict>\n<key>a&#x301;\(thirtyMarks)</key><true/></dict>"] {
+            let error = #expect(throws: XMLPropertyListError.self) {
+                try PropertyListValue(xmlPropertyList: Array("<plist>\(body)</plist>".utf8))
+            }
+            #expect(error?.message.contains("stream-safe") == true)
+        }
+        let thirty = "<plist><string>a\(thirtyMarks)</string></plist>"
+        #expect(try PropertyListValue(xmlPropertyList: Array(thirty.utf8)) == .string("a" + thirtyMarks))
+    }
+
     @Test func refusesBytesThatAreNotUTF8() {
         #expect(throws: XMLPropertyListError.self) {
             try PropertyListValue(
