@@ -578,6 +578,37 @@ struct ObservingRoutesTests {
         }
     }
 
+    /// A replacement tells the changes a set would: `-0.0` over `0.0` and é written as e and an accent over é as one
+    /// character are stored, so they are in the feed and in `ObjectsDidChange` too.
+    @Test func replacingTheStoreFeedsChangesOfCodePointsAndOfTheSignOfZero() throws {
+        try withService { client in
+            #expect(try client.request("PUT", "/objects/Employee/4/lastName", json: "\"Caf\u{E9}\"").status == 200)
+            #expect(try client.request("PUT", "/objects/Department/1/budget", json: "0.0").status == 200)
+            let since = try #require(try client.request("GET", "/healthz").header("X-Store-Seq"))
+            let objects = try #require(try client.request("GET", "/store").json?["objects"]?.arrayValue).map {
+                object -> PropertyListValue in
+                var values = object.dictionaryValue ?? [:]
+                if object["$id"] == "Employee/4" { values["lastName"] = "Cafe\u{301}" }
+                if object["$id"] == "Department/1" { values["budget"] = .real(-0.0) }
+                return .dictionary(values)
+            }
+            let graph: PropertyListValue = ["objects": .array(objects)]
+            #expect(try client.request("PUT", "/store", body: graph.jsonBytes()).status == 200)
+            let feed = changes(try client.request("GET", "/changes?since=\(since)&timeout=0"))
+            let settings = feed.filter { $0["target"] != "store" }
+            #expect(
+                settings.map { [$0["target"], $0["keyPath"]] } == [
+                    ["Department/1", "budget"], ["Employee/4", "lastName"],
+                ])
+            #expect(settings.first?["new"]?.isIdentical(to: .real(-0.0)) == true)
+            #expect(settings.last?["new"]?.isIdentical(to: "Cafe\u{301}") == true)
+            let notification = try client.request("GET", "/notifications?since=0&name=ObjectsDidChange&timeout=0")
+            #expect(
+                notification.json?["notifications"]?.arrayValue?.last?["userInfo"]?["updated"]
+                    == [["$ref": "Department/1"], ["$ref": "Employee/4"]])
+        }
+    }
+
     /// The to-many of an object a replacement adds or removes is told from or to `[]`, its value in KVC, not null.
     @Test func replacingTheStoreTellsAToManyOfAnAddedObjectFromEmpty() throws {
         try withService { client in

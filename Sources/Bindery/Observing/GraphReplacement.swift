@@ -51,7 +51,11 @@ struct GraphReplacement {
             let missing: PropertyListValue = toMany ? [] : .null
             let before = old[key] ?? missing
             let after = new[key] ?? missing
-            guard toMany ? Self.normalized(before) != Self.normalized(after) : before != after else { continue }
+            // Identical, not equal: `-0.0` over `0.0` and é over e and an accent are changes (the store keeps the new
+            // bytes and tells its observers), as they are when set one at a time.
+            guard toMany ? Self.normalized(before) != Self.normalized(after) : !before.isIdentical(to: after) else {
+                continue
+            }
             changed = true
             settings.append((id, key, before, after))
         }
