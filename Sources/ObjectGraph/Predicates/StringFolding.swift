@@ -51,12 +51,25 @@ enum StringFolding {
     }
 
     /// Whether `needle` occurs in `haystack` (`CONTAINS`). An empty needle occurs nowhere, as with
-    /// `-rangeOfString:`. ASCII compares byte for byte; other text by characters, so that canonically equivalent
-    /// spellings match and a match never splits a character (`é` written as `e` and a combining accent).
+    /// `-rangeOfString:`. ASCII compares byte for byte; other text in its composed form (NFC), so that canonically
+    /// equivalent spellings match, and only where the match begins and ends on characters' boundaries, so that it
+    /// never splits a character (`e` does not occur in `e` and a combining accent that has no composed form).
+    /// Linear in both lengths (`ByteSearch`), but for matches that split characters.
     static func contains(_ haystack: String, _ needle: String) -> Bool {
         guard !needle.isEmpty else { return false }
-        guard isASCII(haystack), isASCII(needle) else { return haystack.firstRange(of: needle) != nil }
-        return containsBytes(haystack, needle)
+        if isASCII(haystack), isASCII(needle) { return firstOffset(of: needle, in: haystack, from: 0) != nil }
+        let haystack = composed(haystack)
+        let needle = composed(needle)
+        let length = needle.utf8.count
+        var boundaries: Set<Int>?
+        var from = 0
+        while let found = firstOffset(of: needle, in: haystack, from: from) {
+            let characterStarts = boundaries ?? characterBoundaries(haystack)
+            boundaries = characterStarts
+            if characterStarts.contains(found), characterStarts.contains(found + length) { return true }
+            from = found + 1
+        }
+        return false
     }
 
     /// Whether `string` starts with `prefix` (`BEGINSWITH`); never for an empty prefix, as with `-hasPrefix:`.
@@ -83,32 +96,24 @@ enum StringFolding {
         string.utf8.allSatisfy { $0 < 0x80 }
     }
 
-    /// Byte-for-byte substring search of two ASCII strings.
-    private static func containsBytes(_ haystack: String, _ needle: String) -> Bool {
+    /// The UTF-8 offsets where the characters of `string` start, and its end.
+    private static func characterBoundaries(_ string: String) -> Set<Int> {
+        var boundaries: Set<Int> = [0]
+        var offset = 0
+        for character in string {
+            offset += character.utf8.count
+            boundaries.insert(offset)
+        }
+        return boundaries
+    }
+
+    /// The UTF-8 offset of the first occurrence of `needle`'s bytes in `haystack` at or after `from`, or nil.
+    private static func firstOffset(of needle: String, in haystack: String, from: Int) -> Int? {
         var haystack = haystack
         var needle = needle
         return haystack.withUTF8 { h in
             needle.withUTF8 { n in
-                guard h.count >= n.count else { return false }
-                let first = n[0]
-                var start = 0
-                let last = h.count - n.count
-                while start <= last {
-                    if h[start] == first {
-                        var matched = true
-                        var offset = 1
-                        while offset < n.count {
-                            if h[start + offset] != n[offset] {
-                                matched = false
-                                break
-                            }
-                            offset += 1
-                        }
-                        if matched { return true }
-                    }
-                    start += 1
-                }
-                return false
+                ByteSearch.firstOffset(of: n, in: UnsafeBufferPointer(rebasing: h[from...])).map { $0 + from }
             }
         }
     }
