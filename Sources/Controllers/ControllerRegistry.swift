@@ -55,6 +55,8 @@ public final class ControllerRegistry: Sendable {
         var lastProcessedSeq: Int64 = 0
         /// How many requests are using each controller across sessions (`keepingAlive`): not dropped as idle.
         var requestsInFlight: [String: Int] = [:]
+        /// Controllers a removal waits to drop (`remove(named:force:)`): new requests on them are 404 meanwhile.
+        var removing: Set<String> = []
     }
 
     private enum Outgoing: Sendable {
@@ -443,20 +445,25 @@ public final class ControllerRegistry: Sendable {
     /// others follow.
     ///
     /// A request under way on the controller (between the sessions around its commit, `keepingAlive`) ends first:
-    /// removed under it, it would answer 404 for a change it made. Requests that keep coming delay the removal by at
-    /// most `removalWaits` milliseconds.
+    /// removed under it, it would answer 404 for a change it made. Requests that come meanwhile are 404
+    /// `no-such-controller`, as after the removal (a stream of them kept a removal waiting for up to 27 s), and
+    /// one still under way after `removalWait` seconds does not hold it longer.
     public func remove(named name: String, force: Bool = false) throws {
-        var waited = 0
-        while try !removeUnlessInUse(name, force: force, waited: waited) {
-            usleep(1_000)
-            waited += 1
+        let deadline = DispatchTime.now() + Self.removalWait
+        do {
+            while try !removeUnlessInUse(name, force: force, mayWait: DispatchTime.now() < deadline) {
+                usleep(1_000)
+            }
+        } catch {
+            _ = try? session { registry, _ in registry.removing.remove(name) }
+            throw error
         }
     }
 
-    static let removalWaits = 10_000
+    static let removalWait = 10.0
 
     /// One try of `remove(named:force:)`: false when the controller is in use and may still be waited for.
-    private func removeUnlessInUse(_ name: String, force: Bool, waited: Int) throws -> Bool {
+    private func removeUnlessInUse(_ name: String, force: Bool, mayWait: Bool) throws -> Bool {
         try session { registry, context in
             let controller = try context.controller(name)
             if controller.isDeclared && !force {
@@ -470,7 +477,11 @@ public final class ControllerRegistry: Sendable {
                     status: 409, code: "conflict", message: "\"\(detail)\" follows \"\(name)\"; remove it first.",
                     fields: ["controller": .string(name)])
             }
-            if registry.requestsInFlight[name] != nil, waited < Self.removalWaits { return false }
+            if registry.requestsInFlight[name] != nil, mayWait {
+                registry.removing.insert(name)
+                return false
+            }
+            registry.removing.remove(name)
             Self.drop(controller, from: &registry, context: context)
             return true
         }
@@ -504,6 +515,7 @@ public final class ControllerRegistry: Sendable {
     func keepingAlive<T>(_ name: String, _ body: () throws -> T) throws -> T {
         try session { registry, context in
             _ = try context.controller(name)
+            guard !registry.removing.contains(name) else { throw ObjectGraphError.noSuchController(name) }
             registry.requestsInFlight[name, default: 0] += 1
         }
         defer {

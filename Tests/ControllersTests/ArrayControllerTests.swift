@@ -298,6 +298,53 @@ struct ControllerDefaultsTests {
         #expect(h.registry.names.isEmpty)
     }
 
+    /// While a removal waits for a request under way, new requests on the controller are 404, as after it: a stream
+    /// of them kept a removal waiting for up to 27 s.
+    @Test func remove_waitingForARequest_refusesNewOnes() throws {
+        let armed = Mutex(false)
+        let release = DispatchSemaphore(value: 0)
+        let removed = DispatchSemaphore(value: 0)
+        let h = try Harness(beforeTransaction: { registry in
+            guard armed.withLock({ $0 }) else { return }
+            armed.withLock { $0 = false }
+            Thread.detachNewThread {
+                try? registry.remove(named: "d")
+                removed.signal()
+            }
+            release.wait()
+        })
+        try h.make(["name": "d", "content": "Department"])
+        armed.withLock { $0 = true }
+        let first = Mutex<PropertyListValue?>(nil)
+        let answered = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            first.withLock { $0 = try? h.registry.perform("add", controller: "d", body: ["object": ["name": "Ops"]]) }
+            answered.signal()
+        }
+        // The removal has tried (and found the first request under way) long before this.
+        usleep(200_000)
+        let late = Mutex<(any Error)?>(nil)
+        let lateAnswered = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            do {
+                _ = try h.registry.perform("add", controller: "d", body: ["object": ["name": "Late"]])
+            } catch {
+                late.withLock { $0 = error }
+            }
+            lateAnswered.signal()
+        }
+        // (Admitted, it would wait for the first request, which waits for this test.)
+        let answeredAtOnce = lateAnswered.wait(timeout: .now() + 5) == .success
+        release.signal()
+        if !answeredAtOnce { lateAnswered.wait() }
+        #expect(answeredAtOnce)
+        #expect((late.withLock { $0 } as? ObjectGraphError)?.code == "no-such-controller")
+        #expect(answered.wait(timeout: .now() + 10) == .success)
+        #expect(first.withLock { $0 }?["count"] == 4)
+        #expect(removed.wait(timeout: .now() + 10) == .success)
+        #expect(h.registry.names.isEmpty)
+    }
+
     @Test func remove_runtimeController_succeeds_declaredOrFollowed_refused() throws {
         let h = try Harness()
         try h.registry.loadDeclarations(json: [
