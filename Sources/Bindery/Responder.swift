@@ -7,7 +7,7 @@ import Synchronization
 /// The chain is the controller named by `X-First-Responder` (if any) → the document → the application. A responder
 /// answers `validate` with nil for an action it does not handle (the action travels on), else whether it is
 /// enabled now (NSUserInterfaceValidations). `perform` runs only after `validate` answered true; what it returns is
-/// the response body. Controllers register with `Document.register(_:)`.
+/// the response body. Controllers are found through `Document.responders`.
 public protocol Responder: Sendable {
     /// The name used in `X-First-Responder` and in targets (`controllers/NAME`); the document is `document`.
     var name: String { get }
@@ -20,23 +20,22 @@ public protocol Responder: Sendable {
 }
 
 /// The responders a document knows by name (controllers), for `X-First-Responder` and explicit targets.
+///
+/// Found by asking the owner of the named responders at each lookup (`setResolver`), not kept in a map of their
+/// own: a map updated beside the controllers' own, outside their lock, could disagree with them after a create and
+/// a delete of one name at once (a controller there but 404 as a responder, or a responder for one gone).
 public final class ResponderRegistry: Sendable {
-    private let responders = Mutex<[String: any Responder]>([:])
+    private let resolver = Mutex<(@Sendable (String) -> (any Responder)?)?>(nil)
 
     public init() {}
 
-    /// Registers `responder` under its name, replacing any other of that name.
-    public func register(_ responder: any Responder) {
-        responders.withLock { $0[responder.name] = responder }
-    }
-
-    /// Removes the responder of that name.
-    public func unregister(name: String) {
-        _ = responders.withLock { $0.removeValue(forKey: name) }
+    /// Sets how a name is looked up (nil: no responder of that name).
+    public func setResolver(_ resolver: @escaping @Sendable (String) -> (any Responder)?) {
+        self.resolver.withLock { $0 = resolver }
     }
 
     public func responder(named name: String) -> (any Responder)? {
-        responders.withLock { $0[name] }
+        resolver.withLock { $0 }?(name)
     }
 }
 

@@ -28,9 +28,6 @@ extension BinderyService {
         guard let bytes = contents else { return (controllers, nil) }
         do {
             try controllers.loadDeclarations(json: try PropertyListValue(jsonBytes: bytes))
-            for name in controllers.names {
-                document.responders.register(ControllerResponder(name: name, controllers: controllers))
-            }
             return (controllers, nil)
         } catch {
             return (controllers, fixtureError(path, error))

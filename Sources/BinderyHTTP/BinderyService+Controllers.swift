@@ -11,7 +11,6 @@ import PropertyList
 /// cannot be removed (409 `conflict`); run-time ones can.
 extension BinderyService {
     static func addControllerRoutes(to router: inout Router, controllers: ControllerRegistry, document: Document) {
-        let responders = document.responders
         router.add("GET", "/controllers") { _ in
             let (states, seq) = controllers.states()
             return answer(.json(["controllers": .array(states)], seq: seq), whenDurable: seq, document: document)
@@ -19,7 +18,6 @@ extension BinderyService {
         router.add("POST", "/controllers") { request in
             let state = try controllers.create(json: try request.jsonBody())
             let name = state["name"]?.stringValue ?? ""
-            responders.register(ControllerResponder(name: name, controllers: controllers))
             var response = HTTPResponse.json(state, status: 201)
             response.headers.append(("Location", "/controllers/\(name)"))
             return .response(response)
@@ -30,7 +28,6 @@ extension BinderyService {
         }
         router.add("DELETE", "/controllers/:name") { request in
             try controllers.remove(named: request.parameter("name"))
-            responders.unregister(name: request.parameter("name"))
             return .response(HTTPResponse(status: 204))
         }
         router.add("GET", "/controllers/:name/arrangedObjects") { request in

@@ -103,13 +103,13 @@ public final class BinderyService: HTTPResponder {
             controllers?.synchronize()
             controllers?.waitUntilDelivered()
         }
-        let responders = document.responders
-        _ = controllers.addObserver { [weak controllers] change in
+        // The controllers that exist now are the responders by name (weakly: the document may outlive this service).
+        document.responders.setResolver { [weak controllers] name in
+            guard let controllers, controllers.contains(name) else { return nil }
+            return ControllerResponder(name: name, controllers: controllers)
+        }
+        _ = controllers.addObserver { change in
             observations.externalTargetDidChange("controllers/\(change.controller)")
-            // A controller removed for its `idleTimeout` (not by DELETE) leaves the responder chain too.
-            if change.key == .controller, controllers?.contains(change.controller) == false {
-                responders.unregister(name: change.controller)
-            }
         }
         defaults.addObserver { change in
             observations.externalTargetDidChange("defaults", state: state(of: change.snapshot))
