@@ -243,6 +243,16 @@ struct ControllerDefaultsTests {
         expectError("no-such-controller", status: 404) { try h.employees(content: "@nobody.selection.employees") }
         expectError("bad-predicate", status: 400) { try h.employees(filter: "salary >") }
         expectError("undefined-key", status: 404) { try h.employees(sort: "nope") }
+        // Unknown keys are refused whatever the content holds: behind a false AND, and on empty content.
+        expectError("undefined-key", status: 404) { try h.employees(filter: "salary < 0 AND nope == 1") }
+        try h.employees("none", filter: "salary < 0")
+        try h.employees("empty", content: "@none.selection.directReports")
+        expectError("undefined-key", status: 404) {
+            _ = try h.registry.setFilterPredicate(try ObjectGraph.Predicate(format: "nope == 1"), controller: "empty")
+        }
+        expectError("undefined-key", status: 404) {
+            _ = try h.registry.setSortDescriptors(try SortDescriptor.descriptors(query: "nope"), controller: "empty")
+        }
         expectError("bad-controller", status: 400) { try h.make(["name": "x", "kind": "nope", "content": "Employee"]) }
         expectError("bad-controller", status: 400) {
             try h.make(["name": "x", "content": "Employee", "editable": "yes"])

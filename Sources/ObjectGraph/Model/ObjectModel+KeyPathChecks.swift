@@ -58,13 +58,16 @@ extension ObjectModel {
         return false
     }
 
-    /// Checks what Foundation refuses in a filter and sort keys by their shape on `entityName` (after
-    /// `checkReadable`): `ANY`, `ALL`, `NONE` or `SOME` over a key path of one value, or a literal a typed key path
-    /// cannot be compared with (`checkLiterals`), is 400 `bad-predicate`, and a sort key that gives several values (a
-    /// to-many) or an object 400 `bad-query`. What the model cannot tell is left to evaluation.
+    /// Checks a filter and sort keys on `entityName` before any object is read (listings and controllers alike): every
+    /// key path is `checkReadable` (an unknown key is 404 whatever the objects hold: evaluation alone would miss one
+    /// behind a false `AND`, on empty content, or a sort key with one object to sort); then what Foundation refuses by
+    /// shape: `ANY`, `ALL`, `NONE` or `SOME` over a key path of one value, or a literal a typed key path cannot be
+    /// compared with (`checkLiterals`), is 400 `bad-predicate`, and a sort key that gives several values (a to-many)
+    /// or an object 400 `bad-query`. What the model cannot tell is left to evaluation.
     public func checkArrangement(
         filter: Predicate?, sortKeys: [String], on entityName: String
     ) throws(ObjectGraphError) {
+        for keyPath in (filter?.keyPaths ?? []) + sortKeys { try checkReadable(keyPath, on: entityName) }
         // By the key path's static type: a collection (through a to-many, an array-valued collection operator, a
         // derived key that is one), one value or one object; below an `any` attribute (`.dynamic`) nobody can tell.
         func type(of keyPath: String) -> StaticType? { try? compile(keyPath, for: entityName).resultType }

@@ -13,9 +13,6 @@ extension ReadView {
         guard predicate != nil || ordering != nil else { return handles }
         let sortKeys = ordering?.descriptors.map(\.key) ?? []
         let paths = (predicate?.keyPaths ?? []) + sortKeys
-        // Every key path against the model first: an unknown key is an error whatever the objects hold (evaluation
-        // alone would miss one behind a false `AND`, or a sort key with one object to sort).
-        for keyPath in paths { try state.model.checkReadable(keyPath, on: entity) }
         try state.model.checkArrangement(filter: predicate, sortKeys: sortKeys, on: entity)
         let keyPaths = ListingKeyPaths(paths, entity: try state.model.entityIndex(entity), model: state.model)
         if let predicate {
