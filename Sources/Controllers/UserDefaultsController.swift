@@ -211,7 +211,9 @@ public final class UserDefaultsController: Sendable {
     }
 
     /// Sets a value: saved at once with `appliesImmediately`, else pending. Null removes the key's saved value.
-    /// Answers the defaults as this change left them.
+    /// Answers the defaults as this change left them. A pending value that is the saved one (or null where nothing
+    /// is saved) is no unapplied change: the key's pending change is dropped, as NSUserDefaultsController's
+    /// `hasUnappliedChanges` compares the cached values with the saved ones.
     @discardableResult
     public func setValue(_ value: PropertyListValue, forKey key: String) throws(ObjectGraphError) -> Snapshot {
         if let problem = Self.problem(key: key, value: .null) {
@@ -222,6 +224,8 @@ public final class UserDefaultsController: Sendable {
         return try change { state in
             if state.configuration.appliesImmediately {
                 Self.apply([key: value], to: &state.saved)
+            } else if value.isNull ? state.saved[key] == nil : state.saved[key]?.isIdentical(to: value) == true {
+                state.pending.removeValue(forKey: key)
             } else {
                 state.pending[key] = value
             }

@@ -62,6 +62,25 @@ final class UserDefaultsControllerTests {
         #expect(!FileManager.default.fileExists(atPath: path + ".tmp"))
     }
 
+    /// Setting the saved value again (or null where nothing is saved) leaves nothing unapplied, as in Cocoa.
+    @Test func notAppliesImmediately_theSavedValueAgainIsNoUnappliedChange() throws {
+        let configuration = UserDefaultsController.Configuration(appliesImmediately: false, initialValues: initial)
+        let defaults = try UserDefaultsController(configuration: configuration, path: temporaryPath())
+        try defaults.setValue(50, forKey: "pageSize")
+        try defaults.save()
+        try defaults.setValue(50, forKey: "pageSize")
+        #expect(!defaults.hasUnappliedChanges)
+        try defaults.setValue(60, forKey: "pageSize")
+        #expect(defaults.hasUnappliedChanges)
+        try defaults.setValue(50, forKey: "pageSize")
+        #expect(!defaults.hasUnappliedChanges)
+        #expect(defaults.value(forKey: "pageSize") == 50)
+        try defaults.setValue(.null, forKey: "theme")
+        #expect(!defaults.hasUnappliedChanges)
+        try defaults.setValue(.real(50), forKey: "pageSize")  // not the same value: 50.0 is a real
+        #expect(defaults.hasUnappliedChanges)
+    }
+
     @Test func notAppliesImmediately_pendingUntilSave_revertDropsPending() throws {
         let path = temporaryPath()
         let configuration = UserDefaultsController.Configuration(appliesImmediately: false, initialValues: initial)
