@@ -40,7 +40,7 @@ public enum ISO8601 {
         var hour = 0
         var minute = 0
         var second = 0
-        var fraction = 0.0
+        var milliseconds = 0
         var offsetSeconds = 0
         if scanner.take(UInt8(ascii: "T")) || scanner.take(UInt8(ascii: " ")) {
             guard let h = scanner.number(digits: 2), scanner.take(UInt8(ascii: ":")), let m = scanner.number(digits: 2),
@@ -52,14 +52,19 @@ public enum ISO8601 {
                 guard let s = scanner.number(digits: 2), s <= 60 else { return nil }
                 second = s
                 if scanner.take(UInt8(ascii: ".")) || scanner.take(UInt8(ascii: ",")) {
-                    var scale = 0.1
-                    var sawDigit = false
+                    // Milliseconds from the decimal digits, rounded half up on the fourth (a sum of doubles rounded
+                    // some halves down: .5005 gave .500).
+                    var digits = 0
                     while let d = scanner.digit() {
-                        fraction += Double(d) * scale
-                        scale /= 10
-                        sawDigit = true
+                        if digits < 3 {
+                            milliseconds = milliseconds * 10 + d
+                        } else if digits == 3, d >= 5 {
+                            milliseconds += 1
+                        }
+                        digits += 1
                     }
-                    guard sawDigit else { return nil }
+                    guard digits > 0 else { return nil }
+                    for _ in digits..<max(digits, 3) { milliseconds *= 10 }
                 }
             }
             if scanner.take(UInt8(ascii: "Z")) || scanner.take(UInt8(ascii: "z")) {
@@ -85,9 +90,8 @@ public enum ISO8601 {
         let epoch = timegm(&parts)
         // timegm normalises out-of-range days (Feb 30 → Mar 2); refuse those.
         guard parts.tm_mday == Int32(day), parts.tm_mon == Int32(month - 1) else { return nil }
-        let milliseconds = (fraction * 1000).rounded()
         let seconds =
-            Double(Int64(epoch) + Int64(leapSecond) - Int64(offsetSeconds)) + milliseconds / 1000
+            Double(Int64(epoch) + Int64(leapSecond) - Int64(offsetSeconds)) + Double(milliseconds) / 1000
         // What the zone and the rounding make of it must be writable again in four digits of year.
         guard Self.range.contains(seconds) else { return nil }
         return Date(timeIntervalSince1970: seconds)

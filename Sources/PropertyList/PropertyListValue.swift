@@ -112,18 +112,22 @@ public enum PropertyListValue: Sendable, Hashable {
         return nil
     }
 
-    /// The value as an integer when it is one, or a real with no fraction that fits in 64 bits.
+    /// The value as an integer when it is one, or a real with no fraction below 2^53 either way.
     public var integerValue: Int64? {
         switch self {
         case .integer(let i): return i
         case .real(let r):
-            guard r.rounded() == r, r >= -9.223_372_036_854_775_808e18, r < 9.223_372_036_854_775_808e18 else {
-                return nil
-            }
+            // Only below 2^53, where every integer is a double of its own and no other number rounds to it: from it on
+            // a real may stand for several integers (9007199254740993.0 is read as 2^53), and which the client wrote
+            // cannot be told.
+            guard r.rounded() == r, abs(r) < Self.exactIntegerBound else { return nil }
             return Int64(r)
         default: return nil
         }
     }
+
+    /// 2^53: below it every integer is a double, and only the one integer reads as it.
+    public static let exactIntegerBound = 9_007_199_254_740_992.0
 
     /// The value as a double when it is a number.
     public var doubleValue: Double? {

@@ -125,6 +125,36 @@ struct JSONCodecTests {
         }
     }
 
+    /// Fractions of a second are rounded half up to milliseconds on their decimal digits (summing them as doubles
+    /// rounded some halves down).
+    @Test func fractionsOfASecondRoundHalfUpToMilliseconds() throws {
+        func milliseconds(_ fraction: String) throws -> Int {
+            let date = try #require(ISO8601.date(from: "2026-11-21T22:12:20." + fraction + "Z"))
+            let seconds = try #require(ISO8601.date(from: "2026-11-21T22:12:20Z"))
+            return Int((date.timeIntervalSince(seconds) * 1000).rounded())
+        }
+        for fourth in 0..<10_000 {
+            let text = String(String(fourth).reversed()).padding(toLength: 4, withPad: "0", startingAt: 0)
+            let digits = String(text.reversed())
+            let expected = fourth / 10 + (fourth % 10 >= 5 ? 1 : 0)
+            #expect(try milliseconds(digits) == expected, "\(digits)")
+        }
+        #expect(try milliseconds("5") == 500)
+        #expect(try milliseconds("12") == 120)
+        #expect(try milliseconds("12349999") == 123)
+    }
+
+    /// A real is an integer only below 2^53, where each integer has a double of its own.
+    @Test func realsAreIntegersOnlyWhereExact() throws {
+        #expect(PropertyListValue.real(9_007_199_254_740_991).integerValue == 9_007_199_254_740_991)
+        #expect(PropertyListValue.real(-9_007_199_254_740_991).integerValue == -9_007_199_254_740_991)
+        #expect(PropertyListValue.real(9_007_199_254_740_992).integerValue == nil)
+        #expect(try PropertyListValue(jsonString: "9007199254740993.0").integerValue == nil)
+        #expect(try PropertyListValue(jsonString: "4611686018427387904.5").integerValue == nil)
+        #expect(PropertyListValue.real(1.5).integerValue == nil)
+        #expect(PropertyListValue.real(42).integerValue == 42)
+    }
+
     /// Every date read can be written and read back: the years 0000–9999 after the zone and the rounding.
     @Test func datesStayWithinFourDigitYears() throws {
         for text in ["9999-12-31T23:59:59.9999Z", "0000-01-01T00:00:00+01:00", "9999-12-31T23:00:00-01:00"] {
