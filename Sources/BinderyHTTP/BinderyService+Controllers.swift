@@ -219,8 +219,11 @@ extension BinderyService {
             throw typeMismatch("selectedObjects", "an array of references [{\"$ref\": \"Entity/id\"}]")
         }
         return try elements.map { element in
-            guard let text = element["$ref"]?.stringValue ?? element.stringValue, let id = ObjectID(reference: text)
-            else { throw typeMismatch("selectedObjects", "an array of references [{\"$ref\": \"Entity/id\"}]") }
+            // A reference is `{"$ref"}` alone (API.md §1: no other `$` key, and nothing else beside it).
+            let reference = element.dictionaryValue?.count == 1 ? element["$ref"]?.stringValue : element.stringValue
+            guard let text = reference, let id = ObjectID(reference: text) else {
+                throw typeMismatch("selectedObjects", "an array of references [{\"$ref\": \"Entity/id\"}]")
+            }
             return id
         }
     }

@@ -183,7 +183,9 @@ extension BinderyService {
         let keyPath = request.keyPath("keyPath")
         let index = try nonNegativeInteger(request.request.queryValue("index"), name: "index")
         let body = try request.jsonBody()
-        guard case .string(let reference)? = body["$ref"], let element = ObjectID(reference: reference) else {
+        guard body.dictionaryValue?.count == 1, case .string(let reference)? = body["$ref"],
+            let element = ObjectID(reference: reference)
+        else {
             throw APIError(
                 status: 422, code: "type-mismatch", message: "The body must be a reference: {\"$ref\": \"Entity/id\"}.")
         }

@@ -101,6 +101,10 @@ struct ControllerRoutesTests {
                 "PUT", "/controllers/employees/selectedObjects", json: #"[{"$ref": "Employee/99999"}]"#)
             #expect(missing.errorCode == "no-such-object")
             #expect(try client.request("GET", "/controllers/employees/selectedObjects").json == objects.json)
+            let extra = try client.request(
+                "PUT", "/controllers/employees/selectedObjects", json: #"[{"$ref": "Employee/1", "x": 1}]"#)
+            #expect(extra.errorCode == "type-mismatch")
+            #expect(try client.request("GET", "/controllers/employees/selectedObjects").json == objects.json)
             let other = try client.request(
                 "PUT", "/controllers/employees/selectedObjects",
                 json: #"[{"$ref": "Employee/1"}, {"$ref": "Employee/18"}]"#)

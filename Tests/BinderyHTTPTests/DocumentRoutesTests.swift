@@ -453,6 +453,11 @@ struct DocumentRoutesTests {
             let unknownKey = try client.request(
                 "PUT", "/store", json: #"{"objects": [{"$id": "Department/1", "x": 1}]}"#)
             #expect(unknownKey.status == 422)
+            // A snapshot's `$version` is no key of an import either.
+            let version = try client.request(
+                "PUT", "/store", json: #"{"objects": [{"$id": "Department/1", "name": "A", "$version": 9}]}"#)
+            #expect(version.status == 422)
+            #expect(version.json?["error"]?["cause"] == "undefined-key")
             // A key beside `objects` that is not an export's `seq` (a misspelling) is refused, not dropped.
             let extra = try client.request("PUT", "/store", json: #"{"objects": [], "objcts": [], "seq": 1}"#)
             #expect(extra.status == 422)

@@ -642,6 +642,11 @@ struct ObjectRoutesTests {
             #expect(refused.status == 422)
             #expect(try client.request("GET", "/objects/Department/5/employees").json == [["$ref": "Employee/4"]])
             #expect(try client.request("POST", "/objects/Department/5/employees", json: "{}").status == 422)
+            // A reference is `{"$ref"}` alone: nothing beside it (API.md §1).
+            let extra = try client.request(
+                "POST", "/objects/Employee/1/directReports", json: #"{"$ref": "Employee/7", "$x": 1}"#)
+            #expect(extra.status == 422)
+            #expect(try client.request("GET", "/objects/Employee/7/manager").json == PropertyListValue.null)
             #expect(try client.request("DELETE", "/objects/Department/5/employees/9").status == 422)
         }
     }

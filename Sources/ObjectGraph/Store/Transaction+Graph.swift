@@ -15,8 +15,11 @@ extension Transaction {
     /// values, in any order) changes nothing: no change is recorded and the versions stay, as a `PUT` of an
     /// attribute's own value does nothing. The listing order is left as it is then: it is insertion order, not part
     /// of the graph (an undone delete's object comes back at the end of its entity's listing, and restoring an export
-    /// taken before the delete is no change).
-    public func replaceGraph(with graph: PropertyListValue, unlessIdentical: Bool = false) throws(ObjectGraphError) {
+    /// taken before the delete is no change). An object's `$version` is an undefined key but in a snapshot
+    /// (`keepingVersions`, for `restore(snapshot:)`).
+    public func replaceGraph(
+        with graph: PropertyListValue, unlessIdentical: Bool = false, keepingVersions: Bool = false
+    ) throws(ObjectGraphError) {
         let objects = try Self.objectList(graph)
         let old: PropertyListValue = ["objects": .array(state.exportObjects())]
         let oldLastAssignedID = state.lastAssignedID
@@ -26,7 +29,7 @@ extension Transaction {
         state.tables = state.emptyTables()
         recording = false
         defer { recording = true }
-        try load(objects)
+        try load(objects, keepingVersions: keepingVersions)
         let new: PropertyListValue = ["objects": .array(state.exportObjects())]
         let oldTables = Self.oldTables(of: steps[resetStep])
         let (unchanged, changedProperties) = compare(old: old, new: new, oldTables: oldTables)
@@ -92,7 +95,7 @@ extension Transaction {
         guard case .integer(let seq) = snapshot["seq"], seq >= 0 else {
             throw ChangeRecord.bad("a snapshot needs a non-negative \"seq\".")
         }
-        try replaceGraph(with: snapshot)
+        try replaceGraph(with: snapshot, keepingVersions: true)
         for object in try Self.objectList(snapshot) {
             guard let text = object["$id"]?.stringValue, let id = ObjectID(reference: text),
                 case .integer(let version) = object["$version"]
@@ -115,7 +118,9 @@ extension Transaction {
     /// thrown before any relationship is set: a relationship error would hide them, and cardinalities checked
     /// before would report every one as missing.
     @discardableResult
-    private func load(_ objects: [PropertyListValue]) throws(ObjectGraphError) -> [ObjectID] {
+    private func load(
+        _ objects: [PropertyListValue], keepingVersions: Bool = false
+    ) throws(ObjectGraphError) -> [ObjectID] {
         var created: [(ObjectHandle, [String: PropertyListValue])] = []
         var invalid: [ObjectGraphError] = []
         created.reserveCapacity(objects.count)
@@ -142,7 +147,7 @@ extension Transaction {
             let entity = state.model.entities[try state.model.entityIndex(id.entity)]
             var attributes: [String: PropertyListValue] = [:]
             var relationships: [String: PropertyListValue] = [:]
-            for (key, value) in values where key != "$id" && key != "$version" {
+            for (key, value) in values where key != "$id" && (key != "$version" || !keepingVersions) {
                 switch entity.properties[key] {
                 case .attribute: attributes[key] = value
                 case .relationship: relationships[key] = value
