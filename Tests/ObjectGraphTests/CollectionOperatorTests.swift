@@ -106,6 +106,20 @@ struct CollectionOperatorTests {
         #expect(try store.json("people.@avg.weight", of: "Group/g") == .real(150.5 / 3))
     }
 
+    /// A mean is answered when the sum of the terms overflows a double though the mean does not (it read as null,
+    /// which is also the mean of nothing); the sum itself cannot be written, and is null.
+    @Test func averageOfHugeRealsIsFinite() throws {
+        let store = try store()
+        try store.transaction { tx in
+            for id in ["tom", "dick", "harry"] {
+                try tx.setValue(
+                    .real(1.7976931348623157e308), forKeyPath: "weight",
+                    of: try #require(ObjectID(reference: "Person/\(id)")))
+            }
+        }
+        #expect(try store.json("people.@avg.weight", of: "Group/g") == .real(1.7976931348623157e308))
+    }
+
     @Test func unionsOfObjects() throws {
         let store = try store()
         #expect(try store.json("people.@unionOfObjects.age", of: "Group/g") == [27, 31, 47])

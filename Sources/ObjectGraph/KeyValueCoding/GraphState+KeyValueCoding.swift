@@ -158,7 +158,18 @@ extension GraphState {
             return .value(try sum(values, op))
         case .avg:
             guard !elements.isEmpty, let total = try sum(values, op).doubleValue else { return .null }
-            return .value(.real(total / Double(elements.count)))
+            let count = Double(elements.count)
+            if total.isFinite { return .value(.real(total / count)) }
+            // The sum overflowed, but a mean of finite terms lies between them: the sum of each term's share (the
+            // terms are numbers, booleans and nulls: `sum` checked them), which can still round past the largest
+            // double when the mean is within rounding of it.
+            let mean = values.reduce(0.0) { mean, value in
+                guard case .value(let term) = value else { return mean }
+                return mean + (term.doubleValue ?? (term.boolValue == true ? 1 : 0)) / count
+            }
+            return .value(
+                .real(mean.isFinite ? mean : mean.sign == .minus ? -.greatestFiniteMagnitude : .greatestFiniteMagnitude)
+            )
         case .min, .max:
             return try extreme(values, op)
         case .unionOfObjects:
