@@ -32,6 +32,47 @@ struct PersistenceTests {
         }
     }
 
+    /// A model tightened since the data was written (a `maxLength` the stored names break) does not stop a start
+    /// after a crash: the journal's records are applied as committed, as a snapshot's objects are (the journal's
+    /// replay checked them against the new model and refused to start), and the constraint holds for new changes.
+    @Test func journalReplayUnderATightenedModelKeepsEveryAcknowledgedChange() throws {
+        try withTemporaryDirectory { path in
+            let fixture = path + "-fixture"
+            try FileManager.default.copyItem(atPath: employeesFixture, toPath: fixture)
+            defer { try? FileManager.default.removeItem(atPath: fixture) }
+            let document = try openDocument(path, fsync: .always)
+            try document.set(99_000, "salary", of: "Employee/3")
+            var graph = document.store.read { $0.exportGraph() }
+            graph = .dictionary(
+                graph.dictionaryValue!.merging(
+                    [
+                        "objects": .array(
+                            graph["objects"]!.arrayValue!.map { object in
+                                guard object["$id"] == "Employee/4" else { return object }
+                                return .dictionary(object.dictionaryValue!.merging(["salary": 1]) { $1 })
+                            })
+                    ]) { $1 })
+            try document.transaction { try $0.replaceGraph(with: graph, unlessIdentical: true) }
+            let crashed = try crashCopy(of: path)
+            defer { try? FileManager.default.removeItem(atPath: crashed) }
+            let model = fixture + "/model.json"
+            let text = try String(contentsOfFile: model, encoding: .utf8)
+            let tightened = text.replacingOccurrences(
+                of: #""firstName": {"type": "string", "required": true}"#,
+                with: #""firstName": {"type": "string", "required": true, "maxLength": 3}"#)
+            #expect(tightened != text)
+            try tightened.write(toFile: model, atomically: true, encoding: .utf8)
+            let recovered = try Document(fixtureDirectory: fixture, dataDirectory: crashed)
+            defer { recovered.close() }
+            #expect(try recovered.value("salary", of: "Employee/3") == 99_000)
+            #expect(try recovered.value("salary", of: "Employee/4") == 1)
+            let refused = #expect(throws: ObjectGraphError.self) {
+                try recovered.set("Stephen", "firstName", of: "Employee/3")
+            }
+            #expect(refused?.status == 422)
+        }
+    }
+
     @Test func seqOnlyCommitsAreJournaledButEditNothing() throws {
         try withTemporaryDirectory { path in
             let document = try openDocument(path, fsync: .always)

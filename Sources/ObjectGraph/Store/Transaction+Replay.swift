@@ -1,11 +1,12 @@
 import PropertyList
 
 /// Replaying a recorded change exactly as it was made (journal recovery): no inverse maintenance, since the record
-/// holds both sides of every relationship change, and no defaults.
+/// holds both sides of every relationship change, no defaults, and no check of the model's constraints (the change
+/// was valid when committed; see `ObjectStore.apply`).
 extension Transaction {
     func replay(_ change: Change) throws(ObjectGraphError) {
         if change.kind == .reset {
-            try replaceGraph(with: change.new ?? ["objects": []])
+            try replaceGraph(with: change.new ?? ["objects": []], checkingConstraints: false)
             return
         }
         guard let target = change.target else {
