@@ -43,13 +43,17 @@ extension PropertyListValue {
             throw JSONDecodingError(
                 message: "arrays and objects nested more than \(maximumDepth) levels deep", line: line, column: column)
         } catch {
-            // A bad tag or text: placed at the `{` or `[` that holds it.
+            // A bad tag or text: placed at the `{` or `[` that holds it, or at the value itself at the root (a string).
             var placed = error
-            if let failed = walk.failedContainer,
-                let offset = Self.firstOpening(in: bytes, where: { _, container in container == failed })
-            {
-                (placed.line, placed.column) = Self.lineAndColumn(of: offset, in: bytes)
-            }
+            let offset =
+                if let failed = walk.failedContainer {
+                    Self.firstOpening(in: bytes, where: { _, container in container == failed })
+                } else {
+                    bytes.firstIndex { !" \t\r\n".utf8.contains($0) }.map {
+                        bytes.distance(from: bytes.startIndex, to: $0)
+                    }
+                }
+            (placed.line, placed.column) = offset.map { Self.lineAndColumn(of: $0, in: bytes) } ?? (1, 1)
             throw placed
         }
     }

@@ -216,6 +216,20 @@ struct PredicateEvaluationTests {
         #expect(try evaluate("text LIKE '\(withAny)'", near))
     }
 
+    /// A `CONTAINS` whose byte matches split characters at every place stays linear (searching again after each
+    /// refused match took the product of the lengths: 10 s for a 360 KB body), and a `LIKE` segment with `?` that
+    /// fails at its first byte everywhere is cheap, not refused.
+    @Test func refusedMatchesAndCheapTriesStayLinear() throws {
+        let subject = KeyValue.value([
+            "text": .string(String(repeating: "q\u{308}", count: 20_000)),
+            "part": .string(String(repeating: "q\u{308}", count: 2_000) + "q"),
+            "xs": .string(String(repeating: "x", count: 30_000)),
+        ])
+        #expect(try !evaluate("text CONTAINS part", subject))
+        #expect(try !evaluate("xs LIKE '*?\(String(repeating: "y", count: 200))*'", subject))
+        #expect(try evaluate("xs LIKE '*?\(String(repeating: "x", count: 200))*'", subject))
+    }
+
     /// Non-ASCII `CONTAINS` compares composed forms and never splits a character.
     @Test func containsNeverSplitsACharacter() throws {
         #expect(try evaluate("'caf\u{E9}' CONTAINS 'e\u{301}'", .null))

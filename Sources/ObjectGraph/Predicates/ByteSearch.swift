@@ -8,18 +8,22 @@ enum ByteSearch {
 
     /// The offset of the first occurrence of `needle` (not empty) in `haystack`, or nil.
     static func firstOffset(of needle: UnsafeBufferPointer<UInt8>, in haystack: UnsafeBufferPointer<UInt8>) -> Int? {
+        firstOffset(of: needle, in: haystack) { _ in true }
+    }
+
+    /// The offset of the first occurrence of `needle` (not empty) in `haystack` that `accept` takes, or nil: it is
+    /// asked about each occurrence in order, overlapping ones too. One pass, linear however many it refuses.
+    static func firstOffset(
+        of needle: UnsafeBufferPointer<UInt8>, in haystack: UnsafeBufferPointer<UInt8>, where accept: (Int) -> Bool
+    ) -> Int? {
         let n = needle.count
         guard n > 0, haystack.count >= n else { return nil }
         if n <= shortNeedle {
             let first = needle[0]
-            var start = 0
-            while start <= haystack.count - n {
-                if haystack[start] == first {
-                    var offset = 1
-                    while offset < n, haystack[start + offset] == needle[offset] { offset += 1 }
-                    if offset == n { return start }
-                }
-                start += 1
+            for start in 0...(haystack.count - n) where haystack[start] == first {
+                var offset = 1
+                while offset < n, haystack[start + offset] == needle[offset] { offset += 1 }
+                if offset == n, accept(start) { return start }
             }
             return nil
         }
@@ -35,7 +39,10 @@ enum ByteSearch {
         for (index, byte) in haystack.enumerated() {
             while matched > 0, byte != needle[matched] { matched = failure[matched - 1] }
             if byte == needle[matched] { matched += 1 }
-            if matched == n { return index - n + 1 }
+            if matched == n {
+                if accept(index - n + 1) { return index - n + 1 }
+                matched = failure[n - 1]
+            }
         }
         return nil
     }

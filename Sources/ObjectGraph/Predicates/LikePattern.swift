@@ -48,7 +48,8 @@ struct LikePattern: Sendable, Hashable {
         self.segments = segments
     }
 
-    /// Failed tries a match may take before it throws: a million, plus a hundred per byte of the string.
+    /// The work failed tries may take before a match throws, in bytes compared (and one per try): a million, plus a
+    /// hundred per byte of the string.
     static func stepAllowance(for length: Int) -> Int { 1_000_000 + 100 * length }
 
     /// Whether the whole of `string` matches; throws `LimitReached` when that could not be decided within the bound.
@@ -65,11 +66,13 @@ struct LikePattern: Sendable, Hashable {
         .LimitReached) -> Bool
     {
         guard let first = segments.first, let last = segments.last else { return text.isEmpty }
-        guard let afterFirst = Self.match(first, in: text, at: 0) else { return false }
+        var compared = 0  // (anchored matches are linear: not counted)
+        guard case .matched(let afterFirst) = Self.match(first, in: text, at: 0, upTo: text.count, &compared)
+        else { return false }
         if segments.count == 1 { return afterFirst == text.count }
         // The last segment takes as many scalars as it has pieces' scalars, counted back from the end.
         guard let lastStart = Self.start(of: last, endingAt: text.count, in: text), lastStart >= afterFirst,
-            Self.match(last, in: text, at: lastStart) == text.count
+            case .matched(text.count) = Self.match(last, in: text, at: lastStart, upTo: text.count, &compared)
         else { return false }
         var position = afterFirst
         for segment in segments.dropFirst().dropLast() where !segment.isEmpty {
@@ -80,23 +83,35 @@ struct LikePattern: Sendable, Hashable {
         return true
     }
 
-    /// The end of `segment` matched at `position` of `text`, or nil.
-    private static func match(_ segment: [Piece], in text: UnsafeBufferPointer<UInt8>, at position: Int) -> Int? {
+    private enum Outcome: Equatable {
+        case matched(end: Int)
+        case mismatched
+        /// The segment would end past the end given: so would it at any later place.
+        case pastTheEnd
+    }
+
+    /// `segment` matched at `position` of `text`, using no byte from `end` on (a scalar boundary); adds the bytes
+    /// it compared to `compared`.
+    private static func match(
+        _ segment: [Piece], in text: UnsafeBufferPointer<UInt8>, at position: Int, upTo end: Int,
+        _ compared: inout Int
+    ) -> Outcome {
         var position = position
         for piece in segment {
             switch piece {
             case .bytes(let bytes):
-                guard text.count - position >= bytes.count,
-                    bytes.withUnsafeBufferPointer({ memcmp(text.baseAddress! + position, $0.baseAddress!, $0.count) })
-                        == 0
-                else { return nil }
+                guard end - position >= bytes.count else { return .pastTheEnd }
+                var offset = 0
+                while offset < bytes.count, text[position + offset] == bytes[offset] { offset += 1 }
+                compared += offset + 1
+                guard offset == bytes.count else { return .mismatched }
                 position += bytes.count
             case .any:
-                guard position < text.count else { return nil }
+                guard position < end else { return .pastTheEnd }
                 position = nextScalar(after: position, in: text)
             }
         }
-        return position
+        return .matched(end: position)
     }
 
     /// The end of the first match of `segment` in `text` starting at or after `position` and ending at or before
@@ -105,10 +120,6 @@ struct LikePattern: Sendable, Hashable {
         of segment: [Piece], in text: UnsafeBufferPointer<UInt8>, from position: Int, before limit: Int,
         _ steps: inout Steps
     ) throws(RegularExpression.LimitReached) -> Int? {
-        // What a failed try may have compared (for the bound).
-        let length = segment.reduce(0) { sum, piece in
-            if case .bytes(let bytes) = piece { sum + bytes.count } else { sum + 4 }
-        }
         var candidate = position
         while candidate < limit {
             if case .bytes(let lead) = segment[0] {
@@ -120,11 +131,12 @@ struct LikePattern: Sendable, Hashable {
                 candidate += found
                 if segment.count == 1 { return candidate + lead.count }
             }
-            if let end = match(segment, in: text, at: candidate) {
-                // A later place would end later still: the segment matches a fixed number of scalars.
-                return end <= limit ? end : nil
+            var compared = 0
+            switch match(segment, in: text, at: candidate, upTo: limit, &compared) {
+            case .matched(let end): return end
+            case .pastTheEnd: return nil  // (the segment matches a fixed number of scalars)
+            case .mismatched: try steps.take(compared)
             }
-            try steps.take(length)
             candidate = nextScalar(after: candidate, in: text)
         }
         return nil
@@ -153,8 +165,8 @@ struct LikePattern: Sendable, Hashable {
         return next
     }
 
-    /// The failed tries of one match, drawn also on a `RegularExpression.withTotalLimit` run's allowance (one of
-    /// its reports per 10,000 tries, as ICU reports every 10,000 steps).
+    /// The work of one match's failed tries, drawn also on a `RegularExpression.withTotalLimit` run's allowance (one
+    /// of its reports per 10,000 steps, as ICU reports every 10,000 of its steps).
     private struct Steps {
         let allowance: Int
         var taken = 0

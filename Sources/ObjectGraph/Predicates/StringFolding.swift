@@ -54,22 +54,23 @@ enum StringFolding {
     /// `-rangeOfString:`. ASCII compares byte for byte; other text in its composed form (NFC), so that canonically
     /// equivalent spellings match, and only where the match begins and ends on characters' boundaries, so that it
     /// never splits a character (`e` does not occur in `e` and a combining accent that has no composed form).
-    /// Linear in both lengths (`ByteSearch`), but for matches that split characters.
+    /// Linear in both lengths: one `ByteSearch` pass, which goes on past matches that split characters.
     static func contains(_ haystack: String, _ needle: String) -> Bool {
         guard !needle.isEmpty else { return false }
-        if isASCII(haystack), isASCII(needle) { return firstOffset(of: needle, in: haystack, from: 0) != nil }
-        let haystack = composed(haystack)
-        let needle = composed(needle)
-        let length = needle.utf8.count
+        let ascii = isASCII(haystack) && isASCII(needle)
+        var haystack = ascii ? haystack : composed(haystack)
+        var needle = ascii ? needle : composed(needle)
         var boundaries: Set<Int>?
-        var from = 0
-        while let found = firstOffset(of: needle, in: haystack, from: from) {
-            let characterStarts = boundaries ?? characterBoundaries(haystack)
-            boundaries = characterStarts
-            if characterStarts.contains(found), characterStarts.contains(found + length) { return true }
-            from = found + 1
+        return haystack.withUTF8 { h in
+            needle.withUTF8 { n in
+                ByteSearch.firstOffset(of: n, in: h) { found in
+                    if ascii { return true }
+                    let characterStarts = boundaries ?? characterBoundaries(h)
+                    boundaries = characterStarts
+                    return characterStarts.contains(found) && characterStarts.contains(found + n.count)
+                }
+            } != nil
         }
-        return false
     }
 
     /// Whether `string` starts with `prefix` (`BEGINSWITH`); never for an empty prefix, as with `-hasPrefix:`.
@@ -96,25 +97,14 @@ enum StringFolding {
         string.utf8.allSatisfy { $0 < 0x80 }
     }
 
-    /// The UTF-8 offsets where the characters of `string` start, and its end.
-    private static func characterBoundaries(_ string: String) -> Set<Int> {
+    /// The UTF-8 offsets where the characters of the UTF-8 text `utf8` start, and its end.
+    private static func characterBoundaries(_ utf8: UnsafeBufferPointer<UInt8>) -> Set<Int> {
         var boundaries: Set<Int> = [0]
         var offset = 0
-        for character in string {
+        for character in String(decoding: utf8, as: UTF8.self) {
             offset += character.utf8.count
             boundaries.insert(offset)
         }
         return boundaries
-    }
-
-    /// The UTF-8 offset of the first occurrence of `needle`'s bytes in `haystack` at or after `from`, or nil.
-    private static func firstOffset(of needle: String, in haystack: String, from: Int) -> Int? {
-        var haystack = haystack
-        var needle = needle
-        return haystack.withUTF8 { h in
-            needle.withUTF8 { n in
-                ByteSearch.firstOffset(of: n, in: UnsafeBufferPointer(rebasing: h[from...])).map { $0 + from }
-            }
-        }
     }
 }
