@@ -230,9 +230,10 @@ public final class BinderyService: HTTPResponder {
     /// Makes `answer` on `slowAnswers`. A client that has closed its connection by the answer's turn (one that gave
     /// up waiting, or a burst of clients that never read) is not worked for: it is answered `499 client-gone`
     /// without the work, which it does not read. 499 is nginx's "client closed request": the outcome was the
-    /// client's, so `/metrics` counts it with the 4xx, not as a server error that would set off a 5xx alert. One still waiting when the server stops is answered `503
-    /// shutting-down` with `Retry-After` rather than made its answer: a few dozen exports queued one after another
-    /// would hold the stop far past a supervisor's patience (Docker's 10 s).
+    /// client's, so `/metrics` counts it with the 4xx, not as a server error that would set off a 5xx alert. One
+    /// still waiting when the server stops is answered `503 shutting-down` with `Retry-After` rather than made its
+    /// answer: a few dozen exports queued one after another would hold the stop far past a supervisor's patience
+    /// (Docker's 10 s).
     static func answeredOffRequestThreads(_ answer: @escaping @Sendable () -> HTTPResponse) -> HTTPHandlerResult {
         .suspend(
             HTTPSuspension(shutdownResponse: shuttingDown) { connection in

@@ -28,10 +28,4 @@ enum StreamSafeText {
         }
         return true
     }
-
-    /// `isStreamSafe(_:)` of a string's UTF-8.
-    static func isStreamSafe(_ text: String) -> Bool {
-        var text = text
-        return text.withUTF8 { isStreamSafe($0) }
-    }
 }
