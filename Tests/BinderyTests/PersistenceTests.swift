@@ -42,16 +42,11 @@ struct PersistenceTests {
             defer { try? FileManager.default.removeItem(atPath: fixture) }
             let document = try openDocument(path, fsync: .always)
             try document.set(99_000, "salary", of: "Employee/3")
-            var graph = document.store.read { $0.exportGraph() }
-            graph = .dictionary(
-                graph.dictionaryValue!.merging(
-                    [
-                        "objects": .array(
-                            graph["objects"]!.arrayValue!.map { object in
-                                guard object["$id"] == "Employee/4" else { return object }
-                                return .dictionary(object.dictionaryValue!.merging(["salary": 1]) { $1 })
-                            })
-                    ]) { $1 })
+            let objects = document.store.read { $0.exportGraph() }["objects"]!.arrayValue!.map { object in
+                guard object["$id"] == "Employee/4" else { return object }
+                return PropertyListValue.dictionary(object.dictionaryValue!.merging(["salary": 1]) { $1 })
+            }
+            let graph: PropertyListValue = ["objects": .array(objects)]
             try document.transaction { try $0.replaceGraph(with: graph, unlessIdentical: true) }
             let crashed = try crashCopy(of: path)
             defer { try? FileManager.default.removeItem(atPath: crashed) }
