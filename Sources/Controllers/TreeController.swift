@@ -158,13 +158,12 @@ final class TreeController: Controller {
                 }
             }
             if !contentChanged {
-                // As an array controller's: key paths through the nodes read objects outside the tree too.
-                if (touchesTree || (changesKeys && !roots.isEmpty)) && !needsRebuild {
-                    context.emit(self, .arrangedObjects)
-                }
+                // As an array controller's: key paths through the nodes read objects outside the tree too, and a
+                // rebuild that moves nothing (a sort key changed in place) still changed what they read.
+                if touchesTree || (changesKeys && !roots.isEmpty) { context.emit(self, .arrangedObjects) }
                 if rearranges { edits.forget(&placements) }
             }
-            if !needsRebuild && !selectionIndexPaths.isEmpty { context.emit(self, .selection) }
+            if !selectionIndexPaths.isEmpty { context.emit(self, .selection) }
         }
         guard case .record(let record) = cause else {
             if needsRebuild { rebuild(in: context) }

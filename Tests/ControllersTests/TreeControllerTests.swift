@@ -36,6 +36,25 @@ struct TreeControllerTests {
         #expect(!h.reported(.selection, of: "org"))
     }
 
+    /// A watched key (the sort key, with `automaticallyRearrangesObjects`) changed on the selected node without moving
+    /// it: the tree keeps its shape, but `selection` and `arrangedObjects` (read through by `selection.lastName`,
+    /// `arrangedObjects.lastName`) changed, and are reported as an array controller reports them.
+    @Test func tree_watchedKeyChangeThatMovesNothing_reportsSelectionAndArrangedObjects() throws {
+        let h = try Harness()
+        try h.make([
+            "name": "org", "kind": "tree", "content": "Employee", "filterPredicate": "manager == nil",
+            "childrenKeyPath": "directReports", "sortDescriptors": [["key": "lastName"]],
+            "automaticallyRearrangesObjects": true,
+        ])
+        try h.registry.setSelectionIndexPaths([[0, 0]], controller: "org")
+        h.clearReports()
+        try h.set("lastName", of: "Employee/bob", to: "Bell")
+        #expect(try objectAt(h, [0, 0]) == ref("Employee/bob"))
+        #expect(try h.value("selection.lastName", of: "org") == "Bell")
+        #expect(h.reported(.selection, of: "org"))
+        #expect(h.reported(.arrangedObjects, of: "org"))
+    }
+
     /// Children that lead back (every employee of Sales is a child of every other): an object is never its own
     /// child, nor a child of its descendants: 4 roots with 3, 3·2 and 3·2·1 descendants each, 64 nodes.
     @Test func tree_childrenThatLeadBack_objectNeverItsOwnChild() throws {
