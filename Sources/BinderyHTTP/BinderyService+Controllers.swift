@@ -51,10 +51,10 @@ extension BinderyService {
             return answer(.json(objects, seq: seq), whenDurable: seq, document: document)
         }
         router.add("PUT", "/controllers/:name/selection/*keyPath") { request in
-            let value = try controllers.setSelectionValue(
+            let (value, seq) = try controllers.setSelectionValue(
                 try request.jsonBody(), forKeyPath: request.keyPath("keyPath"),
                 controller: request.parameter("name"))
-            return .response(.json(value))
+            return .response(seq.map { .json(value, seq: $0) } ?? .json(value))
         }
         router.add("PUT", "/controllers/:name/selectionIndexes") { request in
             let name = request.parameter("name")

@@ -94,6 +94,8 @@ class Controller {
     }
     var canSelectNext: Bool { false }
     var canSelectPrevious: Bool { false }
+    /// Whether the selection proxy answers `MultipleValues` for any several selected objects.
+    var usesMultipleValuesMarker: Bool { options.alwaysUsesMultipleValuesMarker }
 
     // MARK: Content
 
@@ -219,12 +221,18 @@ class Controller {
     /// values (or any several with `alwaysUsesMultipleValuesMarker`): `MultipleValues`. Other errors (a malformed
     /// key path) are thrown. Cost: one compiled key-path evaluation per selected object, stopping at the first
     /// difference.
-    func selectionValue(_ keyPath: String, in view: ReadView, of objects: [ObjectID]? = nil) throws(ObjectGraphError)
-        -> SelectionValue
-    {
-        let selected = objects ?? selectedObjects
+    func selectionValue(_ keyPath: String, in view: ReadView) throws(ObjectGraphError) -> SelectionValue {
+        try Self.selectionValue(
+            keyPath, in: view, of: selectedObjects, alwaysUsesMultipleValuesMarker: usesMultipleValuesMarker)
+    }
+
+    /// `selectionValue(_:in:)` of `selected`, without a controller: for a transaction's view, where the registry's
+    /// lock is not held.
+    static func selectionValue(
+        _ keyPath: String, in view: ReadView, of selected: [ObjectID], alwaysUsesMultipleValuesMarker: Bool
+    ) throws(ObjectGraphError) -> SelectionValue {
         guard !selected.isEmpty else { return .marker(.noSelection) }
-        if selected.count > 1 && options.alwaysUsesMultipleValuesMarker { return .marker(.multipleValues) }
+        if selected.count > 1 && alwaysUsesMultipleValuesMarker { return .marker(.multipleValues) }
         var compiled: CompiledKeyPath?
         var first: KeyValue?
         do throws(ObjectGraphError) {

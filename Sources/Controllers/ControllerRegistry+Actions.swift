@@ -204,31 +204,33 @@ extension ControllerRegistry {
 
     /// `PUT /controllers/{name}/selection/{keyPath}`: sets the value on every selected object in one transaction;
     /// answers the key path's new value on the objects it was set on (also when the change moved them out of the
-    /// selection).
+    /// selection), as that transaction left it, and the seq of its change (nil when it changed nothing).
     @discardableResult
     public func setSelectionValue(_ value: PropertyListValue, forKeyPath keyPath: String, controller name: String)
-        throws -> PropertyListValue
+        throws -> (value: PropertyListValue, seq: Int64?)
     {
         try keepingAlive(name) {
-            let objects = try session { _, context -> [ObjectID] in
+            let (objects, usesMarker) = try session { _, context -> ([ObjectID], Bool) in
                 let controller = try context.controller(name)
                 guard controller.options.editable else { throw ObjectGraphError.notEditable(name) }
                 let objects = controller.selectedObjects
                 guard !objects.isEmpty else {
                     throw ObjectGraphError.actionDisabled("setValue", of: name, "nothing is selected.")
                 }
-                return objects
+                return (objects, controller.usesMultipleValuesMarker)
             }
-            let (_, record) = try transact(
-                .setValues(objects: objects, edits: [PendingEdit(keyPath: keyPath, value: value)]))
-            return try session(seq: record?.seq) { registry, context in
-                if let record, record.seq > registry.lastProcessedSeq {
-                    Self.process(record, registry: &registry, context: context)
-                }
-                let view = context.view
-                let controller = try context.controller(name)
-                return try controller.selectionValue(keyPath, in: view, of: objects.filter { view.contains($0) }).json
+            // Read in the transaction: a later read would show what other requests have written since.
+            var answer = PropertyListValue.null
+            let record = try transactionRunner { transaction in
+                _ = try ModelEdit.setValues(objects: objects, edits: [PendingEdit(keyPath: keyPath, value: value)])
+                    .apply(in: transaction)
+                let view = transaction.view
+                answer = try Controller.selectionValue(
+                    keyPath, in: view, of: objects.filter { view.contains($0) },
+                    alwaysUsesMultipleValuesMarker: usesMarker
+                ).json
             }
+            return (answer, record?.seq)
         }
     }
 

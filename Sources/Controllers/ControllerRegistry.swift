@@ -23,7 +23,7 @@ public final class ControllerRegistry: Sendable {
     public typealias TransactionRunner = @Sendable (_ body: (Transaction) throws -> Void) throws -> ChangeRecord?
 
     public let store: ObjectStore
-    private let transactionRunner: TransactionRunner
+    let transactionRunner: TransactionRunner
     private let appliesRecordsInBackground: Bool
     /// Controllers created at run time (`POST /controllers`) that may exist at once; declared ones do not count.
     /// Every controller follows every commit, so the limit bounds both memory and the work per commit.

@@ -33,9 +33,20 @@ final class ObjectController: Controller {
         options.editable && selectedObjects.count == 1 && holders.map { !$0.objects.isEmpty } ?? true
     }
 
+    /// Bound to a master's whole selection (`@employees.selection`): whether the master's selection proxy always
+    /// answers `MultipleValues` for several objects; this controller's selection is that proxy.
+    private var masterUsesMultipleValuesMarker = false
+
+    override var usesMultipleValuesMarker: Bool {
+        options.alwaysUsesMultipleValuesMarker || masterUsesMultipleValuesMarker
+    }
+
     override func resolveContent(in context: ControllerContext) -> (
         objects: [ObjectID], entity: String?, owner: RelationshipOwner?
     ) {
+        if case .selection(let master, nil) = description.content {
+            masterUsesMultipleValuesMarker = context.controllers[master]?.usesMultipleValuesMarker ?? false
+        }
         guard case .entity(let entity) = description.content else {
             holders = Self.holders(of: description.content, in: context)
             return super.resolveContent(in: context)

@@ -511,11 +511,36 @@ struct SetThroughSelectionTests {
         try h.select([1, 2])
         let seq = h.store.seq
         let answer = try h.registry.setSelectionValue(555, forKeyPath: "salary", controller: "e")
-        #expect(answer == 555)
-        #expect(h.store.seq == seq + 1)
+        #expect(answer.value == 555)
+        #expect(h.store.seq == seq + 1 && answer.seq == seq + 1)
         #expect(try h.json("salary", of: "Employee/bob") == 555)
         #expect(try h.json("salary", of: "Employee/cy") == 555)
         #expect(try h.json("salary", of: "Employee/ann") == 300)
+    }
+
+    /// Four clients setting one selected object's salary at once, each waiting a little after its commit (as for a
+    /// journal flush): each is answered the value it set, as its own transaction left it, not what another wrote
+    /// after it.
+    @Test func setSelectionValue_concurrentWriters_eachAnsweredItsOwnValue() throws {
+        let h = try Harness(afterTransaction: { usleep(200) })
+        try h.employees()
+        try h.select([1])
+        let mismatches = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 4) { writer in
+            for step in 0..<50 {
+                let salary = Int64(1_000 * (writer + 1) + step)
+                do {
+                    let answer = try h.registry.setSelectionValue(
+                        .integer(salary), forKeyPath: "salary", controller: "e")
+                    if answer.value != .integer(salary) {
+                        mismatches.withLock { $0.append("set \(salary), answered \(answer.value)") }
+                    }
+                } catch {
+                    mismatches.withLock { $0.append("set \(salary): \(error)") }
+                }
+            }
+        }
+        #expect(mismatches.withLock { $0 } == [])
     }
 
     @Test func setSelectionValue_invalidValue_changesNothing() throws {

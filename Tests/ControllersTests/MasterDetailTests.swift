@@ -39,6 +39,22 @@ struct MasterDetailTests {
         #expect(try h.value("selection.firstName", of: "person") == "Dee")
     }
 
+    /// The object controller's selection is its master's selection proxy: the master's
+    /// `alwaysUsesMultipleValuesMarker` holds there too (NSObjectController has no such option of its own).
+    @Test func objectController_boundToAMultipleSelection_takesTheMastersMultipleValuesMarker() throws {
+        let h = try Harness()
+        try h.employees("departments", content: "Department", sort: "name")
+        try h.employees(
+            "staff", content: "@departments.selection.employees", options: ["alwaysUsesMultipleValuesMarker": true])
+        try h.make(["name": "person", "kind": "object", "content": "@staff.selection"])
+        try h.select([2], "departments")
+        try h.select([0, 1], "staff")
+        #expect(try h.value("selection.department.name", of: "staff") == marker("MultipleValues"))
+        #expect(try h.value("selection.department.name", of: "person") == marker("MultipleValues"))
+        try h.select([0], "staff")
+        #expect(try h.value("selection.department.name", of: "person") == "Sales")
+    }
+
     @Test func detail_masterMultipleSelection_hasNoContent() throws {
         let h = try harness()
         try h.select([1, 2], "departments")

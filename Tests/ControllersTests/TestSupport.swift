@@ -40,11 +40,13 @@ final class Harness: Sendable {
     let changeLog = Log<ControllerChange>()
     let notificationLog = Log<String>()
 
-    /// `beforeTransaction` runs before each transaction the registry makes (with the registry), outside its lock.
+    /// `beforeTransaction` runs before each transaction the registry makes (with the registry), outside its lock;
+    /// `afterTransaction` after it, as the document's wait for the journal's flush does.
     init(
         objects: PropertyListValue = standardObjects,
         clock: @escaping @Sendable () -> Double = ControllerRegistry.uptime,
-        beforeTransaction: @escaping @Sendable (ControllerRegistry) -> Void = { _ in }
+        beforeTransaction: @escaping @Sendable (ControllerRegistry) -> Void = { _ in },
+        afterTransaction: @escaping @Sendable () -> Void = {}
     ) throws {
         let follower = Mutex<ControllerRegistry?>(nil)
         let model = try ObjectModel.check(
@@ -56,6 +58,7 @@ final class Harness: Sendable {
         self.store = store
         registry = ControllerRegistry(store: store, clock: clock) { body in
             if let registry = follower.withLock({ $0 }) { beforeTransaction(registry) }
+            defer { afterTransaction() }
             return try store.transaction(body).record
         }
         follower.withLock { $0 = registry }
