@@ -804,9 +804,8 @@
   // ---------------------------------------------------------------------------------------------
   // Pending edits dropped by another client's change
 
-  // The pending edits the page last showed, for whom. When they go while the page did nothing (another client
-  // moved or deleted the employee, or selected another department, and the server dropped them), the page says
-  // so. What the page itself does (a commit, a discard, a selection, a removal) clears it (see mutate).
+  // The pending edits the page last showed, for whom. When they go while the page did nothing and are not in the
+  // model (another client moved or deleted the employee and the server dropped them), the page says so. What the page itself does (a commit, a discard, a selection, a removal) clears it (see mutate).
   let pendingShown = null;
 
   const selectedIds = () => ((state.emp && state.emp.selectionIndexes) || []).map((i) => idOf(state.employees[i])).filter((x) => x);
@@ -833,7 +832,7 @@
     pendingShown = Object.keys(state.edits).length ? { ids: selectedIds(), dep, edits: state.edits } : null;
     if (!before || pendingShown) return; // there were none, or there still are
     if (before.dep !== dep) {
-      tellDropped(before, 'Another department was selected elsewhere');
+      explainDepartmentChange(before);
       return;
     }
     const arranged = new Set(state.employees.map(idOf));
@@ -841,22 +840,42 @@
     if (gone.length) explainGone(before, gone); // else committed or discarded elsewhere: shown as such
   }
 
+  // An object as the server has it now: null when it was deleted, undefined when that cannot be told.
+  async function readObject(id) {
+    try {
+      return (await api('GET', `/objects/${id.split('/').map(encodeURIComponent).join('/')}`)).data || {};
+    } catch (e) {
+      return e instanceof APIError && e.status === 404 ? null : undefined;
+    }
+  }
+  const holdsEdits = (object, edits) => Object.entries(edits).every(([k, v]) => sameJSON(object[k], v));
+
+  // Another client selected another department: the server commits pending edits first (as Cocoa commits before a
+  // selection change), so they are lost only when they are not in the model (dropped because the employee was
+  // moved or deleted meanwhile).
+  async function explainDepartmentChange(before) {
+    for (const id of before.ids) {
+      const object = await readObject(id);
+      if (object === undefined) return; // cannot tell
+      if (object === null || !holdsEdits(object, before.edits)) {
+        tellDropped(before, 'Another department was selected elsewhere');
+        return;
+      }
+    }
+  }
+
   // Why the employees the edits were for left the list: deleted, moved, or (their edits committed) filtered out.
   async function explainGone(before, gone) {
     const reasons = [];
     for (const id of gone) {
       const name = names.get(id) || id;
-      let object;
-      try {
-        object = (await api('GET', `/objects/${id.split('/').map(encodeURIComponent).join('/')}`)).data || {};
-      } catch (e) {
-        if (e instanceof APIError && e.status === 404) {
-          reasons.push(`${name} was deleted`);
-          continue;
-        }
-        return; // cannot tell
+      const object = await readObject(id);
+      if (object === undefined) return; // cannot tell
+      if (object === null) {
+        reasons.push(`${name} was deleted`);
+        continue;
       }
-      if (Object.entries(before.edits).every(([k, v]) => sameJSON(object[k], v))) continue; // committed: in the model
+      if (holdsEdits(object, before.edits)) continue; // committed: in the model
       const to = object.department && object.department.$ref;
       reasons.push(to && to !== before.dep ? `${name} was moved to ${describeTarget(to)}` : `${name} left the list`);
     }

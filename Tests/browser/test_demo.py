@@ -1373,18 +1373,37 @@ def test_a_refused_manager_change_marks_the_manager_field(page, server):
 
 def test_a_pending_edit_dropped_by_another_client_is_named(page, server):
     """Another client moves or deletes the employee whose edit is pending: the server drops the edit, and the page
-    says so (a commit elsewhere, which keeps the edit in the model, says nothing)."""
+    says so (a commit elsewhere, which keeps the edit in the model, says nothing; nor does another department
+    selected elsewhere, before which the server commits the edit)."""
     marketing = sorted(server.employees_of("Marketing"), key=lambda e: (e["lastName"], e["firstName"]))
     who = marketing[0]
     emp = page.controllers()["employees"]
+    dep = page.controllers()["departments"]
 
     def notice():
         shown = [n for n in page.b.find_elements(*hook("notice")) if n.is_displayed()]
         return shown[0].text if shown else ""
 
+    # Another department selected elsewhere: the edit is committed first, in the model, and nothing is said.
     page.select_department("Marketing", [full(e) for e in marketing])
     page.select_employee(full(who))
     salary = server.get(f"/objects/{who['$id']}/salary")
+    try:
+        page.type_into("salary", str(salary + 2))
+        page.field("salary").send_keys(Keys.TAB)
+        page.wait(lambda: page.edits() == {"salary": salary + 2})
+        departments = server.get(f"/controllers/{dep}/arrangedObjects/name")
+        other = next(i for i, name in enumerate(departments) if name != "Marketing")
+        assert server.request("PUT", f"/controllers/{dep}/selectionIndexes", [other])[0] == 200
+        page.wait(lambda: page.selected_department() == departments[other], timeout=LIVE)
+        assert server.get(f"/objects/{who['$id']}/salary") == salary + 2
+        time.sleep(1.5)
+        assert notice() == "" and "not saved" not in page.el("feed").text
+    finally:
+        server.put(f"/objects/{who['$id']}/salary", salary)
+
+    page.select_department("Marketing", [full(e) for e in marketing])
+    page.select_employee(full(who))
     try:
         # Committed elsewhere: nothing is lost, nothing said.
         page.type_into("salary", str(salary + 1))
