@@ -382,6 +382,28 @@ struct ObservingRoutesTests {
         }
     }
 
+    /// An event stream keeps its observer in use, and its end counts as the observer's last use: a client that
+    /// closes a stream after a quiet spell longer than the TTL finds the observer when it comes back within the TTL.
+    @Test func anObserverReadByAnEventStreamLivesOnAfterItsQuietSpell() throws {
+        try withService(observation: .init(observerTTL: 3)) { client in
+            let created = try client.request(
+                "POST", "/observers", json: #"{"target": "Employee/4", "keyPath": "salary", "options": ["new"]}"#)
+            let id = try #require(created.json?["id"]?.stringValue)
+            let socket = try client.connect()
+            try client.send(
+                Array("GET /observers/\(id)/changes HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n".utf8),
+                on: socket)
+            var received = ""
+            #expect(read(socket, until: "text/event-stream", into: &received))
+            usleep(3_500_000)
+            close(socket)
+            // The server has noticed the stream's end by now (its peek at abandoned connections runs every 2 s).
+            usleep(2_500_000)
+            let poll = try client.request("GET", "/observers/\(id)/changes?timeout=0")
+            #expect(poll.status == 200, "\(poll.text)")
+        }
+    }
+
     /// A HEAD of an event stream is its header alone: libmicrohttpd 0.9.75 would follow it with a chunked body's last
     /// chunk (`0\r\n\r\n`), which the client would read as the start of the next answer.
     @Test func aHeadOfAnEventStreamIsItsHeaderAlone() throws {

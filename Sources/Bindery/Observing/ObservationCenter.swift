@@ -389,7 +389,7 @@ public final class ObservationCenter: @unchecked Sendable {
 
     private func endSubscription(_ id: Int) {
         guard let subscriber = subscribers.removeValue(forKey: id) else { return }
-        if case .observer(let observerID) = subscriber.source { observers[observerID]?.activeWaiters -= 1 }
+        if case .observer(let observerID) = subscriber.source { release(observerID) }
         subscriber.close()
     }
 
@@ -608,8 +608,16 @@ public final class ObservationCenter: @unchecked Sendable {
 
     private func deliver(_ answer: PollAnswer, to id: Int, _ waiter: Waiter) {
         waiters[id] = nil
-        if case .observer(let observerID) = waiter.request.source { observers[observerID]?.activeWaiters -= 1 }
+        if case .observer(let observerID) = waiter.request.source { release(observerID) }
         waiter.deliver(answer)
+    }
+
+    /// A waiter or a stream of the observer ended: the observer was in use until now, so its idle time (for
+    /// `observerTTL`) starts now, not when it last had something to send.
+    private func release(_ observerID: String) {
+        guard let observer = observers[observerID] else { return }
+        observer.activeWaiters -= 1
+        observer.lastActivity = Self.now()
     }
 
     /// Answers the waiters that now have something: one pass per turn of the queue, and one answer (built and
