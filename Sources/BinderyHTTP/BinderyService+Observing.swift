@@ -170,8 +170,11 @@ extension BinderyService {
             return .response(eventStream(streamRequest, center: center))
         }
         let pollRequest = PollRequest(source: source, since: since, timeout: timeout)
+        // A poll still waiting when the server stops (one that came after the waiters were answered): with `since`
+        // nothing came after it; without, its `last` (the current seq) cannot be read off the observation queue, and
+        // no made-up one (0 would send the client back to the start): it retries.
         let emptyKey = if case .notifications = source { "notifications" } else { "changes" }
-        let shutdown = HTTPResponse.json([emptyKey: [], "last": .integer(since ?? 0)])
+        let shutdown = since.map { HTTPResponse.json([emptyKey: [], "last": .integer($0)]) } ?? shuttingDown
         return .suspend(
             HTTPSuspension(shutdownResponse: shutdown) { connection in
                 center.poll(pollRequest, isAbandoned: { connection.peerHasClosed }) { answer in

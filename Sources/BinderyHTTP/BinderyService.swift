@@ -251,7 +251,7 @@ public final class BinderyService: HTTPResponder {
             })
     }
 
-    private static let shuttingDown = HTTPResponse.error(
+    static let shuttingDown = HTTPResponse.error(
         APIError(
             status: 503, code: "shutting-down",
             message: "The server is stopping; this answer was not made. Retry once it is back.",

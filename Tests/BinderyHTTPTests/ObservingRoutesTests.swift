@@ -1,4 +1,5 @@
 import Bindery
+import BinderyHTTP
 import Foundation
 import HTTPServer
 import HTTPTestSupport
@@ -402,6 +403,31 @@ struct ObservingRoutesTests {
             let poll = try client.request("GET", "/observers/\(id)/changes?timeout=0")
             #expect(poll.status == 200, "\(poll.text)")
         }
+    }
+
+    /// A poll that comes while the server stops, after the waiting clients were answered: with `since` it is
+    /// answered as having nothing after it; without, there is no `last` it could be told (not `0`, which would send
+    /// the client back to the start), so it is told to retry.
+    @Test func aPollThatComesWhileTheServerStops_isToldNoMadeUpLast() throws {
+        let document = try Document(fixtureDirectory: packageRoot + "/Fixtures/employees")
+        let observations = ObservationCenter(document: document, queue: DispatchQueue(label: "test.observation"))
+        let server = HTTPServer(
+            configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 2),
+            responder: BinderyService(
+                configuration: .init(publicDirectory: packageRoot + "/Public", corsOrigin: "*"), document: document,
+                observations: observations))
+        try server.start()
+        let client = TestHTTPClient(port: try #require(server.port))
+        #expect(try client.request("PUT", "/objects/Employee/4/salary", json: "1").status == 200)
+        observations.answerAllWaiters()
+        let withoutSince = background { try client.request("GET", "/changes?timeout=20") }
+        let withSince = background { try client.request("GET", "/changes?since=2&timeout=20") }
+        usleep(300_000)
+        server.stop()
+        let answer = try withoutSince()
+        #expect(answer.status == 503 && answer.errorCode == "shutting-down", "\(answer.text)")
+        #expect(answer.header("Retry-After") == "1")
+        #expect(try withSince().json?["last"] == 2)
     }
 
     /// A HEAD of an event stream is its header alone: libmicrohttpd 0.9.75 would follow it with a chunked body's last
