@@ -104,7 +104,7 @@ struct ServeCommand: ParsableCommand {
             observations: observations)
         if let error = service.setupError {
             FileHandle.standardError.write(Data("bindery: \(error.message)\n".utf8))
-            document.close()
+            document.closeUnserved()
             throw ExitCode.failure
         }
         if StaticFiles(root: publicDirectory) == nil {
@@ -119,7 +119,12 @@ struct ServeCommand: ParsableCommand {
             responder: service)
         Self.raiseOpenFileLimit()
         MemoryTrim.start()
-        try server.start()
+        do {
+            try server.start()
+        } catch {
+            document.closeUnserved()
+            throw error
+        }
         try ShutdownSignal.install {
             // On the signal's own thread, never on the main queue: the main queue is the observation queue, request
             // threads wait on it (`ObservationCenter` answers them synchronously there), and stopping the server

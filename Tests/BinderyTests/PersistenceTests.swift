@@ -900,6 +900,38 @@ struct PersistenceTests {
         }
     }
 
+    /// A start refused after the document opened (a controllers file the service cannot use, a port in use) leaves
+    /// a directory it seeded as it found it, so the next start seeds it again from the fixture as it is then (fixed
+    /// meanwhile); once a change was committed, the document closes as usual and keeps it.
+    @Test func aStartRefusedAfterSeedingLeavesTheDirectoryAsItWas() throws {
+        try withTemporaryDirectory { root in
+            let fixture = root + "/fixture"
+            let data = root + "/data"
+            try FileManager.default.copyItem(atPath: employeesFixture, toPath: fixture)
+            func open() throws -> Document {
+                try Document(fixtureDirectory: fixture, dataDirectory: data, options: .init(fsync: .never))
+            }
+            do {
+                let refused = try open()
+                #expect(try refused.value("name", of: "Department/1") == "Engineering")
+                #expect(refused.closeUnserved())
+            }
+            #expect(try FileManager.default.contentsOfDirectory(atPath: data) == ["lock"])
+            let seed = try String(contentsOfFile: fixture + "/data.json", encoding: .utf8)
+            try seed.replacingOccurrences(of: "\"Engineering\"", with: "\"Edited\"")
+                .write(toFile: fixture + "/data.json", atomically: true, encoding: .utf8)
+            do {
+                let served = try open()
+                #expect(try served.value("name", of: "Department/1") == "Edited")
+                try served.set(7, "salary", of: "Employee/4")
+                #expect(served.closeUnserved())
+            }
+            let reopened = try open()
+            #expect(try reopened.value("salary", of: "Employee/4") == 7)
+            #expect(try reopened.value("name", of: "Department/1") == "Edited")
+        }
+    }
+
     /// Any file a run leaves (a clean close's marker, the saved defaults, the notification seqs) shows the directory
     /// was used: without its snapshot and journal it is refused, not seeded again with seqs starting over.
     @Test(arguments: ["closed-cleanly", "defaults.json", "notification-seqs", "saved-state"])

@@ -117,6 +117,13 @@ extension Document {
         return storage.close(store, uneditedContentSeq: uneditedContentSeq, report: options.report)
     }
 
+    /// Closes a document whose server never served (its start was refused after the document opened): a data
+    /// directory this run seeded is left as it was found, so the next start seeds it again; otherwise as `close()`.
+    @discardableResult
+    public func closeUnserved() -> Bool {
+        storage.closeUnserved(store, report: options.report)
+    }
+
     private func post(_ notification: DocumentNotification) {
         // Notification call site: the observing layer installs the handler (`setNotificationHandler`).
         notificationHandler.withLock { $0 }?.body(notification)

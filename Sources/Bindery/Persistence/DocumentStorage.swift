@@ -614,6 +614,37 @@ final class DocumentStorage: Sendable {
 
     // MARK: Closing
 
+    /// Closes the storage of a run that served nothing, its start refused after the storage opened (a controllers
+    /// file it cannot use, a port in use). When this run seeded the directory and nothing was committed since, what
+    /// the run wrote there is removed (under the lock), so the directory is as it was and the next start seeds it
+    /// again, from a fixture fixed meanwhile; otherwise as `close`.
+    func closeUnserved(_ store: ObjectStore, report: (String) -> Void) -> Bool {
+        guard let seededSeq, store.seq == seededSeq else {
+            return close(store, uneditedContentSeq: nil, report: report)
+        }
+        let closes = progress.withLock { progress in
+            defer { progress.isClosed = true }
+            return !progress.isClosed
+        }
+        guard closes else { return true }
+        segmentWatch.cancel()
+        _ = journal.close()
+        do throws(ObjectGraphError) {
+            try directory.checkInPlace()
+            for name in try FileIO.list(directory.path)
+            where DataDirectory.stateNames.contains(name) || name.hasSuffix(".tmp")
+                || name.hasPrefix("snapshot-") || name.hasPrefix("journal-")
+            {
+                unlink(directory.file(name))
+            }
+            try FileIO.syncDirectory(directory.path)
+            return true
+        } catch {
+            report("removing the store seeded by a start that was refused failed: \(error.message)")
+            return false
+        }
+    }
+
     /// Writes a last snapshot when the journal holds anything since the newest, then flushes and closes the journal.
     /// With `uneditedContentSeq` (the document is not edited: its content at that seq equals the saved state), and
     /// the journal not failed, records it in `saved-state` first. Idempotent; the directory's lock is released when
