@@ -45,9 +45,9 @@ extension BinderyService {
         }
         router.add("PUT", "/controllers/:name/selectedObjects") { request in
             let name = request.parameter("name")
-            try controllers.setSelectedObjects(try references(try request.jsonBody()), controller: name)
             // The same representation as the GET (the objects, not references).
-            let (objects, seq) = try controllers.selectedObjects(controller: name)
+            let (objects, seq) = try controllers.setSelectedObjects(
+                try references(try request.jsonBody()), controller: name)
             return answer(.json(objects, seq: seq), whenDurable: seq, document: document)
         }
         router.add("PUT", "/controllers/:name/selection/*keyPath") { request in
@@ -58,18 +58,19 @@ extension BinderyService {
         }
         router.add("PUT", "/controllers/:name/selectionIndexes") { request in
             let name = request.parameter("name")
-            try controllers.setSelectionIndexes(try indexes(try request.jsonBody()), controller: name)
-            return try read("selectionIndexes", of: name, controllers, document: document)
+            let (value, seq) = try controllers.setSelectionIndexes(
+                try indexes(try request.jsonBody()), controller: name)
+            return answer(.json(value, seq: seq), whenDurable: seq, document: document)
         }
         router.add("PUT", "/controllers/:name/selectionIndexPaths") { request in
             let name = request.parameter("name")
             guard case .array(let paths) = try request.jsonBody(), paths.allSatisfy({ $0.arrayValue != nil }) else {
                 throw typeMismatch("selectionIndexPaths", "an array of index paths, such as [[0], [0, 1]]")
             }
-            try controllers.setSelectionIndexPaths(
+            let (value, seq) = try controllers.setSelectionIndexPaths(
                 try paths.map { path throws(APIError) in try indexes(path, key: "selectionIndexPaths") },
                 controller: name)
-            return try read("selectionIndexPaths", of: name, controllers, document: document)
+            return answer(.json(value, seq: seq), whenDurable: seq, document: document)
         }
         router.add("PUT", "/controllers/:name/sortDescriptors") { request in
             let name = request.parameter("name")
@@ -86,8 +87,8 @@ extension BinderyService {
                     status: 422, code: "type-mismatch", message: error.message,
                     fields: error.fields.merging(["keyPath": "sortDescriptors"]) { $1 })
             }
-            try controllers.setSortDescriptors(descriptors, controller: name)
-            return try read("sortDescriptors", of: name, controllers, document: document)
+            let (value, seq) = try controllers.setSortDescriptors(descriptors, controller: name)
+            return answer(.json(value, seq: seq), whenDurable: seq, document: document)
         }
         router.add("PUT", "/controllers/:name/filterPredicate") { request in
             let name = request.parameter("name")
@@ -97,8 +98,8 @@ extension BinderyService {
             case .string(let format): predicate = try ObjectGraph.Predicate(format: format)
             default: throw typeMismatch("filterPredicate", "a predicate string or null")
             }
-            try controllers.setFilterPredicate(predicate, controller: name)
-            return try read("filterPredicate", of: name, controllers, document: document)
+            let (value, seq) = try controllers.setFilterPredicate(predicate, controller: name)
+            return answer(.json(value, seq: seq), whenDurable: seq, document: document)
         }
         router.add("GET", "/controllers/:name/edits") { request in
             .response(.json(try controllers.edits(controller: request.parameter("name"))))

@@ -28,9 +28,11 @@ extension ControllerRegistry {
     // MARK: Selection
 
     /// `PUT /controllers/{name}/selectionIndexes` (array and object controllers): out-of-range indexes are dropped, an
-    /// empty selection is kept.
+    /// empty selection is kept. Answers the new `selectionIndexes` and the store seq they reflect.
     @discardableResult
-    public func setSelectionIndexes(_ indexes: [Int], controller name: String) throws -> PropertyListValue {
+    public func setSelectionIndexes(_ indexes: [Int], controller name: String) throws -> (
+        value: PropertyListValue, seq: Int64
+    ) {
         let check = { (controller: Controller, _: ReadView) throws(ObjectGraphError) in
             if controller is TreeController {
                 throw ObjectGraphError.undefinedKey("selectionIndexes", entity: "Controller \(name)")
@@ -41,7 +43,8 @@ extension ControllerRegistry {
                 throw Self.fixedSelection("selectionIndexes")
             }
         }
-        return try changingSelection(name, checking: check) { controller, context in
+        return try changingSelection(name, checking: check, answering: Self.answering("selectionIndexes")) {
+            controller, context in
             (controller as? ArrayController)?.selectIndexes(indexes, in: context)
         }
     }
@@ -55,24 +58,29 @@ extension ControllerRegistry {
             fields: ["keyPath": .string(key)])
     }
 
-    /// `PUT /controllers/{name}/selectionIndexPaths` (tree controllers).
+    /// `PUT /controllers/{name}/selectionIndexPaths` (tree controllers); answers as `setSelectionIndexes`.
     @discardableResult
-    public func setSelectionIndexPaths(_ paths: [[Int]], controller name: String) throws -> PropertyListValue {
+    public func setSelectionIndexPaths(_ paths: [[Int]], controller name: String) throws -> (
+        value: PropertyListValue, seq: Int64
+    ) {
         let check = { (controller: Controller, _: ReadView) throws(ObjectGraphError) in
             guard controller is TreeController else {
                 throw ObjectGraphError.undefinedKey("selectionIndexPaths", entity: "Controller \(name)")
             }
         }
-        return try changingSelection(name, checking: check) { controller, context in
+        return try changingSelection(name, checking: check, answering: Self.answering("selectionIndexPaths")) {
+            controller, context in
             (controller as? TreeController)?.selectIndexPaths(paths, in: context)
         }
     }
 
     /// `PUT /controllers/{name}/selectedObjects`: selects those of `objects` that are arranged (as Cocoa's
     /// `setSelectedObjects:`, others are left out); an object that does not exist is 404 `no-such-object`, and
-    /// nothing changes.
+    /// nothing changes. Answers the selected objects in their JSON form, as `selectedObjects(controller:)`.
     @discardableResult
-    public func setSelectedObjects(_ objects: [ObjectID], controller name: String) throws -> PropertyListValue {
+    public func setSelectedObjects(_ objects: [ObjectID], controller name: String) throws -> (
+        value: PropertyListValue, seq: Int64
+    ) {
         let check = { (controller: Controller, view: ReadView) throws(ObjectGraphError) in
             if let missing = objects.first(where: { !view.contains($0) }) { throw .noSuchObject(missing) }
             if controller is ObjectController,
@@ -81,17 +89,20 @@ extension ControllerRegistry {
                 throw Self.fixedSelection("selectedObjects")
             }
         }
-        return try changingSelection(name, checking: check) { controller, context throws(ObjectGraphError) in
+        return try changingSelection(name, checking: check, answering: Self.answering("selectedObjects")) {
+            controller, context throws(ObjectGraphError) in
             try controller.setSelectedObjects(objects, in: context)
         }
     }
 
-    /// Commits pending edits, then changes the selection and lets details follow; answers the controller's state.
+    /// Commits pending edits, then changes the selection and lets details follow; answers what `answer` reads of the
+    /// controller as that change left it (a later read could show another client's change).
     /// `check` refuses the request before anything is committed (and again with the lock taken for the change).
-    private func changingSelection(
+    private func changingSelection<Answer: Sendable>(
         _ name: String, checking check: (Controller, ReadView) throws(ObjectGraphError) -> Void = { _, _ in },
+        answering answer: (Controller, ControllerContext) throws -> Answer,
         _ change: (Controller, ControllerContext) throws(ObjectGraphError) -> Void
-    ) throws -> PropertyListValue {
+    ) throws -> Answer {
         try keepingAlive(name) {
             try session { _, context in try check(try context.controller(name), context.view) }
             return try afterCommittingEdits(of: name) { registry, context in
@@ -99,20 +110,34 @@ extension ControllerRegistry {
                 try check(controller, context.view)
                 try change(controller, context)
                 Self.followMasters(registry, context: context)
-                return controller.state(in: context)
+                return try answer(controller, context)
             }
+        }
+    }
+
+    /// Reads `key` of a controller in a session's context as a `PUT` of it answers it (`selectedObjects`: the
+    /// objects' JSON form), with the store seq it reflects.
+    private static func answering(_ key: String) -> (Controller, ControllerContext) throws -> (
+        value: PropertyListValue, seq: Int64
+    ) {
+        { controller, context in
+            let view = context.view
+            guard key == "selectedObjects" else {
+                return (try controller.value(forKeyPath: key, in: context), view.seq)
+            }
+            return (.array(try controller.selectedObjects.map { try view.json(of: $0) }), view.seq)
         }
     }
 
     /// Commits the pending edits of `name` and its followers, then runs `change` in a session, unless edits came in
     /// meanwhile (another client's, after the commit was planned): they are committed first too, as many times as
     /// it takes (a few), rather than dropped by the change as edits of a selection that has gone.
-    private func afterCommittingEdits(
-        of name: String, _ change: (inout RegistryState, ControllerContext) throws -> PropertyListValue
-    ) throws -> PropertyListValue {
+    private func afterCommittingEdits<Answer: Sendable>(
+        of name: String, _ change: (inout RegistryState, ControllerContext) throws -> Answer
+    ) throws -> Answer {
         for attempt in 1...Self.commitAttempts {
             try commitEditsBeforeSelectionChange(name)
-            let answer = try session { registry, context -> PropertyListValue? in
+            let answer = try session { registry, context -> Answer? in
                 let editing = ([name] + Self.followers(of: name, in: registry)).contains {
                     registry.controllers[$0]?.isEditing == true
                 }
@@ -149,25 +174,26 @@ extension ControllerRegistry {
     // MARK: Arrangement
 
     /// `PUT /controllers/{name}/sortDescriptors`: re-arranges; keys that cannot be read on the content are refused.
+    /// Answers the new `sortDescriptors` and the store seq the arrangement reflects.
     @discardableResult
-    public func setSortDescriptors(_ descriptors: [SortDescriptor], controller name: String) throws
-        -> PropertyListValue
-    {
+    public func setSortDescriptors(_ descriptors: [SortDescriptor], controller name: String) throws -> (
+        value: PropertyListValue, seq: Int64
+    ) {
         try rearranging(name, key: .sortDescriptors) { description in description.sortDescriptors = descriptors }
     }
 
-    /// `PUT /controllers/{name}/filterPredicate` (nil clears it): re-arranges.
+    /// `PUT /controllers/{name}/filterPredicate` (nil clears it): re-arranges; answers as `setSortDescriptors`.
     @discardableResult
-    public func setFilterPredicate(_ predicate: ObjectGraph.Predicate?, controller name: String) throws
-        -> PropertyListValue
-    {
+    public func setFilterPredicate(_ predicate: ObjectGraph.Predicate?, controller name: String) throws -> (
+        value: PropertyListValue, seq: Int64
+    ) {
         try rearranging(name, key: .filterPredicate) { description in description.filterPredicate = predicate }
     }
 
     /// A new sort or filter may select other objects, so pending edits are committed first, as for a selection change.
     private func rearranging(
         _ name: String, key: ControllerChange.Key, _ change: (inout ControllerDescription) -> Void
-    ) throws -> PropertyListValue {
+    ) throws -> (value: PropertyListValue, seq: Int64) {
         let check = { (controller: Controller) throws(ObjectGraphError) in
             guard controller is ArrayController || controller is TreeController else {
                 throw ObjectGraphError.undefinedKey(key.rawValue, entity: "Controller \(name)")
@@ -195,7 +221,7 @@ extension ControllerRegistry {
                 }
                 context.emit(controller, key)
                 Self.followMasters(registry, context: context)
-                return controller.state(in: context)
+                return try Self.answering(key.rawValue)(controller, context)
             }
         }
     }
@@ -468,7 +494,8 @@ extension ControllerRegistry {
                 let neighbour = array.arranged[first + step]
                 return (first + step, array.selectedObjects.contains(neighbour) ? nil : neighbour)
             }
-            return try changingSelection(name) { controller, context throws(ObjectGraphError) in
+            return try changingSelection(name, answering: { controller, context in controller.state(in: context) }) {
+                controller, context throws(ObjectGraphError) in
                 guard let array = controller as? ArrayController, let first = array.selectionIndexes.first else {
                     return
                 }

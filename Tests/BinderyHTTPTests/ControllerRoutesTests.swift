@@ -3,6 +3,7 @@ import Foundation
 import HTTPTestSupport
 import ObjectGraph
 import PropertyList
+import Synchronization
 import Testing
 
 /// `/controllers` through a real server with the fixture's controllers.json: `departments` (sorted by name),
@@ -11,6 +12,40 @@ struct ControllerRoutesTests {
     func lastNames(_ client: TestHTTPClient, _ controller: String = "employees") throws -> [String] {
         try client.request("GET", "/controllers/\(controller)/arrangedObjects/lastName").json?.arrayValue?
             .compactMap(\.stringValue) ?? []
+    }
+
+    /// Two clients setting a controller's keys at once: each `PUT` answers what it set, as its own change left it
+    /// (a read after it could show the other client's), with that change's store seq.
+    @Test func concurrentControllerPuts_eachAnswerWhatTheySet() throws {
+        try withService { client in
+            let created = try client.request(
+                "POST", "/controllers", json: #"{"name": "race", "kind": "array", "content": "Employee"}"#)
+            #expect(created.status == 201)
+            let bodies: [(path: String, values: [String])] = [
+                ("selectionIndexes", ["[0]", "[1]"]),
+                ("sortDescriptors", [#"[{"key": "lastName"}]"#, #"[{"key": "salary", "ascending": false}]"#]),
+                ("filterPredicate", [#""salary > 1""#, #""salary > 2""#]),
+            ]
+            let mismatches = Mutex<[String]>([])
+            DispatchQueue.concurrentPerform(iterations: 2) { writer in
+                for step in 0..<60 {
+                    let (path, values) = bodies[step % bodies.count]
+                    let sent = values[writer]
+                    do {
+                        let answer = try client.request("PUT", "/controllers/race/\(path)", json: sent)
+                        let expected = try PropertyListValue(jsonBytes: Array(sent.utf8))
+                        let matches =
+                            path == "sortDescriptors"
+                            ? answer.json?.arrayValue?.first?["key"] == expected.arrayValue?.first?["key"]
+                            : answer.json == expected
+                        if !matches { mismatches.withLock { $0.append("\(path) \(sent) -> \(answer.text)") } }
+                    } catch {
+                        mismatches.withLock { $0.append("\(path) \(sent): \(error)") }
+                    }
+                }
+            }
+            #expect(mismatches.withLock { $0 } == [])
+        }
     }
 
     @Test func masterSelectionChange_commitsDetailEditsFirst_orRefuses() throws {
