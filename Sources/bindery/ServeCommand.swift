@@ -119,23 +119,26 @@ struct ServeCommand: ParsableCommand {
             responder: service)
         Self.raiseOpenFileLimit()
         MemoryTrim.start()
+        // A start refused from here on served nothing: a directory it seeded is left as it was found.
         do {
+            // Before the server starts (a stop before then finds no server to stop).
+            try ShutdownSignal.install {
+                // On the signal's own thread, never on the main queue: the main queue is the observation queue,
+                // request threads wait on it (`ObservationCenter` answers them synchronously there), and stopping
+                // the server joins those threads, so a stop run on it would wait for ever for a request waiting for
+                // it.
+                observations.answerAllWaiters()
+                // The document first: closing flushes the journal and answers the writes waiting for their flush
+                // with their real outcome; stopping the server first would answer them 503 although they are
+                // applied and made durable by the close. Writes after this are refused (503 document-closed).
+                let clean = document.close()
+                server.stop()
+                Foundation.exit(clean ? 0 : 1)
+            }
             try server.start()
         } catch {
             document.closeUnserved()
             throw error
-        }
-        try ShutdownSignal.install {
-            // On the signal's own thread, never on the main queue: the main queue is the observation queue, request
-            // threads wait on it (`ObservationCenter` answers them synchronously there), and stopping the server
-            // joins those threads, so a stop run on it would wait for ever for a request waiting for it.
-            observations.answerAllWaiters()
-            // The document first: closing flushes the journal and answers the writes waiting for their flush with
-            // their real outcome; stopping the server first would answer them 503 although they are applied and
-            // made durable by the close. Writes after this are refused (503 document-closed).
-            let clean = document.close()
-            server.stop()
-            Foundation.exit(clean ? 0 : 1)
         }
         let shownHost = host.contains(":") ? "[\(host)]" : host
         FileHandle.standardOutput.write(Data("bindery listening on http://\(shownHost):\(server.port ?? port)\n".utf8))

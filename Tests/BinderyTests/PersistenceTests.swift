@@ -911,12 +911,16 @@ struct PersistenceTests {
             func open() throws -> Document {
                 try Document(fixtureDirectory: fixture, dataDirectory: data, options: .init(fsync: .never))
             }
+            // Files of the user's whose names look like the store's stay.
+            let own = ["journal-notes.txt", "snapshot-00000000000000000001.bin.bak"]
+            try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+            for name in own { try Data("mine".utf8).write(to: URL(fileURLWithPath: data + "/" + name)) }
             do {
                 let refused = try open()
                 #expect(try refused.value("name", of: "Department/1") == "Engineering")
                 #expect(refused.closeUnserved())
             }
-            #expect(try FileManager.default.contentsOfDirectory(atPath: data) == ["lock"])
+            #expect(try FileManager.default.contentsOfDirectory(atPath: data).sorted() == (own + ["lock"]).sorted())
             let seed = try String(contentsOfFile: fixture + "/data.json", encoding: .utf8)
             try seed.replacingOccurrences(of: "\"Engineering\"", with: "\"Edited\"")
                 .write(toFile: fixture + "/data.json", atomically: true, encoding: .utf8)

@@ -615,9 +615,13 @@ final class DocumentStorage: Sendable {
     // MARK: Closing
 
     /// Closes the storage of a run that served nothing, its start refused after the storage opened (a controllers
-    /// file it cannot use, a port in use). When this run seeded the directory and nothing was committed since, what
-    /// the run wrote there is removed (under the lock), so the directory is as it was and the next start seeds it
-    /// again, from a fixture fixed meanwhile; otherwise as `close`.
+    /// file it cannot use, a port in use). When this run seeded the directory and nothing was committed since, the
+    /// files the run wrote there are removed (under the lock), so the directory is as it was and the next start
+    /// seeds it again, from a fixture fixed meanwhile; otherwise as `close`.
+    ///
+    /// Only the names this run wrote go (seeding found none of the state files, no snapshot and no segment): the
+    /// state files first, then the segment, then the snapshot, each step made durable, so that a crash between
+    /// steps leaves a directory that starts (a seeded store without its saved state, or without its empty segment).
     func closeUnserved(_ store: ObjectStore, report: (String) -> Void) -> Bool {
         guard let seededSeq, store.seq == seededSeq else {
             return close(store, uneditedContentSeq: nil, report: report)
@@ -629,15 +633,16 @@ final class DocumentStorage: Sendable {
         guard closes else { return true }
         segmentWatch.cancel()
         _ = journal.close()
+        let steps = [
+            DataDirectory.stateNames.sorted(), [DataDirectory.segmentName(seededSeq + 1)],
+            [DataDirectory.snapshotName(seededSeq)],
+        ]
         do throws(ObjectGraphError) {
-            try directory.checkInPlace()
-            for name in try FileIO.list(directory.path)
-            where DataDirectory.stateNames.contains(name) || name.hasSuffix(".tmp")
-                || name.hasPrefix("snapshot-") || name.hasPrefix("journal-")
-            {
-                unlink(directory.file(name))
+            for names in steps {
+                try directory.checkInPlace()
+                for name in names { unlink(directory.file(name)) }
+                try FileIO.syncDirectory(directory.path)
             }
-            try FileIO.syncDirectory(directory.path)
             return true
         } catch {
             report("removing the store seeded by a start that was refused failed: \(error.message)")
