@@ -61,6 +61,9 @@ final class ArrayController: Controller {
 
     override func update(_ cause: UpdateCause, in context: ControllerContext) {
         if case .full = cause { computeWatchedKeys(model: context.model) }
+        // Any commit may change a selected object's key paths, also one that changes the content (every way out of
+        // here): reported while something is selected (observers of the controller re-read).
+        defer { if case .record = cause, !selectionIndexes.isEmpty { context.emit(self, .selection) } }
         // Kept only when needed: held, it would make the content set's update in place a copy.
         let oldContent = ownInsertions > 0 ? contentSet : []
         var contentChange: (added: [ObjectID], removed: Set<ObjectID>)?
@@ -117,9 +120,8 @@ final class ArrayController: Controller {
         }
         // Key paths through the arranged objects (`arrangedObjects.department.name`) read objects outside the
         // content: any change may be theirs, so any is reported while something is arranged, as the selection's
-        // are while something is selected (observers of the controller re-read; nobody else listens).
+        // are while something is selected (the `defer` above; observers of the controller re-read).
         if touchesContent || (changesKeys && !arranged.isEmpty) { context.emit(self, .arrangedObjects) }
-        if !selectionIndexes.isEmpty { context.emit(self, .selection) }
         if contentChange != nil { return }
         if !options.automaticallyRearrangesObjects && touchesSort && !ordering.descriptors.isEmpty { isSorted = false }
         if !options.automaticallyRearrangesObjects && touchesArrangement { isStale = true }

@@ -773,3 +773,47 @@ struct ContentChangeArrangementTests {
         }
     }
 }
+
+/// Reports after a commit that changes the content too: the selected object may have changed in place in it.
+struct ContentChangeReportTests {
+    /// One commit brings an object into an unsorted controller's content and changes the selected object in place
+    /// (its `directReports`, by the inverse of the new object's `manager`): the selection stays at its index, and is
+    /// reported.
+    @Test func contentChangeAndSelectedObjectChangedInPlace_reportsSelection() throws {
+        let h = try Harness()
+        try h.employees(sort: "")
+        try h.select([1])  // Bob
+        #expect(try h.value("selection.directReports.@count") == 1)
+        h.clearReports()
+        try h.store.transaction { transaction in
+            _ = try transaction.insertObjects([
+                [
+                    "$id": "Employee/zed", "firstName": "Zed", "lastName": "Zane", "manager": ref("Employee/bob"),
+                    "department": ref("Department/3"),
+                ]
+            ])
+        }
+        #expect(try h.value("selection.directReports.@count") == 2)
+        #expect(try h.selection() == [1])
+        #expect(h.reported(.arrangedObjects))
+        #expect(h.reported(.selection))
+    }
+
+    /// The same sorted: a sort key of the selected object changes in place (Baker to Bell, still second) in the
+    /// commit that adds an object at the end, which re-arranges the whole content.
+    @Test func sortedContentChangeAndSelectedSortKeyChangedInPlace_reportsSelection() throws {
+        let h = try Harness()
+        try h.employees(options: ["automaticallyRearrangesObjects": true])
+        try h.select([1])  // Baker
+        h.clearReports()
+        try h.store.transaction { transaction in
+            try transaction.setValue("Bell", forKeyPath: "lastName", of: ObjectID(reference: "Employee/bob")!)
+            _ = try transaction.insertObjects([
+                ["$id": "Employee/zed", "firstName": "Zed", "lastName": "Zane", "department": ref("Department/3")]
+            ])
+        }
+        #expect(try h.value("selection.lastName") == "Bell")
+        #expect(try h.selection() == [1])
+        #expect(h.reported(.selection))
+    }
+}
