@@ -32,14 +32,14 @@ public struct APIError: Error, Sendable {
         return ["error": .dictionary(error)]
     }
 
-    /// An object-graph error, as it is; a 503 that passes (a full disk, a journal segment being replaced) with
-    /// `Retry-After`.
+    /// An object-graph error, as it is; a 503 that passes (a full disk, a journal segment being replaced, a server
+    /// stopping, which a supervisor restarts) with `Retry-After`.
     public init(_ error: ObjectGraphError) {
         self.init(status: error.status, code: error.code, message: error.message, fields: error.fields)
         if status == 503, Self.transient.contains(code) { headers = [("Retry-After", "1")] }
     }
 
-    private static let transient: Set = ["storage-error", "journal-segment-removed"]
+    private static let transient: Set = ["storage-error", "journal-segment-removed", "document-closed"]
 
     public static func notFound(_ message: String = "There is nothing at this path.") -> APIError {
         APIError(status: 404, code: "not-found", message: message)

@@ -22,6 +22,18 @@ struct DocumentRoutesTests {
     /// Exports still waiting for their turn when the server stops are answered `503 shutting-down` with
     /// `Retry-After` at once, not made one after another: a few dozen of them held a stop far past a supervisor's
     /// patience (Docker's 10 s).
+    /// A write that comes while the server stops (the document closed, the server not yet stopped) is refused,
+    /// not applied, and told to retry: the server is normally back soon (a supervisor restarts it).
+    @Test func aWriteAfterTheDocumentClosedIs503WithRetryAfter() throws {
+        let document = try Document(fixtureDirectory: packageRoot + "/Fixtures/employees")
+        try withService(document: document) { client in
+            document.close()
+            let refused = try client.request("PUT", "/objects/Employee/4/salary", json: "1")
+            #expect(refused.status == 503 && refused.errorCode == "document-closed", "\(refused.text)")
+            #expect(refused.header("Retry-After") == "1")
+        }
+    }
+
     @Test func exportsWaitingAtStopAreAnsweredAtOnce() throws {
         try withServiceAndServer(maxBody: 64 << 20) { client, server in
             try importOneDepartment(employees: 20_000, client)
