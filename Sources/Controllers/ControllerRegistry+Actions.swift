@@ -115,9 +115,9 @@ extension ControllerRegistry {
         }
     }
 
-    /// Reads `key` of a controller in a session's context as a `PUT` of it answers it (`selectedObjects`: the
-    /// objects' JSON form), with the store seq it reflects.
-    private static func answering(_ key: String) -> (Controller, ControllerContext) throws -> (
+    /// Reads `key` of a controller in a session's context as the routes answer it (`selectedObjects`: the objects'
+    /// JSON form, not KVC's references), with the store seq it reflects.
+    static func answering(_ key: String) -> (Controller, ControllerContext) throws -> (
         value: PropertyListValue, seq: Int64
     ) {
         { controller, context in

@@ -607,10 +607,7 @@ public final class ControllerRegistry: Sendable {
 
     /// The selected objects in their JSON form.
     public func selectedObjects(controller name: String) throws -> (value: PropertyListValue, seq: Int64) {
-        try session { _, context in
-            let controller = try context.controller(name)
-            return (.array(try controller.selectedObjects.map { try context.view.json(of: $0) }), context.view.seq)
-        }
+        try session { _, context in try Self.answering("selectedObjects")(try context.controller(name), context) }
     }
 
     /// The pending edits: `{"keyPath": value, ...}`.
