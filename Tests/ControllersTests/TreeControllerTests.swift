@@ -6,11 +6,12 @@ import Testing
 
 /// Ann (Bob (Eve), Cy), Dee.
 struct TreeControllerTests {
-    func harness() throws -> Harness {
+    func harness(automaticallyRearrangesObjects: Bool = false) throws -> Harness {
         let h = try Harness()
         try h.make([
             "name": "org", "kind": "tree", "content": "Employee", "filterPredicate": "manager == nil",
             "childrenKeyPath": "directReports", "sortDescriptors": [["key": "lastName"]],
+            "automaticallyRearrangesObjects": .boolean(automaticallyRearrangesObjects),
         ])
         return h
     }
@@ -40,12 +41,7 @@ struct TreeControllerTests {
     /// it: the tree keeps its shape, but `selection` and `arrangedObjects` (read through by `selection.lastName`,
     /// `arrangedObjects.lastName`) changed, and are reported as an array controller reports them.
     @Test func tree_watchedKeyChangeThatMovesNothing_reportsSelectionAndArrangedObjects() throws {
-        let h = try Harness()
-        try h.make([
-            "name": "org", "kind": "tree", "content": "Employee", "filterPredicate": "manager == nil",
-            "childrenKeyPath": "directReports", "sortDescriptors": [["key": "lastName"]],
-            "automaticallyRearrangesObjects": true,
-        ])
+        let h = try harness(automaticallyRearrangesObjects: true)
         try h.registry.setSelectionIndexPaths([[0, 0]], controller: "org")
         h.clearReports()
         try h.set("lastName", of: "Employee/bob", to: "Bell")
@@ -477,12 +473,7 @@ struct TreeControllerTests {
     /// without it the node keeps its place until `rearrangeObjects` (or a change of the tree's structure).
     @Test(arguments: [false, true])
     func tree_sortKeyChange_followsAutomaticallyRearrangesObjects(automatically: Bool) throws {
-        let h = try Harness()
-        try h.make([
-            "name": "org", "kind": "tree", "content": "Employee", "filterPredicate": "manager == nil",
-            "childrenKeyPath": "directReports", "sortDescriptors": [["key": "lastName"]],
-            "automaticallyRearrangesObjects": .boolean(automatically),
-        ])
+        let h = try harness(automaticallyRearrangesObjects: automatically)
         #expect(try objectAt(h, [0, 0]) == ref("Employee/bob"))
         try h.set("lastName", of: "Employee/bob", to: "Zeta")
         #expect(try objectAt(h, [0, 0]) == ref(automatically ? "Employee/cy" : "Employee/bob"))
@@ -495,12 +486,7 @@ struct TreeControllerTests {
     /// With `automaticallyRearrangesObjects`, a sort key's change re-arranges the whole tree, the nodes its own
     /// insertions placed included (as an array controller re-sorts its inserted objects).
     @Test func tree_automaticallyRearranging_sortKeyChange_resortsInsertedNodesToo() throws {
-        let h = try Harness()
-        try h.make([
-            "name": "org", "kind": "tree", "content": "Employee", "filterPredicate": "manager == nil",
-            "childrenKeyPath": "directReports", "sortDescriptors": [["key": "lastName"]],
-            "automaticallyRearrangesObjects": true,
-        ])
+        let h = try harness(automaticallyRearrangesObjects: true)
         try h.registry.setSelectionIndexPaths([[0]], controller: "org")
         try h.registry.perform(
             "insertChild", controller: "org",
