@@ -154,8 +154,8 @@ extension BinderyService {
                     body = .dictionary(fields)
                 }
             }
-            let state = try controllers.perform(action, controller: request.parameter("name"), body: body)
-            return .response(.json(state))
+            let (state, seq) = try controllers.performAction(action, controller: request.parameter("name"), body: body)
+            return answer(.json(state, seq: seq), whenDurable: seq, document: document)
         }
         // Not an action's name: those paths are the actions' (POST), and Allow says so.
         router.add("GET", "/controllers/:name/*keyPath(!\(ControllerRegistry.actions.joined(separator: "|")))") {

@@ -115,6 +115,13 @@ extension ControllerRegistry {
         }
     }
 
+    /// A controller's state in a session's context, with the store seq it reflects.
+    private static func answeringState(_ controller: Controller, _ context: ControllerContext) -> (
+        value: PropertyListValue, seq: Int64
+    ) {
+        (controller.state(in: context), context.view.seq)
+    }
+
     /// Reads `key` of a controller in a session's context as the routes answer it (`selectedObjects`: the objects'
     /// JSON form, not KVC's references), with the store seq it reflects.
     static func answering(_ key: String) -> (Controller, ControllerContext) throws -> (
@@ -452,6 +459,14 @@ extension ControllerRegistry {
     public func perform(_ action: String, controller name: String, body: PropertyListValue? = nil) throws
         -> PropertyListValue
     {
+        try performAction(action, controller: name, body: body).value
+    }
+
+    /// `perform(_:controller:body:)`, with the store seq the answered state reflects (the session that made it: a
+    /// later read could show other clients' changes).
+    public func performAction(_ action: String, controller name: String, body: PropertyListValue? = nil) throws
+        -> (value: PropertyListValue, seq: Int64)
+    {
         let (enabled, handled) = try session { _, context -> (Bool?, [String]) in
             let controller = try context.controller(name)
             return (controller.validate(action), Self.actions.filter { controller.validate($0) != nil })
@@ -467,7 +482,7 @@ extension ControllerRegistry {
         case "commitEditing":
             return try keepingAlive(name) {
                 try commitPendingEdits(of: [name])
-                return try state(of: name).value
+                return try state(of: name)
             }
         case "discardEditing":
             return try session { _, context in
@@ -476,7 +491,7 @@ extension ControllerRegistry {
                     controller.pendingEdits = []
                     context.emit(controller, .isEditing)
                 }
-                return controller.state(in: context)
+                return (controller.state(in: context), context.view.seq)
             }
         case "selectNext", "selectPrevious":
             guard enabled else {
@@ -494,7 +509,7 @@ extension ControllerRegistry {
                 let neighbour = array.arranged[first + step]
                 return (first + step, array.selectedObjects.contains(neighbour) ? nil : neighbour)
             }
-            return try changingSelection(name, answering: { controller, context in controller.state(in: context) }) {
+            return try changingSelection(name, answering: Self.answeringState) {
                 controller, context throws(ObjectGraphError) in
                 guard let array = controller as? ArrayController, let first = array.selectionIndexes.first else {
                     return
@@ -511,7 +526,7 @@ extension ControllerRegistry {
                 }
                 try controller.rearrangementDidChange(in: context)
                 Self.followMasters(registry, context: context)
-                return controller.state(in: context)
+                return (controller.state(in: context), context.view.seq)
             }
         default:
             guard enabled else {
@@ -533,7 +548,7 @@ extension ControllerRegistry {
     /// with them, as Cocoa discards the editors bound to removed objects (so they never keep an object from being
     /// removed); edits of a controller that follows the one removing, for other objects, are committed.
     private func insertOrRemove(_ action: String, controller name: String, body: PropertyListValue?) throws
-        -> PropertyListValue
+        -> (value: PropertyListValue, seq: Int64)
     {
         let values: [String: PropertyListValue]
         switch body?["object"] ?? .null {
@@ -583,7 +598,7 @@ extension ControllerRegistry {
             let controller = try context.controller(name)
             if let created { controller.didInsert(created, plan: plan, in: context) }
             Self.followMasters(registry, context: context)
-            return controller.state(in: context)
+            return (controller.state(in: context), context.view.seq)
         }
     }
 }

@@ -48,6 +48,54 @@ struct ControllerRoutesTests {
         }
     }
 
+    /// A controller action answers its state with the store seq that state reflects: while another client inserts
+    /// employees, the `count` of each `add` answer is the number of employees at its `X-Store-Seq` (each new
+    /// employee's `ETag` is the seq that created it).
+    @Test func controllerActionsAnswerTheSeqTheirStateReflects() throws {
+        try withService { client in
+            let created = try client.request(
+                "POST", "/controllers", json: #"{"name": "race", "kind": "array", "content": "Employee"}"#)
+            #expect(created.status == 201)
+            let initial = try #require(client.request("GET", "/objects/Employee?limit=0").json?["count"]?.integerValue)
+            let answers = Mutex<[(count: Int64, seq: Int64)]>([])
+            let failures = Mutex<[String]>([])
+            let employee = #"{"firstName": "W", "lastName": "W", "department": {"$ref": "Department/1"}}"#
+            DispatchQueue.concurrentPerform(iterations: 2) { writer in
+                for _ in 0..<50 {
+                    do {
+                        if writer == 0 {
+                            let answer = try client.request(
+                                "POST", "/controllers/race/add", json: #"{"object": \#(employee)}"#)
+                            guard let count = answer.json?["count"]?.integerValue,
+                                let seq = answer.header("X-Store-Seq").flatMap({ Int64($0) })
+                            else { throw TestHTTPError(description: answer.text) }
+                            answers.withLock { $0.append((count, seq)) }
+                        } else {
+                            let answer = try client.request("POST", "/objects/Employee", json: employee)
+                            guard answer.status == 201 else { throw TestHTTPError(description: answer.text) }
+                        }
+                    } catch {
+                        failures.withLock { $0.append("\(error)") }
+                    }
+                }
+            }
+            #expect(failures.withLock { $0 } == [])
+            let added = try #require(
+                client.request("GET", "/objects/Employee?filter=firstName%20==%20'W'&keys=firstName").json?["objects"]?
+                    .arrayValue)
+            let seqs = try added.map { object in
+                let id = try #require(object["$id"]?.stringValue)
+                let etag = try client.request("GET", "/objects/\(id)").header("ETag") ?? ""
+                return try #require(Int64(etag.trimmingCharacters(in: CharacterSet(charactersIn: "\""))))
+            }
+            #expect(seqs.count == 100)
+            let mismatches = answers.withLock { $0 }.filter { answer in
+                answer.count != initial + Int64(seqs.filter { $0 <= answer.seq }.count)
+            }
+            #expect(mismatches.isEmpty, "\(mismatches)")
+        }
+    }
+
     @Test func masterSelectionChange_commitsDetailEditsFirst_orRefuses() throws {
         try withService { client in
             // The first employee by last name in Engineering is selected in `employees`.
