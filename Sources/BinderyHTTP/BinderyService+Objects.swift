@@ -1,4 +1,5 @@
 import Bindery
+import Dispatch
 import HTTPServer
 import ObjectGraph
 import PropertyList
@@ -10,8 +11,8 @@ import PropertyList
 /// mutating request is checked inside the transaction, so the check and the change are one atomic step; a mismatch is
 /// 412 `precondition-failed` with the current representation in `current` and the current `ETag` header.
 extension BinderyService {
-    static func addObjectRoutes(to router: inout Router, document: Document) {
-        router.add("GET", "/objects/:entity") { try listObjects($0, document: document) }
+    static func addObjectRoutes(to router: inout Router, document: Document, slowAnswers: DispatchQueue) {
+        router.add("GET", "/objects/:entity") { try listObjects($0, document: document, slowAnswers: slowAnswers) }
         router.add("POST", "/objects/:entity") { try insertObject($0, document: document) }
         router.add("GET", "/objects/:entity/:id") { try getObject($0, document: document) }
         router.add("PATCH", "/objects/:entity/:id") { try patchObject($0, document: document) }
@@ -24,7 +25,9 @@ extension BinderyService {
 
     // MARK: Entities
 
-    private static func listObjects(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {
+    private static func listObjects(
+        _ request: RouteRequest, document: Document, slowAnswers: DispatchQueue
+    ) throws -> HTTPHandlerResult {
         let entity = request.parameter("entity")
         let query = request.request
         // An empty `filter=` is no filter, as an empty `sort=` is no order.
@@ -48,7 +51,7 @@ extension BinderyService {
             let (response, seq) = try list()
             return answer(response, whenDurable: seq, document: document)
         }
-        return answeredOffRequestThreads {
+        return answeredOffRequestThreads(on: slowAnswers) {
             do {
                 let (response, seq) = try list()
                 try document.waitUntilDurable(seq)

@@ -10,14 +10,16 @@ import PropertyList
 /// `Accept: application/x-plist`, as an XML property list. An import replaces the graph as one transaction: it is
 /// validated as a whole (422 and nothing changed when any object is invalid), journaled, observed, and one undo group.
 extension BinderyService {
-    static func addStoreRoutes(to router: inout Router, document: Document) {
-        router.add("GET", "/store") { try exportStore($0, document: document) }
+    static func addStoreRoutes(to router: inout Router, document: Document, slowAnswers: DispatchQueue) {
+        router.add("GET", "/store") { try exportStore($0, document: document, slowAnswers: slowAnswers) }
         router.add("PUT", "/store") { try importStore($0, document: document) }
     }
 
     private static let plistType = "application/x-plist"
 
-    private static func exportStore(_ request: RouteRequest, document: Document) throws -> HTTPHandlerResult {
+    private static func exportStore(
+        _ request: RouteRequest, document: Document, slowAnswers: DispatchQueue
+    ) throws -> HTTPHandlerResult {
         // The XML property list when the client names it (or `application/xml`) and does not name JSON higher.
         let http = request.request
         let plist = max(http.acceptQuality(of: plistType) ?? 0, http.acceptQuality(of: "application/xml") ?? 0)
@@ -30,7 +32,7 @@ extension BinderyService {
                 return .error(error)
             }
         }
-        return answeredOffRequestThreads(export)
+        return answeredOffRequestThreads(on: slowAnswers, export)
     }
 
     /// `orJSON`: the client takes JSON too, which it is sent when the graph has no XML form (a control character).

@@ -51,8 +51,10 @@ public final class BinderyService: HTTPResponder {
         var router = Router()
         Self.addHealthRoutes(to: &router, document: document)
         Self.addModelRoutes(to: &router, store: document.store)
-        Self.addObjectRoutes(to: &router, document: document)
-        Self.addStoreRoutes(to: &router, document: document)
+        // One per service: one store's exports never wait for another's (tests run several servers in a process).
+        let slowAnswers = DispatchQueue(label: "bindery.slow-answers")
+        Self.addObjectRoutes(to: &router, document: document, slowAnswers: slowAnswers)
+        Self.addStoreRoutes(to: &router, document: document, slowAnswers: slowAnswers)
         Self.addActionRoutes(to: &router, document: document)
         Self.addObservingRoutes(to: &router, center: observations, model: document.store.model)
         Self.addControllerRoutes(to: &router, controllers: controllers, document: document)
@@ -222,19 +224,18 @@ public final class BinderyService: HTTPResponder {
         }
     }
 
-    /// Where answers that take long to make (exports, long listings) are made, one at a time: on a request thread
-    /// many of them would keep every other request (`/healthz`, a write) waiting for a thread; here they leave the
-    /// request threads free and take one core at most.
-    private static let slowAnswers = DispatchQueue(label: "bindery.slow-answers")
-
-    /// Makes `answer` on `slowAnswers`. A client that has closed its connection by the answer's turn (one that gave
+    /// Makes `answer` on `slowAnswers`, the service's queue for answers that take long to make (exports, long
+    /// listings), one at a time: on a request thread many of them would keep every other request (`/healthz`, a
+    /// write) waiting for a thread; there they leave the request threads free and take one core at most. A client that has closed its connection by the answer's turn (one that gave
     /// up waiting, or a burst of clients that never read) is not worked for: it is answered `499 client-gone`
     /// without the work, which it does not read. 499 is nginx's "client closed request": the outcome was the
     /// client's, so `/metrics` counts it with the 4xx, not as a server error that would set off a 5xx alert. One
     /// still waiting when the server stops is answered `503 shutting-down` with `Retry-After` rather than made its
     /// answer: a few dozen exports queued one after another would hold the stop far past a supervisor's patience
     /// (Docker's 10 s).
-    static func answeredOffRequestThreads(_ answer: @escaping @Sendable () -> HTTPResponse) -> HTTPHandlerResult {
+    static func answeredOffRequestThreads(
+        on slowAnswers: DispatchQueue, _ answer: @escaping @Sendable () -> HTTPResponse
+    ) -> HTTPHandlerResult {
         .suspend(
             HTTPSuspension(shutdownResponse: shuttingDown) { connection in
                 slowAnswers.async {
