@@ -116,7 +116,7 @@ extension ControllerRegistry {
     }
 
     /// A controller's state in a session's context, with the store seq it reflects.
-    private static func answeringState(_ controller: Controller, _ context: ControllerContext) -> (
+    static func answeringState(_ controller: Controller, _ context: ControllerContext) -> (
         value: PropertyListValue, seq: Int64
     ) {
         (controller.state(in: context), context.view.seq)
@@ -491,7 +491,7 @@ extension ControllerRegistry {
                     controller.pendingEdits = []
                     context.emit(controller, .isEditing)
                 }
-                return (controller.state(in: context), context.view.seq)
+                return Self.answeringState(controller, context)
             }
         case "selectNext", "selectPrevious":
             guard enabled else {
@@ -526,7 +526,7 @@ extension ControllerRegistry {
                 }
                 try controller.rearrangementDidChange(in: context)
                 Self.followMasters(registry, context: context)
-                return (controller.state(in: context), context.view.seq)
+                return Self.answeringState(controller, context)
             }
         default:
             guard enabled else {
@@ -598,7 +598,7 @@ extension ControllerRegistry {
             let controller = try context.controller(name)
             if let created { controller.didInsert(created, plan: plan, in: context) }
             Self.followMasters(registry, context: context)
-            return (controller.state(in: context), context.view.seq)
+            return Self.answeringState(controller, context)
         }
     }
 }

@@ -553,7 +553,7 @@ public final class ControllerRegistry: Sendable {
 
     /// `GET /controllers/{name}`, with the store seq the answer reflects.
     public func state(of name: String) throws -> (value: PropertyListValue, seq: Int64) {
-        try session { _, context in (try context.controller(name).state(in: context), context.view.seq) }
+        try session { _, context in Self.answeringState(try context.controller(name), context) }
     }
 
     /// `GET /controllers`: every controller's state, masters first.

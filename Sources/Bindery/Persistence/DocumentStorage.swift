@@ -614,6 +614,16 @@ final class DocumentStorage: Sendable {
 
     // MARK: Closing
 
+    /// Marks the storage closed and stops watching the segment; false when it was closed already.
+    private func beginClosing() -> Bool {
+        let closes = progress.withLock { progress in
+            defer { progress.isClosed = true }
+            return !progress.isClosed
+        }
+        if closes { segmentWatch.cancel() }
+        return closes
+    }
+
     /// Closes the storage of a run that served nothing, its start refused after the storage opened (a controllers
     /// file it cannot use, a port in use). When this run seeded the directory and nothing was committed since, the
     /// files the run wrote there are removed (under the lock), so the directory is as it was and the next start
@@ -626,12 +636,7 @@ final class DocumentStorage: Sendable {
         guard let seededSeq, store.seq == seededSeq else {
             return close(store, uneditedContentSeq: nil, report: report)
         }
-        let closes = progress.withLock { progress in
-            defer { progress.isClosed = true }
-            return !progress.isClosed
-        }
-        guard closes else { return true }
-        segmentWatch.cancel()
+        guard beginClosing() else { return true }
         _ = journal.close()
         let steps = [
             DataDirectory.stateNames.sorted(), [DataDirectory.segmentName(seededSeq + 1)],
@@ -656,12 +661,7 @@ final class DocumentStorage: Sendable {
     /// the storage is released. Answers false when the snapshot or the journal failed (reported), true otherwise and
     /// when already closed.
     func close(_ store: ObjectStore, uneditedContentSeq: Int64?, report: (String) -> Void) -> Bool {
-        let closes = progress.withLock { progress in
-            defer { progress.isClosed = true }
-            return !progress.isClosed
-        }
-        guard closes else { return true }
-        segmentWatch.cancel()
+        guard beginClosing() else { return true }
         if let uneditedContentSeq, journal.failure == nil {
             do throws(ObjectGraphError) {
                 try onSnapshotQueue { () throws(ObjectGraphError) in
