@@ -41,6 +41,8 @@ public final class HTTPServer: Sendable {
     private let streams = Mutex((open: [ObjectIdentifier: HTTPStream](), stopping: false))
     /// Suspended connections not yet completed, and whether new suspensions must be answered at once.
     private let suspensions = Mutex((connections: [ObjectIdentifier: HTTPSuspendedConnection](), stopping: false))
+    /// Set by `beginDraining()`: every answer closes its connection, and `stop()` waits for the connections to close.
+    private let draining = Atomic(false)
     /// Each connection's deadline for receiving its next request (`requestTimeout`).
     fileprivate let headerDeadlines: HeaderDeadlines
     /// Which workers are inside a handler, for the acceptor to keep new connections off stuck ones.
@@ -131,9 +133,25 @@ public final class HTTPServer: Sendable {
         }
     }
 
+    /// The first step of a graceful stop: stops accepting connections (a client connecting from now on is refused)
+    /// and has every answer from now on close its connection (`Connection: close`). A client of a kept-alive
+    /// connection then learns of the stop from an answer to its next request, not from a connection reset that
+    /// leaves it unsure whether that request was carried out; `stop()` gives those clients time to send it.
+    public func beginDraining() {
+        let acceptor: HTTPAcceptor? = state.withLock { state in
+            guard case .running(let daemon, _) = state else { return nil }
+            return daemon.acceptor
+        }
+        guard let acceptor else { return }
+        draining.store(true, ordering: .releasing)
+        acceptor.stop()
+    }
+
     /// Answers every suspended connection with its shutdown response, ends every stream, waits (up to `grace` seconds) for those
-    /// answers to go out, then stops the daemon. Safe to call more than once.
-    public func stop(grace: Double = 5) {
+    /// answers to go out, then stops the daemon. After `beginDraining()` it first waits, up to `drain` seconds more,
+    /// for every connection to close (each closes after its next answer; an idle one holds the stop that long).
+    /// Safe to call more than once.
+    public func stop(grace: Double = 5, drain: Double = 1) {
         let daemon: Daemon? = state.withLock { state in
             guard case .running(let daemon, _) = state else { return nil }
             state = .stopping
@@ -153,6 +171,10 @@ public final class HTTPServer: Sendable {
         let deadline = Self.now() + grace
         while suspendedCount + streams.withLock({ $0.open.count }) > 0, Self.now() < deadline {
             usleep(2_000)
+        }
+        if draining.load(ordering: .acquiring) {
+            let drained = Self.now() + drain
+            while bindery_mhd_connection_count(daemon.pointer) > 0, Self.now() < drained { usleep(2_000) }
         }
         daemon.acceptor.stop()
         MHD_stop_daemon(daemon.pointer)
@@ -472,6 +494,9 @@ public final class HTTPServer: Sendable {
             }
         }
         for (name, value) in response.headers { add(name, value) }
+        if draining.load(ordering: .acquiring), !response.headers.contains(where: { $0.0 == "Connection" }) {
+            add("Connection", "close")
+        }
         // A closure literal in the call stays on the stack, and `withCString` keeps a small name from being copied
         // to the heap for C.
         responder.addCommonHeaders(

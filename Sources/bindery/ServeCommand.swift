@@ -128,6 +128,10 @@ struct ServeCommand: ParsableCommand {
                 // the server joins those threads, so a stop run on it would wait for ever for a request waiting for
                 // it.
                 observations.answerAllWaiters()
+                // No new connections from here, and every answer closes its connection: a client then learns of the
+                // stop from an answer (a write after the close is refused 503 document-closed) rather than from a
+                // reset connection.
+                server.beginDraining()
                 // The document first: closing flushes the journal and answers the writes waiting for their flush
                 // with their real outcome; stopping the server first would answer them 503 although they are
                 // applied and made durable by the close. Writes after this are refused (503 document-closed).

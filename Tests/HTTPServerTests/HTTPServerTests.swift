@@ -472,6 +472,36 @@ struct HTTPServerTests {
         #expect(server.suspendedCount == 0)
     }
 
+    /// A stop that begins with `beginDraining()` refuses new connections, and a client of a kept-alive connection
+    /// learns of it from the answer to its next request (`Connection: close`), not from a reset connection, when that
+    /// request comes within `drain` seconds.
+    @Test func aDrainingStopAnswersTheNextRequestOfAKeptAliveConnection() throws {
+        let server = HTTPServer(
+            configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 2), responder: TestResponder())
+        try server.start()
+        let client = TestHTTPClient(port: try #require(server.port), timeout: 5)
+        let socket = try client.connect()
+        defer { close(socket) }
+        try client.send(client.keptAliveRequest("GET", "/echo/before"), on: socket)
+        let before = try #require(client.receiveResponse(on: socket))
+        #expect(before.header("Connection") == nil)
+        server.beginDraining()
+        #expect(throws: (any Error).self) { try client.request("GET", "/echo/new") }
+        let stopped = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            server.stop(drain: 10)
+            stopped.signal()
+        }
+        usleep(200_000)
+        try client.send(client.keptAliveRequest("GET", "/echo/after"), on: socket)
+        let after = client.receiveResponse(on: socket)
+        #expect(after?.text.hasPrefix("GET echo|after") == true)
+        #expect(after?.header("Connection") == "close")
+        #expect(client.receiveAll(on: socket).isEmpty)
+        // Its last connection closed, the stop ends well before the drain's 10 s.
+        #expect(stopped.wait(timeout: .now() + 5) == .success)
+    }
+
     /// libmicrohttpd restarts its idle timeout at every byte: a request trickled a byte at a time is cut off by the
     /// request deadline (the idle timeout from when the connection began waiting), while a suspended request, which
     /// is not waiting for one, is not.

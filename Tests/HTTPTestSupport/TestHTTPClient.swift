@@ -65,6 +65,30 @@ public struct TestHTTPClient: Sendable {
         return receiveAll(on: socket)
     }
 
+    /// The bytes of a request that leaves its connection open, for tests of kept-alive connections
+    /// (`receiveResponse(on:)` reads its answer).
+    public func keptAliveRequest(_ method: String, _ path: String, body: [UInt8] = []) -> [UInt8] {
+        Array("\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Length: \(body.count)\r\n\r\n".utf8)
+            + body
+    }
+
+    /// Reads one response with a `Content-Length` from a kept-alive connection; nil when the connection closes (or
+    /// the timeout passes) before it is whole.
+    public func receiveResponse(on socket: Int32) -> TestResponse? {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            if let response = Self.parse(received), let length = response.header("Content-Length").flatMap(Int.init),
+                response.body.count >= length
+            {
+                return response
+            }
+            let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+            if count <= 0 { return nil }
+            received.append(contentsOf: buffer[0..<count])
+        }
+    }
+
     /// Opens a connection (the caller closes it).
     public func connect() throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
