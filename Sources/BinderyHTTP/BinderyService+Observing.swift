@@ -58,7 +58,9 @@ extension BinderyService {
             return .response(HTTPResponse(status: 204))
         }
         router.add("GET", "/changes") { request in
-            let entity = request.request.queryValue("entity")
+            // API.md §7 writes the query as `entity=`: an empty value, like an absent one, filters nothing (as the
+            // notification feed's `name=` and `object=`).
+            let entity = request.request.queryValue("entity").flatMap { $0.isEmpty ? nil : $0 }
             if let entity, model.entity(named: entity) == nil { throw APIError(ObjectGraphError.noSuchEntity(entity)) }
             return try poll(request, source: .store(entity: entity), center: center)
         }

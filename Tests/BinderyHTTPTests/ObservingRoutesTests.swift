@@ -257,6 +257,9 @@ struct ObservingRoutesTests {
             let departments = try client.request("GET", "/changes?since=1&timeout=0&entity=Department")
             #expect(changes(departments).map { $0["target"] } == ["Department/2"])
             #expect(departments.json?["last"] == 3)
+            // API.md §7 writes the filter as `entity=`: an empty value, like an absent one, filters nothing.
+            let all = try client.request("GET", "/changes?since=1&timeout=0&entity=")
+            #expect(changes(all).map { $0["target"] } == ["Department/2", "Employee/4"])
         }
     }
 
