@@ -31,7 +31,7 @@ extension BinderyService {
         let entity = request.parameter("entity")
         let query = request.request
         // An empty `filter=` is no filter, as an empty `sort=` is no order.
-        let filter = try query.queryValue("filter").flatMap { $0.isEmpty ? nil : try ObjectGraph.Predicate(format: $0) }
+        let filter = try query.filterValue("filter").map { try ObjectGraph.Predicate(format: $0) }
         let sort = try query.queryValue("sort").map { try SortDescriptor.descriptors(query: $0) } ?? []
         let offset = try nonNegativeInteger(query.queryValue("offset"), name: "offset") ?? 0
         let limit = try nonNegativeInteger(query.queryValue("limit"), name: "limit")

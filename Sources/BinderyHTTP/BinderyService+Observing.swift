@@ -60,16 +60,16 @@ extension BinderyService {
         router.add("GET", "/changes") { request in
             // API.md §7 writes the query as `entity=`: an empty value, like an absent one, filters nothing (as the
             // notification feed's `name=` and `object=`).
-            let entity = request.request.queryValue("entity").flatMap { $0.isEmpty ? nil : $0 }
+            let entity = request.request.filterValue("entity")
             if let entity, model.entity(named: entity) == nil { throw APIError(ObjectGraphError.noSuchEntity(entity)) }
             return try poll(request, source: .store(entity: entity), center: center)
         }
         router.add("GET", "/notifications") { request in
             // API.md §8 writes the query as `name=&object=`: an empty value, like an absent one, filters nothing.
             let query = request.request
-            let name = query.queryValue("name").flatMap { $0.isEmpty ? nil : $0 }
-            let object = query.queryValue("object").flatMap { $0.isEmpty ? nil : $0 }
-            return try poll(request, source: .notifications(name: name, object: object), center: center)
+            let source = PollRequest.Source.notifications(
+                name: query.filterValue("name"), object: query.filterValue("object"))
+            return try poll(request, source: source, center: center)
         }
         router.add("POST", "/notifications") { request in
             // Well-formed JSON that is not a notification is 422 (API.md §2), naming the key at fault.

@@ -92,6 +92,12 @@ public struct HTTPRequest: Sendable {
         query.last(where: { $0.name == name })?.value
     }
 
+    /// The last value of a query parameter that filters: nil when it is absent or empty, as an empty value
+    /// (`entity=`, `filter=`) filters nothing.
+    public func filterValue(_ name: String) -> String? {
+        queryValue(name).flatMap { $0.isEmpty ? nil : $0 }
+    }
+
     /// `rawQuery` from the C string after a target's `?`: printable ASCII as it is, other bytes percent-encoded (they
     /// could not go into a `Location` header as they came).
     static func rawQuery(from text: UnsafePointer<CChar>) -> String {

@@ -36,11 +36,7 @@ public struct TestHTTPClient: Sendable {
     public func request(
         _ method: String, _ path: String, headers: [String: String] = [:], body: [UInt8]? = nil
     ) throws -> TestResponse {
-        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
-        for (name, value) in headers { head += "\(name): \(value)\r\n" }
-        if let body { head += "Content-Length: \(body.count)\r\n" }
-        head += "\r\n"
-        let raw = try exchange(Array(head.utf8) + (body ?? []))
+        let raw = try exchange(head(method, path, headers: headers, contentLength: body?.count) + (body ?? []))
         guard let response = Self.parse(raw, method: method) else {
             throw TestHTTPError(description: "unparsable response: \(String(decoding: raw.prefix(200), as: UTF8.self))")
         }
@@ -68,8 +64,19 @@ public struct TestHTTPClient: Sendable {
     /// The bytes of a request that leaves its connection open, for tests of kept-alive connections
     /// (`receiveResponse(on:)` reads its answer).
     public func keptAliveRequest(_ method: String, _ path: String, body: [UInt8] = []) -> [UInt8] {
-        Array("\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Length: \(body.count)\r\n\r\n".utf8)
-            + body
+        head(method, path, contentLength: body.count, keepAlive: true) + body
+    }
+
+    /// A request's line and headers: `Connection: close` unless it keeps its connection, `Content-Length` when it
+    /// has a body.
+    private func head(
+        _ method: String, _ path: String, headers: [String: String] = [:], contentLength: Int?, keepAlive: Bool = false
+    ) -> [UInt8] {
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n"
+        if !keepAlive { head += "Connection: close\r\n" }
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        if let contentLength { head += "Content-Length: \(contentLength)\r\n" }
+        return Array((head + "\r\n").utf8)
     }
 
     /// Reads one response with a `Content-Length` from a kept-alive connection; nil when the connection closes (or
