@@ -84,7 +84,7 @@
     edits: {},
     people: new Map(), // Employee id → {firstName, lastName}
     actions: { undo: false, redo: false },
-    anchor: null, // index the shift-selection extends from
+    anchor: null, // id of the employee the shift-selection extends from (see anchorIndex)
     ready: false,
   };
   const dirty = new Set(); // fields typed into and not yet sent as pending edits
@@ -1336,23 +1336,32 @@
     }
   });
 
+  // The row a Shift-selection extends from: the employee last clicked, found by object (a sort, or a row
+  // inserted above by another client, moves it), else the first selected row, as NSTableView does.
+  function anchorIndex(current) {
+    const index = state.anchor ? state.employees.findIndex((e) => idOf(e) === state.anchor) : -1;
+    return index >= 0 ? index : (current[0] ?? null);
+  }
+
+  function setAnchor(index) {
+    state.anchor = idOf(state.employees[index]);
+  }
+
   el.body.addEventListener('click', (event) => {
     const row = event.target.closest('[data-test="employee-row"]');
     if (!row) return;
     const index = Number(row.dataset.index);
     const current = (state.emp && state.emp.selectionIndexes) || [];
-    // Shift extends from the anchor, else (nothing clicked since the page loaded or the department changed)
-    // from the first selected row, as NSTableView does.
-    const anchor = state.anchor ?? current[0] ?? null;
+    const anchor = anchorIndex(current);
     if (event.shiftKey && anchor !== null) {
-      state.anchor = anchor;
+      setAnchor(anchor);
       const [a, b] = [Math.min(anchor, index), Math.max(anchor, index)];
       selectEmployees(Array.from({ length: b - a + 1 }, (_, i) => a + i));
     } else if (event.metaKey || event.ctrlKey) {
-      state.anchor = index;
+      setAnchor(index);
       selectEmployees(current.includes(index) ? current.filter((i) => i !== index) : [...current, index]);
     } else {
-      state.anchor = index;
+      setAnchor(index);
       selectEmployees([index]);
     }
   });
@@ -1384,11 +1393,12 @@
     if (target === null || target < 0) return;
     event.preventDefault();
     if (event.shiftKey) {
-      if (state.anchor === null) state.anchor = current[0] ?? target;
-      const [a, b] = [Math.min(state.anchor, target), Math.max(state.anchor, target)];
+      const anchor = anchorIndex(current) ?? target;
+      setAnchor(anchor);
+      const [a, b] = [Math.min(anchor, target), Math.max(anchor, target)];
       selectEmployees(Array.from({ length: b - a + 1 }, (_, i) => a + i));
     } else {
-      state.anchor = target;
+      setAnchor(target);
       selectEmployees([target]);
     }
     const row = document.getElementById(`emp-${target}`);

@@ -1712,3 +1712,39 @@ def test_a_refused_commit_is_named_at_its_field_in_words(page, server):
     page.wait(lambda: full(marketing[2]) in note.text)
     page.el("discard").click()
     page.wait(lambda: not page.el("error").is_displayed() and not note.is_displayed())
+
+
+def test_shift_extends_from_the_employee_clicked_when_a_sort_has_moved_it(page, server):
+    # The anchor is an employee, not a place in the list: after a re-sort (or a row inserted above by
+    # another client) Shift-click and Shift+Arrow still extend from the employee last clicked.
+    page.select_department("Engineering")
+    emp = page.controllers()["employees"]
+    by_name = page.employee_names()
+    salary = {full(e): e["salary"] for e in server.employees_of("Engineering")}
+    by_salary = sorted(by_name, key=lambda n: salary[n])
+    anchor = max(by_name, key=lambda n: abs(by_name.index(n) - by_salary.index(n)))
+    page.select_employee(anchor)
+    header = page.b.find_element(By.CSS_SELECTOR, 'th[data-sort="salary"] button')
+    header.click()
+    page.wait(lambda: server.get(f"/controllers/{emp}")["sortDescriptors"][0]["key"] == "salary")
+    names = [full(e) for e in server.get(f"/controllers/{emp}/arrangedObjects")]
+    page.wait(lambda: page.employee_names() == names)
+    a = names.index(anchor)
+    assert a != by_name.index(anchor), "the sort must move the anchor for this test to mean anything"
+    other = a + 2 if a + 2 < len(names) else a - 2
+    page.click(lambda: page.employee_row(names[other]), Keys.SHIFT)
+    expected = names[min(a, other): max(a, other) + 1]
+    page.wait(lambda: page.selected_employees() == expected, message="shift-click after a sort")
+
+    # The other way round, and from the keyboard: Shift+Arrow extends from the same employee.
+    page.select_employee(anchor)
+    header.click()
+    page.wait(lambda: server.get(f"/controllers/{emp}")["sortDescriptors"][0]["ascending"] is False)
+    names = [full(e) for e in server.get(f"/controllers/{emp}/arrangedObjects")]
+    page.wait(lambda: page.employee_names() == names)
+    a = names.index(anchor)
+    key = Keys.ARROW_DOWN if a + 1 < len(names) else Keys.ARROW_UP
+    page.b.execute_script("arguments[0].focus()", page.b.find_element(By.ID, "employees-grid"))
+    ActionChains(page.b).key_down(Keys.SHIFT).send_keys(key).key_up(Keys.SHIFT).perform()
+    b = a + 1 if key == Keys.ARROW_DOWN else a - 1
+    page.wait(lambda: page.selected_employees() == names[min(a, b): max(a, b) + 1], message="shift+arrow")
