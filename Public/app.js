@@ -489,15 +489,11 @@
       th.setAttribute('aria-sort', active ? (primary.ascending ? 'ascending' : 'descending') : 'none');
     }
 
-    // The filter box follows the controller unless the user is typing (the controller clears its
-    // filter on insertion, for instance).
+    // The filter box follows the controller unless the user has typed text not yet answered (the controller
+    // clears its filter on insertion, for instance, and another client may set it).
     const predicate = emp.filterPredicate ?? null;
-    if (predicate !== lastPredicate && filterTimer === null) {
-      lastPredicate = predicate;
-      if (predicate === null && document.activeElement !== el.filter) el.filter.value = '';
-    }
-    el.predicate.textContent = predicate || '';
-    el.predicate.hidden = !predicate;
+    if (predicate !== lastPredicate && filterTimer === null) showFilter(predicate);
+    showPredicate(predicate);
 
     el.add.disabled = !(state.depSelection.length && emp.canAdd !== false);
     el.remove.disabled = !(emp.selectionIndexes && emp.selectionIndexes.length);
@@ -1439,21 +1435,49 @@
     return words.map((w) => `(${clause(w)})`).join(' AND ');
   }
 
+  // The words whose filter (predicateFor) is this predicate; '' for none, and for a predicate set elsewhere that
+  // no words make (the predicate itself is shown beside the box).
+  function wordsFor(predicate) {
+    if (!predicate) return '';
+    const quoted = /firstName CONTAINS\[cd\] "((?:[^"\\]|\\.)*)"/g;
+    const text = [...predicate.matchAll(quoted)].map((m) => m[1].replace(/\\(.)/g, '$1')).join(' ');
+    return predicateFor(text) === predicate ? text : '';
+  }
+
+  function showPredicate(predicate) {
+    el.predicate.textContent = predicate || '';
+    el.predicate.hidden = !predicate;
+  }
+
+  // The box says what the list is filtered by (as the user typed it, when it does).
+  function showFilter(predicate) {
+    lastPredicate = predicate;
+    if (predicateFor(el.filter.value) !== predicate) el.filter.value = wordsFor(predicate);
+  }
+
   el.filter.addEventListener('input', () => {
     clearTimeout(filterTimer);
-    filterTimer = setTimeout(async () => {
+    const timer = setTimeout(async () => {
       const predicate = predicateFor(el.filter.value);
       lastPredicate = predicate;
-      el.predicate.textContent = predicate || '';
-      el.predicate.hidden = !predicate;
-      await mutate(() =>
+      showPredicate(predicate);
+      const taken = await mutate(() =>
         guarded(async () => {
           await api('PUT', ctl(EMP, '/filterPredicate'), predicate);
           showError(null);
+          return true;
         }),
       );
+      if (filterTimer !== timer) return; // typed again meanwhile: the newer text's answer decides
       filterTimer = null;
+      // Refused (setting a filter commits the pending edits first), or the server is away: the list is not
+      // filtered by what the box says, so the box goes back to what it is filtered by while the error says why.
+      if (!taken && state.emp) {
+        showFilter(state.emp.filterPredicate ?? null);
+        showPredicate(state.emp.filterPredicate ?? null);
+      }
     }, 200);
+    filterTimer = timer;
   });
   el.filter.addEventListener('keydown', (event) => {
     if (event.key === 'ArrowDown') {

@@ -1748,3 +1748,40 @@ def test_shift_extends_from_the_employee_clicked_when_a_sort_has_moved_it(page, 
     ActionChains(page.b).key_down(Keys.SHIFT).send_keys(key).key_up(Keys.SHIFT).perform()
     b = a + 1 if key == Keys.ARROW_DOWN else a - 1
     page.wait(lambda: page.selected_employees() == names[min(a, b): max(a, b) + 1], message="shift+arrow")
+
+
+def test_the_filter_box_says_what_the_list_is_filtered_by(page, server):
+    engineering = sorted(server.employees_of("Engineering"), key=lambda e: (e["lastName"], e["firstName"]))
+    page.select_department("Engineering", [full(e) for e in engineering])
+    emp = page.controllers()["employees"]
+    box = page.el("filter")
+
+    # A filter refused (setting it commits the pending edits first, and one is invalid) is not left in the box
+    # over an unfiltered list: the box goes back to the controller's filter while the error says why.
+    page.select_employee(full(engineering[0]))
+    page.type_into("salary", "-5")
+    page.field("salary").send_keys(Keys.TAB)
+    page.wait(lambda: page.edits(), message="the invalid salary is a pending edit")
+    box.click()
+    box.send_keys("li")
+    page.wait(page.el("error").is_displayed, message="the refusal is shown")
+    page.wait(lambda: box.get_attribute("value") == "", message="the refused filter left the box")
+    assert server.get(f"/controllers/{emp}")["filterPredicate"] is None
+    page.el("discard").click()
+    page.wait(lambda: not page.el("error").is_displayed() and not page.edits())
+    assert sorted(page.employee_names()) == sorted(full(e) for e in engineering)
+    assert box.get_attribute("value") == ""
+
+    # A filter set elsewhere shows as the words that make it, or leaves the box empty when no words do (the
+    # predicate itself is shown beside the box).
+    try:
+        server.put(f"/controllers/{emp}/filterPredicate", 'firstName CONTAINS[cd] "an" OR lastName CONTAINS[cd] "an"')
+        page.wait(lambda: box.get_attribute("value") == "an", message="words of a filter set elsewhere")
+        page.wait(lambda: sorted(page.employee_names()) == sorted(
+            full(e) for e in engineering if "an" in full(e).lower()))
+        server.put(f"/controllers/{emp}/filterPredicate", "salary > 100000")
+        page.wait(lambda: box.get_attribute("value") == "", message="a filter the box cannot say")
+        shown = server.get(f"/controllers/{emp}")["filterPredicate"]
+        page.wait(lambda: page.b.find_element(By.ID, "predicate").text == shown)
+    finally:
+        server.put(f"/controllers/{emp}/filterPredicate", None)
