@@ -376,6 +376,35 @@
     return node;
   }
 
+  // Makes `node` what `model` (a fresh h() tree) says, keeping the nodes that stay. A list rebuilt between a
+  // mouse press and its release loses the click (the row pressed is gone), and a screen reader its place.
+  function morph(node, model) {
+    for (const { name } of [...node.attributes]) if (!model.hasAttribute(name)) node.removeAttribute(name);
+    for (const { name, value } of model.attributes) if (node.getAttribute(name) !== value) node.setAttribute(name, value);
+    morphChildren(node, [...model.childNodes]);
+  }
+
+  // Children with a data-id (rows) are matched by it, others by place; only nodes whose place changed move.
+  function morphChildren(parent, models) {
+    const old = [...parent.childNodes];
+    const byId = new Map(old.filter((n) => n.dataset && n.dataset.id).map((n) => [n.dataset.id, n]));
+    const nodes = models.map((m, i) => {
+      const keyed = m.dataset && m.dataset.id;
+      const existing = keyed ? byId.get(m.dataset.id) : old[i];
+      if (!existing || existing.nodeName !== m.nodeName || (!keyed && existing.dataset && existing.dataset.id)) return m;
+      if (m.nodeType === Node.TEXT_NODE) {
+        if (existing.data !== m.data) existing.data = m.data;
+      } else {
+        morph(existing, m);
+      }
+      return existing;
+    });
+    nodes.forEach((n, i) => {
+      if (parent.childNodes[i] !== n) parent.insertBefore(n, parent.childNodes[i] || null);
+    });
+    while (parent.childNodes.length > nodes.length) parent.lastChild.remove();
+  }
+
   function render() {
     renderDepartments();
     renderEmployees();
@@ -391,8 +420,9 @@
     const signature = JSON.stringify([state.departments, state.depSelection]);
     if (signature === departmentsSignature) return; // unchanged: keep the nodes (and what a reader points at)
     departmentsSignature = signature;
-    el.depList.replaceChildren(
-      ...state.departments.map((d, i) => {
+    morphChildren(
+      el.depList,
+      state.departments.map((d, i) => {
         const selected = state.depSelection.includes(i);
         return h(
           'li',
@@ -464,7 +494,7 @@
     const signature = JSON.stringify([state.employees, emp.selectionIndexes, [...state.people]]);
     if (signature !== employeesSignature) {
       employeesSignature = signature;
-      el.body.replaceChildren(...rows);
+      morphChildren(el.body, rows);
     }
     el.empEmpty.hidden = rows.length > 0;
     el.empEmpty.textContent = state.depSelection.length

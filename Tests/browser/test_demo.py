@@ -1785,3 +1785,41 @@ def test_the_filter_box_says_what_the_list_is_filtered_by(page, server):
         page.wait(lambda: page.b.find_element(By.ID, "predicate").text == shown)
     finally:
         server.put(f"/controllers/{emp}/filterPredicate", None)
+
+
+def test_a_click_is_not_lost_when_the_lists_change_under_the_pointer(page, server):
+    # Another client's change re-renders the lists; one that lands between the press and the release of a
+    # click must not eat the click (a row rebuilt meanwhile is not the row pressed, and gets no click).
+    def press_change_release(find_row, change, changed):
+        ActionChains(page.b).move_to_element(find_row()).click_and_hold().perform()
+        try:
+            change()
+            page.wait(changed, message="the list shows the change made while the button is down")
+        finally:
+            ActionChains(page.b).release().perform()
+
+    engineering = sorted(server.employees_of("Engineering"), key=lambda e: (e["lastName"], e["firstName"]))
+    page.select_department("Engineering", [full(e) for e in engineering])
+    page.select_employee(full(engineering[0]))
+    target = engineering[2]
+    pay = target["salary"]
+    sales = server.employees_of("Sales")[0]
+    try:
+        press_change_release(
+            lambda: page.employee_row(full(target)).find_element(By.CLASS_NAME, "name"),
+            lambda: server.put(f"/objects/{target['$id']}/salary", pay + 1),
+            lambda: f"{pay + 1:,}" in page.employee_row(full(target)).text,
+        )
+        page.wait(lambda: page.selected_employees() == [full(target)], message="the employee click took")
+
+        meta = lambda: page.department_row("Sales").find_element(By.CLASS_NAME, "dep-meta").text
+        before = meta()
+        press_change_release(
+            lambda: page.department_row("Sales").find_element(By.CLASS_NAME, "dep-name"),
+            lambda: server.put(f"/objects/{sales['$id']}/salary", sales["salary"] + 1_000_000),
+            lambda: meta() != before,
+        )
+        page.wait(lambda: page.selected_department() == "Sales", message="the department click took")
+    finally:
+        server.put(f"/objects/{target['$id']}/salary", pay)
+        server.put(f"/objects/{sales['$id']}/salary", sales["salary"])
