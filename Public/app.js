@@ -559,14 +559,16 @@
     select.value = keep;
   }
 
-  // The employees the form is for, by id: what is typed into it belongs to them.
+  // The employees the form is for, as a set of ids (a rename that only reorders them changes nothing): what is
+  // typed into it belongs to them.
   let formSubject = null;
+  const subjectOf = (ids) => JSON.stringify([...ids].sort());
 
   function renderForm() {
     // Selected elsewhere (another client, or the selected employee went away): what was typed for the
     // employees selected before is dropped, not left on screen to be sent as an edit of these (the page's
     // own selection changes send it first).
-    const subject = JSON.stringify(((state.emp && state.emp.selectionIndexes) || []).map((i) => idOf(state.employees[i])));
+    const subject = subjectOf(((state.emp && state.emp.selectionIndexes) || []).map((i) => idOf(state.employees[i])));
     if (subject !== formSubject) {
       if (formSubject !== null) dropLocalEdits();
       formSubject = subject;
@@ -1032,7 +1034,7 @@
             // Typed for the employees the form shows: when another client has selected others since (which the
             // page has not seen yet), the text is dropped rather than recorded as an edit of theirs.
             const { data: selected } = await api('GET', ctl(EMP, '/selectedObjects'));
-            if (JSON.stringify((selected || []).map(idOf)) !== formSubject) {
+            if (subjectOf((selected || []).map(idOf)) !== formSubject) {
               dropLocalEdits();
               appendNote('The selection was changed elsewhere: what was typed was not sent');
               requestSync();

@@ -1823,3 +1823,27 @@ def test_a_click_is_not_lost_when_the_lists_change_under_the_pointer(page, serve
     finally:
         server.put(f"/objects/{target['$id']}/salary", pay)
         server.put(f"/objects/{sales['$id']}/salary", sales["salary"])
+
+
+
+def test_text_typed_for_several_stays_when_another_client_reorders_them(page, server):
+    # The form is for a set of employees: another client's rename that only reorders the selected ones (the list
+    # is sorted by name) leaves the text typed for them, and leaving the field sends it as their pending edit.
+    finance = sorted(server.employees_of("Finance"), key=lambda e: (e["lastName"], e["firstName"]))
+    page.select_department("Finance", [full(e) for e in finance])
+    first, second = finance[0], finance[1]
+    page.select_employee(full(first))
+    page.select_employee(full(second), modifier=Keys.CONTROL)
+    page.wait(lambda: page.selected_employees() == [full(first), full(second)])
+    try:
+        page.type_into("salary", "123456")
+        server.put(f"/objects/{first['$id']}/lastName", "Zz" + first["lastName"])
+        renamed = f"{first['firstName']} Zz{first['lastName']}"
+        page.wait(lambda: page.selected_employees() == [full(second), renamed], LIVE, message="reordered")
+        page.field("salary").send_keys(Keys.TAB)
+        page.wait(lambda: page.edits().get("salary") == 123456, message="the typed salary is a pending edit")
+        assert "changed elsewhere" not in page.el("notice").text
+    finally:
+        page.el("discard").click()
+        page.wait(lambda: not page.edits())
+        server.put(f"/objects/{first['$id']}/lastName", first["lastName"])
