@@ -959,7 +959,12 @@
       case 'salary': {
         if (input.validity.badInput) return new InvalidField('Enter a whole number, such as 85000.');
         if (input.value.trim() === '') return null;
-        return Number(input.value);
+        const salary = Number(input.value);
+        // Past 2^53 a JavaScript number is not the integer typed: it would be saved rounded, without a word.
+        if (Math.abs(salary) > Number.MAX_SAFE_INTEGER) {
+          return new InvalidField(`Enter a whole number up to ${Number.MAX_SAFE_INTEGER}.`);
+        }
+        return salary;
       }
       case 'hireDate': {
         if (incompleteDate(input)) return undefined; // never a date the user did not clear
