@@ -1,8 +1,9 @@
-import Bindery
 import Foundation
 import ObjectGraph
 import PropertyList
 import Testing
+
+@testable import Bindery
 
 /// Undo and redo through the document: one group per transaction, undone and redone as new transactions.
 struct UndoTests {
@@ -138,5 +139,63 @@ struct UndoTests {
             #expect(recovered.graphWithVersions == expected.afterCrash)
             #expect(recovered.undoManager.canUndo == false)
         }
+    }
+
+    /// The records of changes made to `document`, told to a separate `manager` as commits (the document's own
+    /// manager has seen them too): a stack to drive the manager's steps one by one.
+    func commits(_ count: Int, told manager: DocumentUndoManager, in document: Document) throws -> [ChangeRecord] {
+        try (1...count).map { salary in
+            let result = try document.transaction {
+                try $0.setValue(.integer(Int64(salary)), forKeyPath: "salary", of: ObjectID(reference: "Employee/3")!)
+            }
+            let record = try #require(result.record)
+            manager.beginTransaction()
+            manager.didCommit(record)
+            return record
+        }
+    }
+
+    /// An undo that changed nothing drops its group after its transaction, outside the store's lock. Done late, that
+    /// must not turn another undo that has begun meanwhile into a new change (every transaction marks itself).
+    @Test func aLateDiscardOfAnEmptyUndoLeavesAnotherUndoAnUndo() throws {
+        let document = try document()
+        let manager = DocumentUndoManager()
+        let records = try commits(2, told: manager, in: document)
+        let undone = try document.transaction { transaction in
+            manager.beginTransaction()
+            return try manager.undo(in: transaction)
+        }
+        #expect(undone.value == records[1].seq)
+        manager.discardEmpty(undo: true, seq: records[1].seq + 1_000)  // the late discard of another undo
+        manager.didCommit(try #require(undone.record))
+        #expect(manager.canRedo && manager.redoSeq == records[1].seq)
+        #expect(manager.undoSeq == records[0].seq)
+    }
+
+    /// A group that cannot be read back answers 500 and clears the stacks: undo is not left enabled to fail again.
+    @Test func aGroupThatCannotBeReadBackClearsTheStacks() throws {
+        let document = try document()
+        let manager = DocumentUndoManager()
+        _ = try commits(1, told: manager, in: document)
+        let large = try document.transaction { transaction in
+            for id in 1...32 {
+                let employee = ObjectID(reference: "Employee/\(id)")!
+                try transaction.setValue(.integer(Int64(id)), forKeyPath: "salary", of: employee)
+                try transaction.setValue(.string("F\(id)"), forKeyPath: "firstName", of: employee)
+                try transaction.setValue(.string("L\(id)"), forKeyPath: "lastName", of: employee)
+            }
+        }
+        let record = try #require(large.record)
+        #expect(DocumentUndoManager.keepsEncoded(record))
+        manager.beginTransaction()
+        manager.didCommit(record, encoded: Array("{\"seq\": ".utf8))
+        #expect(manager.canUndo)
+        #expect(throws: ObjectGraphError.self) {
+            try document.transaction { transaction in
+                manager.beginTransaction()
+                return try manager.undo(in: transaction)
+            }
+        }
+        #expect(!manager.canUndo && !manager.canRedo)
     }
 }

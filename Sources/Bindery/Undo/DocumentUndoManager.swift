@@ -129,7 +129,7 @@ public final class DocumentUndoManager: Sendable {
     /// group itself is, for `discardEmpty`.
     func undo(in transaction: Transaction) throws(ObjectGraphError) -> Int64 {
         guard let group = state.withLock({ $0.undoStack.last }) else { throw Self.nothingTo("undo") }
-        let record = try group.record()
+        let record = try readBack(group)
         do throws(ObjectGraphError) {
             try transaction.undo(record)
         } catch {
@@ -143,7 +143,7 @@ public final class DocumentUndoManager: Sendable {
     /// Redoes the newest undone group in `transaction` (errors as for `undo(in:)`).
     func redo(in transaction: Transaction) throws(ObjectGraphError) -> Int64 {
         guard let group = state.withLock({ $0.redoStack.last }) else { throw Self.nothingTo("redo") }
-        let record = try group.record()
+        let record = try readBack(group)
         do throws(ObjectGraphError) {
             try transaction.redo(record)
         } catch {
@@ -152,6 +152,17 @@ public final class DocumentUndoManager: Sendable {
         }
         state.withLock { $0.pending = .redo(seq: record.seq) }
         return group.seq
+    }
+
+    /// A group's record. One that cannot be read back (500) clears the stacks, as a conflict does, so that undo is
+    /// not left enabled to fail every time.
+    private func readBack(_ group: Group) throws(ObjectGraphError) -> ChangeRecord {
+        do throws(ObjectGraphError) {
+            return try group.record()
+        } catch {
+            removeAllActions()
+            throw error
+        }
     }
 
     /// Records a commit (the store's `willCommit`, after the journal): a new group, or the completion of an undo or
@@ -222,7 +233,9 @@ public final class DocumentUndoManager: Sendable {
         return count != 0
     }
 
-    /// Drops the group an undo or redo made no change for (so it cannot block the stack).
+    /// Drops the group an undo or redo made no change for (so it cannot block the stack). Called after the
+    /// transaction, outside the store's lock, so it leaves `pending` alone: another undo may have begun meanwhile,
+    /// and every transaction marks itself (`beginTransaction`).
     func discardEmpty(undo: Bool, seq: Int64) {
         state.withLock { state in
             if undo {
@@ -230,7 +243,6 @@ public final class DocumentUndoManager: Sendable {
             } else {
                 state.redoStack.removeAll { $0.seq == seq }
             }
-            state.pending = .change
         }
     }
 
