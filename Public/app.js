@@ -399,10 +399,13 @@
       }
       return existing;
     });
+    // The nodes that go are removed first: left in place, they would make every node after them look moved, and a
+    // node moved is taken out and put back, which loses a click pressed on it as a rebuild does.
+    const kept = new Set(nodes);
+    for (const n of old) if (!kept.has(n)) n.remove();
     nodes.forEach((n, i) => {
       if (parent.childNodes[i] !== n) parent.insertBefore(n, parent.childNodes[i] || null);
     });
-    while (parent.childNodes.length > nodes.length) parent.lastChild.remove();
   }
 
   function render() {

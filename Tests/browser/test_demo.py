@@ -1829,6 +1829,64 @@ def test_a_click_is_not_lost_when_the_lists_change_under_the_pointer(page, serve
 
 
 
+def test_a_click_is_not_lost_when_a_row_above_it_goes_away(page, server):
+    # A row leaving the list above the pressed one (and another coming in, so that the pressed row stays under the
+    # pointer) must not take the pressed row out and put it back: that too loses the click.
+    def press_change_release(find_row, change, changed):
+        ActionChains(page.b).move_to_element(find_row()).click_and_hold().perform()
+        try:
+            change()
+            page.wait(changed, message="the list shows the changes made while the button is down")
+        finally:
+            ActionChains(page.b).release().perform()
+
+    eng = server.department_id("Engineering")
+    sales = server.department_id("Sales")
+    engineering = sorted(server.employees_of("Engineering"), key=lambda e: (e["lastName"], e["firstName"]))
+    page.select_department("Engineering", [full(e) for e in engineering])
+    page.select_employee(full(engineering[0]))
+    leaving, pressed = engineering[1], engineering[6]
+    coming = server.employees_of("Sales")[0]
+    renamed = {"firstName": coming["firstName"], "lastName": "Aaa" + coming["lastName"]}
+    status, _ = server.request("POST", "/objects/Department", {"name": "Cobalt", "budget": 0})
+    assert status == 201
+    cobalt = server.department_id("Cobalt")
+    try:
+        def swap():
+            server.put(f"/objects/{leaving['$id']}/department", {"$ref": sales})
+            status, answer = server.request(
+                "PATCH", f"/objects/{coming['$id']}", {"lastName": renamed["lastName"], "department": {"$ref": eng}})
+            assert status == 200, answer
+
+        press_change_release(
+            lambda: page.employee_row(full(pressed)).find_element(By.CLASS_NAME, "name"),
+            swap,
+            lambda: full(leaving) not in page.employee_names() and full(renamed) in page.employee_names(),
+        )
+        page.wait(lambda: page.selected_employees() == [full(pressed)], message="the employee click took")
+
+        page.wait(lambda: "Cobalt" in page.department_names())
+
+        def replace_department():
+            assert server.request("DELETE", f"/objects/{cobalt}")[0] == 204
+            assert server.request("POST", "/objects/Department", {"name": "Delta", "budget": 0})[0] == 201
+
+        press_change_release(
+            lambda: page.department_row("Sales").find_element(By.CLASS_NAME, "dep-name"),
+            replace_department,
+            lambda: "Cobalt" not in page.department_names() and "Delta" in page.department_names(),
+        )
+        page.wait(lambda: page.selected_department() == "Sales", message="the department click took")
+    finally:
+        server.put(f"/objects/{leaving['$id']}/department", {"$ref": eng})
+        server.request(
+            "PATCH", f"/objects/{coming['$id']}", {"lastName": coming["lastName"], "department": {"$ref": sales}})
+        for name in ("Cobalt", "Delta"):
+            for d in server.get("/objects/Department?keys=name")["objects"]:
+                if d["name"] == name:
+                    server.request("DELETE", f"/objects/{d['$id']}")
+
+
 def test_text_typed_for_several_stays_when_another_client_reorders_them(page, server):
     # The form is for a set of employees: another client's rename that only reorders the selected ones (the list
     # is sorted by name) leaves the text typed for them, and leaving the field sends it as their pending edit.
