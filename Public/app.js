@@ -85,6 +85,7 @@
     people: new Map(), // Employee id → {firstName, lastName}
     actions: { undo: false, redo: false },
     anchor: null, // id of the employee the shift-selection extends from (see anchorIndex)
+    lead: null, // id of the employee the keyboard is on: the moving end of a shift-selection (see leadIndex)
     ready: false,
   };
   const dirty = new Set(); // fields typed into and not yet sent as pending edits
@@ -507,8 +508,8 @@
       : state.departments.length
         ? 'Select a department.'
         : 'No departments, so no employees.';
-    const first = (emp.selectionIndexes || [])[0];
-    if (first !== undefined) el.grid.setAttribute('aria-activedescendant', `emp-${first}`);
+    const active = leadIndex(emp.selectionIndexes || []) ?? (emp.selectionIndexes || [])[0];
+    if (active !== undefined) el.grid.setAttribute('aria-activedescendant', `emp-${active}`);
     else el.grid.removeAttribute('aria-activedescendant');
 
     const dep = state.departments[state.depSelection[0]];
@@ -1306,6 +1307,7 @@
     const before = state.depSelection;
     state.depSelection = [index];
     state.anchor = null;
+    state.lead = null;
     renderDepartments();
     const done = await mutate(() =>
       guarded(async () => {
@@ -1379,8 +1381,16 @@
     return index >= 0 ? index : (current[0] ?? null);
   }
 
-  function setAnchor(index) {
-    state.anchor = idOf(state.employees[index]);
+  // The row the keyboard is on, while it is selected.
+  function leadIndex(current) {
+    const index = state.lead ? state.employees.findIndex((e) => idOf(e) === state.lead) : -1;
+    return index >= 0 && current.includes(index) ? index : null;
+  }
+
+  // A click or a key: `lead` is the row now under the keyboard, `anchor` the one a Shift-selection extends from.
+  function mark(anchor, lead) {
+    state.anchor = idOf(state.employees[anchor]);
+    state.lead = idOf(state.employees[lead]);
   }
 
   el.body.addEventListener('click', (event) => {
@@ -1390,14 +1400,14 @@
     const current = (state.emp && state.emp.selectionIndexes) || [];
     const anchor = anchorIndex(current);
     if (event.shiftKey && anchor !== null) {
-      setAnchor(anchor);
+      mark(anchor, index);
       const [a, b] = [Math.min(anchor, index), Math.max(anchor, index)];
       selectEmployees(Array.from({ length: b - a + 1 }, (_, i) => a + i));
     } else if (event.metaKey || event.ctrlKey) {
-      setAnchor(index);
+      mark(index, index);
       selectEmployees(current.includes(index) ? current.filter((i) => i !== index) : [...current, index]);
     } else {
-      setAnchor(index);
+      mark(index, index);
       selectEmployees([index]);
     }
   });
@@ -1406,7 +1416,8 @@
     if (event.target !== el.grid) return;
     const current = (state.emp && state.emp.selectionIndexes) || [];
     const last = state.employees.length - 1;
-    const focus = current.length ? (event.key === 'ArrowUp' ? current[0] : current[current.length - 1]) : -1;
+    const edge = current.length ? (event.key === 'ArrowUp' ? current[0] : current[current.length - 1]) : -1;
+    const focus = leadIndex(current) ?? edge;
     let target = null;
     if (event.key === 'ArrowDown') target = Math.min(last, focus + 1);
     else if (event.key === 'ArrowUp') target = Math.max(0, focus === -1 ? 0 : focus - 1);
@@ -1430,11 +1441,11 @@
     event.preventDefault();
     if (event.shiftKey) {
       const anchor = anchorIndex(current) ?? target;
-      setAnchor(anchor);
+      mark(anchor, target);
       const [a, b] = [Math.min(anchor, target), Math.max(anchor, target)];
       selectEmployees(Array.from({ length: b - a + 1 }, (_, i) => a + i));
     } else {
-      setAnchor(target);
+      mark(target, target);
       selectEmployees([target]);
     }
     const row = document.getElementById(`emp-${target}`);

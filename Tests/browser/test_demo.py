@@ -1908,3 +1908,28 @@ def test_text_typed_for_several_stays_when_another_client_reorders_them(page, se
         page.el("discard").click()
         page.wait(lambda: not page.edits())
         server.put(f"/objects/{first['$id']}/lastName", first["lastName"])
+
+
+def test_shift_arrows_move_the_end_the_keyboard_is_on(page, server):
+    # As NSTableView: Shift+Down twice from a clicked row selects three rows, and Shift+Up then gives one back
+    # (the moving end is the row the keyboard is on, which the grid names as its active descendant).
+    page.select_department("Engineering")
+    names = page.employee_names()
+    page.select_employee(names[2])
+    grid = page.b.find_element(By.ID, "employees-grid")
+    page.b.execute_script("arguments[0].focus()", grid)
+
+    def shift(key, expected):
+        ActionChains(page.b).key_down(Keys.SHIFT).send_keys(key).key_up(Keys.SHIFT).perform()
+        page.wait(lambda: page.selected_employees() == [names[i] for i in expected], message=f"{key!r} → {expected}")
+
+    shift(Keys.ARROW_DOWN, [2, 3])
+    shift(Keys.ARROW_DOWN, [2, 3, 4])
+    assert grid.get_attribute("aria-activedescendant") == "emp-4"
+    shift(Keys.ARROW_UP, [2, 3])
+    shift(Keys.ARROW_UP, [2])
+    shift(Keys.ARROW_UP, [1, 2])
+    assert grid.get_attribute("aria-activedescendant") == "emp-1"
+    # A plain arrow moves on from where the keyboard is.
+    ActionChains(page.b).send_keys(Keys.ARROW_UP).perform()
+    page.wait(lambda: page.selected_employees() == [names[0]])
