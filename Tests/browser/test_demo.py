@@ -1790,16 +1790,19 @@ def test_the_filter_box_says_what_the_list_is_filtered_by(page, server):
         server.put(f"/controllers/{emp}/filterPredicate", None)
 
 
+def press_change_release(page, find_row, change, changed):
+    """Presses the mouse on find_row(), makes another client's change, waits until the page shows it, releases."""
+    ActionChains(page.b).move_to_element(find_row()).click_and_hold().perform()
+    try:
+        change()
+        page.wait(changed, message="the list shows the change made while the button is down")
+    finally:
+        ActionChains(page.b).release().perform()
+
+
 def test_a_click_is_not_lost_when_the_lists_change_under_the_pointer(page, server):
     # Another client's change re-renders the lists; one that lands between the press and the release of a
     # click must not eat the click (a row rebuilt meanwhile is not the row pressed, and gets no click).
-    def press_change_release(find_row, change, changed):
-        ActionChains(page.b).move_to_element(find_row()).click_and_hold().perform()
-        try:
-            change()
-            page.wait(changed, message="the list shows the change made while the button is down")
-        finally:
-            ActionChains(page.b).release().perform()
 
     engineering = sorted(server.employees_of("Engineering"), key=lambda e: (e["lastName"], e["firstName"]))
     page.select_department("Engineering", [full(e) for e in engineering])
@@ -1809,6 +1812,7 @@ def test_a_click_is_not_lost_when_the_lists_change_under_the_pointer(page, serve
     sales = server.employees_of("Sales")[0]
     try:
         press_change_release(
+            page,
             lambda: page.employee_row(full(target)).find_element(By.CLASS_NAME, "name"),
             lambda: server.put(f"/objects/{target['$id']}/salary", pay + 1),
             lambda: f"{pay + 1:,}" in page.employee_row(full(target)).text,
@@ -1818,6 +1822,7 @@ def test_a_click_is_not_lost_when_the_lists_change_under_the_pointer(page, serve
         meta = lambda: page.department_row("Sales").find_element(By.CLASS_NAME, "dep-meta").text
         before = meta()
         press_change_release(
+            page,
             lambda: page.department_row("Sales").find_element(By.CLASS_NAME, "dep-name"),
             lambda: server.put(f"/objects/{sales['$id']}/salary", sales["salary"] + 1_000_000),
             lambda: meta() != before,
@@ -1832,13 +1837,6 @@ def test_a_click_is_not_lost_when_the_lists_change_under_the_pointer(page, serve
 def test_a_click_is_not_lost_when_a_row_above_it_goes_away(page, server):
     # A row leaving the list above the pressed one (and another coming in, so that the pressed row stays under the
     # pointer) must not take the pressed row out and put it back: that too loses the click.
-    def press_change_release(find_row, change, changed):
-        ActionChains(page.b).move_to_element(find_row()).click_and_hold().perform()
-        try:
-            change()
-            page.wait(changed, message="the list shows the changes made while the button is down")
-        finally:
-            ActionChains(page.b).release().perform()
 
     eng = server.department_id("Engineering")
     sales = server.department_id("Sales")
@@ -1859,6 +1857,7 @@ def test_a_click_is_not_lost_when_a_row_above_it_goes_away(page, server):
             assert status == 200, answer
 
         press_change_release(
+            page,
             lambda: page.employee_row(full(pressed)).find_element(By.CLASS_NAME, "name"),
             swap,
             lambda: full(leaving) not in page.employee_names() and full(renamed) in page.employee_names(),
@@ -1872,6 +1871,7 @@ def test_a_click_is_not_lost_when_a_row_above_it_goes_away(page, server):
             assert server.request("POST", "/objects/Department", {"name": "Delta", "budget": 0})[0] == 201
 
         press_change_release(
+            page,
             lambda: page.department_row("Sales").find_element(By.CLASS_NAME, "dep-name"),
             replace_department,
             lambda: "Cobalt" not in page.department_names() and "Delta" in page.department_names(),
