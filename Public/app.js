@@ -86,6 +86,7 @@
     actions: { undo: false, redo: false },
     anchor: null, // id of the employee the shift-selection extends from (see anchorIndex)
     lead: null, // id of the employee the keyboard is on: the moving end of a shift-selection (see leadIndex)
+    marked: null, // the selection (subjectOf its ids) the page itself last asked for: anchor and lead belong to it
     ready: false,
   };
   const dirty = new Set(); // fields typed into and not yet sent as pending edits
@@ -404,9 +405,36 @@
     // node moved is taken out and put back, which loses a click pressed on it as a rebuild does.
     const kept = new Set(nodes);
     for (const n of old) if (!kept.has(n)) n.remove();
-    nodes.forEach((n, i) => {
-      if (parent.childNodes[i] !== n) parent.insertBefore(n, parent.childNodes[i] || null);
+    // The nodes that keep their order among themselves (a longest increasing run of their old places) stay put;
+    // only the others are moved, so a row that keeps its place is never taken out, whatever moves around it.
+    const at = new Map([...parent.childNodes].map((n, i) => [n, i]));
+    const stay = steadyRun(nodes.map((n) => (at.has(n) ? at.get(n) : -1)));
+    let next = null;
+    for (let i = nodes.length - 1; i >= 0; i -= 1) {
+      if (!stay.has(i)) parent.insertBefore(nodes[i], next);
+      next = nodes[i];
+    }
+  }
+
+  // The positions of a longest strictly increasing run of `seq` (entries < 0, new nodes, are never in it).
+  function steadyRun(seq) {
+    const tails = []; // tails[k]: position in seq of the smallest tail of a run of length k + 1
+    const prev = new Array(seq.length).fill(-1);
+    seq.forEach((v, i) => {
+      if (v < 0) return;
+      let lo = 0;
+      let hi = tails.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (seq[tails[mid]] < v) lo = mid + 1;
+        else hi = mid;
+      }
+      if (lo > 0) prev[i] = tails[lo - 1];
+      tails[lo] = i;
     });
+    const run = new Set();
+    for (let i = tails.length ? tails[tails.length - 1] : -1; i >= 0; i = prev[i]) run.add(i);
+    return run;
   }
 
   function render() {
@@ -1329,12 +1357,13 @@
   async function selectEmployees(indexes) {
     const sorted = [...new Set(indexes)].filter((i) => i >= 0 && i < state.employees.length).sort((a, b) => a - b);
     const current = (state.emp && state.emp.selectionIndexes) || [];
-    if (sorted.length === current.length && sorted.every((v, i) => v === current[i])) return;
-    await flushEdits();
-    const emp = state.emp;
     // By object, not by index: the server commits pending edits first, and an edit that moves its row (a new
     // name under the name sort) would shift the indexes the page saw, selecting another employee.
     const ids = sorted.map((i) => idOf(state.employees[i])).filter((x) => x);
+    state.marked = subjectOf(ids);
+    if (sorted.length === current.length && sorted.every((v, i) => v === current[i])) return;
+    await flushEdits();
+    const emp = state.emp;
     if (emp) {
       emp.selectionIndexes = sorted;
       emp.selectedBefore = current; // what the pending edits are for, until the server has taken the change
@@ -1377,14 +1406,20 @@
   // The row a Shift-selection extends from: the employee last clicked, found by object (a sort, or a row
   // inserted above by another client, moves it), else the first selected row, as NSTableView does.
   function anchorIndex(current) {
-    const index = state.anchor ? state.employees.findIndex((e) => idOf(e) === state.anchor) : -1;
+    const index = ownSelection(current) && state.anchor ? state.employees.findIndex((e) => idOf(e) === state.anchor) : -1;
     return index >= 0 ? index : (current[0] ?? null);
   }
 
   // The row the keyboard is on, while it is selected.
   function leadIndex(current) {
-    const index = state.lead ? state.employees.findIndex((e) => idOf(e) === state.lead) : -1;
+    const index = ownSelection(current) && state.lead ? state.employees.findIndex((e) => idOf(e) === state.lead) : -1;
     return index >= 0 && current.includes(index) ? index : null;
+  }
+
+  // Whether the selection shown is the one the page last asked for: one another client made has no anchor or lead
+  // of the page's (a Shift-selection then extends from its edge).
+  function ownSelection(current) {
+    return subjectOf(current.map((i) => idOf(state.employees[i]))) === state.marked;
   }
 
   // A click or a key: `lead` is the row now under the keyboard, `anchor` the one a Shift-selection extends from.

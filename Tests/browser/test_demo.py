@@ -1887,6 +1887,31 @@ def test_a_click_is_not_lost_when_a_row_above_it_goes_away(page, server):
                     server.request("DELETE", f"/objects/{d['$id']}")
 
 
+def test_a_click_is_not_lost_when_rows_reorder_around_the_pressed_one(page, server):
+    # A row moving from above the pressed one to below it (and another the other way, so that the pressed row stays
+    # under the pointer) must move only those two rows: the rows between are not taken out and put back either.
+    engineering = sorted(server.employees_of("Engineering"), key=lambda e: (e["lastName"], e["firstName"]))
+    page.select_department("Engineering", [full(e) for e in engineering])
+    page.select_employee(full(engineering[0]))
+    up, pressed, down = engineering[1], engineering[5], engineering[8]
+    try:
+        def reorder():
+            server.put(f"/objects/{up['$id']}/lastName", "Zzzz")
+            server.put(f"/objects/{down['$id']}/lastName", "Aaaa")
+
+        press_change_release(
+            page,
+            lambda: page.employee_row(full(pressed)).find_element(By.CLASS_NAME, "name"),
+            reorder,
+            lambda: page.employee_names()[0] == f"{down['firstName']} Aaaa"
+            and page.employee_names()[-1] == f"{up['firstName']} Zzzz",
+        )
+        page.wait(lambda: page.selected_employees() == [full(pressed)], message="the employee click took")
+    finally:
+        server.put(f"/objects/{up['$id']}/lastName", up["lastName"])
+        server.put(f"/objects/{down['$id']}/lastName", down["lastName"])
+
+
 def test_text_typed_for_several_stays_when_another_client_reorders_them(page, server):
     # The form is for a set of employees: another client's rename that only reorders the selected ones (the list
     # is sorted by name) leaves the text typed for them, and leaving the field sends it as their pending edit.
@@ -1933,3 +1958,25 @@ def test_shift_arrows_move_the_end_the_keyboard_is_on(page, server):
     # A plain arrow moves on from where the keyboard is.
     ActionChains(page.b).send_keys(Keys.ARROW_UP).perform()
     page.wait(lambda: page.selected_employees() == [names[0]])
+
+
+def test_shift_extends_from_a_selection_made_elsewhere_not_from_the_row_clicked_before(page, server):
+    # When another client changes the page's selection, the row the page clicked before is no longer where a
+    # Shift-selection starts: it extends from the selection shown, or from the row moved to when none is.
+    page.select_department("Engineering")
+    emp = page.controllers()["employees"]
+    names = page.employee_names()
+    page.select_employee(names[2])
+    grid = page.b.find_element(By.ID, "employees-grid")
+    page.b.execute_script("arguments[0].focus()", grid)
+
+    def shift_down(expected, message):
+        ActionChains(page.b).key_down(Keys.SHIFT).send_keys(Keys.ARROW_DOWN).key_up(Keys.SHIFT).perform()
+        page.wait(lambda: page.selected_employees() == [names[i] for i in expected], message=message)
+
+    server.put(f"/controllers/{emp}/selectionIndexes", [6, 7])
+    page.wait(lambda: page.selected_employees() == [names[6], names[7]], LIVE)
+    shift_down([6, 7, 8], "extends the selection made elsewhere")
+    server.put(f"/controllers/{emp}/selectionIndexes", [])
+    page.wait(lambda: page.selected_employees() == [], LIVE)
+    shift_down([0], "nothing was selected: the first row")
