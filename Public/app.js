@@ -1406,20 +1406,21 @@
   // The row a Shift-selection extends from: the employee last clicked, found by object (a sort, or a row
   // inserted above by another client, moves it), else the first selected row, as NSTableView does.
   function anchorIndex(current) {
-    const index = ownSelection(current) && state.anchor ? state.employees.findIndex((e) => idOf(e) === state.anchor) : -1;
+    const index = ownRow(state.anchor, current);
     return index >= 0 ? index : (current[0] ?? null);
   }
 
   // The row the keyboard is on, while it is selected.
   function leadIndex(current) {
-    const index = ownSelection(current) && state.lead ? state.employees.findIndex((e) => idOf(e) === state.lead) : -1;
+    const index = ownRow(state.lead, current);
     return index >= 0 && current.includes(index) ? index : null;
   }
 
-  // Whether the selection shown is the one the page last asked for: one another client made has no anchor or lead
-  // of the page's (a Shift-selection then extends from its edge).
-  function ownSelection(current) {
-    return subjectOf(current.map((i) => idOf(state.employees[i]))) === state.marked;
+  // Where the page's anchor or lead (an id) is now; -1 when it is gone, or when the selection shown is not the one
+  // the page last asked for (another client made it: a Shift-selection then extends from its edge).
+  function ownRow(id, current) {
+    if (!id || subjectOf(current.map((i) => idOf(state.employees[i]))) !== state.marked) return -1;
+    return state.employees.findIndex((e) => idOf(e) === id);
   }
 
   // A click or a key: `lead` is the row now under the keyboard, `anchor` the one a Shift-selection extends from.
