@@ -1406,20 +1406,20 @@
   // The row a Shift-selection extends from: the employee last clicked, found by object (a sort, or a row
   // inserted above by another client, moves it), else the first selected row, as NSTableView does.
   function anchorIndex(current) {
-    const index = ownRow(state.anchor, current);
+    const index = ownRow(state.anchor);
     return index >= 0 ? index : (current[0] ?? null);
   }
 
   // The row the keyboard is on, while it is selected.
   function leadIndex(current) {
-    const index = ownRow(state.lead, current);
+    const index = ownRow(state.lead);
     return index >= 0 && current.includes(index) ? index : null;
   }
 
   // Where the page's anchor or lead (an id) is now; -1 when it is gone, or when the selection shown is not the one
   // the page last asked for (another client made it: a Shift-selection then extends from its edge).
-  function ownRow(id, current) {
-    if (!id || subjectOf(current.map((i) => idOf(state.employees[i]))) !== state.marked) return -1;
+  function ownRow(id) {
+    if (!id || subjectOf(selectedIds()) !== state.marked) return -1;
     return state.employees.findIndex((e) => idOf(e) === id);
   }
 
