@@ -97,6 +97,8 @@
   const inflightEdits = new Set();
   // Edits that could not be sent (the server was unreachable), by key: sent when a sync next succeeds.
   const unsentEdits = new Map();
+  // The filter box's text when setting it could not be sent, as for the edits (after them: a filter commits them).
+  let unsentFilter = null;
   let lastPredicate = null;
   let filterTimer = null;
   let managerSignature = '';
@@ -193,6 +195,10 @@
             await sendUnsentEdits();
             syncAgain = true; // show them as the server now has them
           }
+          if (unsentFilter !== null) {
+            await sendUnsentFilter();
+            syncAgain = true;
+          }
         } catch (e) {
           ok = false;
           failure = e;
@@ -251,6 +257,24 @@
       }
     }
     if (sent) appendNote(`${sent} edit(s) typed while the server could not be reached were sent`);
+  }
+
+  // Sets the filter typed while the server could not be reached, unless the box has changed since (its own request
+  // then decides). A refusal is shown, and the box then follows the controller's filter again (render).
+  async function sendUnsentFilter() {
+    const text = unsentFilter;
+    unsentFilter = null;
+    if (filterTimer !== null || el.filter.value !== text) return;
+    try {
+      await api('PUT', ctl(EMP, '/filterPredicate'), predicateFor(text));
+      appendNote('The filter typed while the server could not be reached was set');
+    } catch (e) {
+      if (!(e instanceof APIError)) {
+        unsentFilter = text;
+        throw e;
+      }
+      showError(e);
+    }
   }
 
   // The page could not read its controllers. With an HTTP answer, says what the server said (the chip
@@ -554,7 +578,7 @@
     // The filter box follows the controller unless the user has typed text not yet answered (the controller
     // clears its filter on insertion, for instance, and another client may set it).
     const predicate = emp.filterPredicate ?? null;
-    if (predicate !== lastPredicate && filterTimer === null) showFilter(predicate);
+    if (predicate !== lastPredicate && filterTimer === null && unsentFilter === null) showFilter(predicate);
     showPredicate(predicate);
 
     el.add.disabled = !(state.depSelection.length && emp.canAdd !== false);
@@ -1545,21 +1569,29 @@
   el.filter.addEventListener('input', () => {
     clearTimeout(filterTimer);
     const timer = setTimeout(async () => {
-      const predicate = predicateFor(el.filter.value);
+      const text = el.filter.value;
+      const predicate = predicateFor(text);
       lastPredicate = predicate;
       showPredicate(predicate);
       const taken = await mutate(() =>
         guarded(async () => {
-          await api('PUT', ctl(EMP, '/filterPredicate'), predicate);
+          try {
+            await api('PUT', ctl(EMP, '/filterPredicate'), predicate);
+          } catch (e) {
+            // No answer: the text stays in the box and is sent when the server is back (requestSync).
+            unsentFilter = e instanceof APIError ? null : text;
+            throw e;
+          }
+          unsentFilter = null;
           showError(null);
           return true;
         }),
       );
       if (filterTimer !== timer) return; // typed again meanwhile: the newer text's answer decides
       filterTimer = null;
-      // Refused (setting a filter commits the pending edits first), or the server is away: the list is not
-      // filtered by what the box says, so the box goes back to what it is filtered by while the error says why.
-      if (!taken && state.emp) {
+      // Refused (setting a filter commits the pending edits first): the list is not filtered by what the box says,
+      // so the box goes back to what it is filtered by while the error says why.
+      if (!taken && state.emp && unsentFilter === null) {
         showFilter(state.emp.filterPredicate ?? null);
         showPredicate(state.emp.filterPredicate ?? null);
       }

@@ -1201,6 +1201,27 @@ def test_an_edit_typed_while_the_server_is_away_is_sent_when_it_is_back(start_se
         b.quit()
 
 
+def test_a_filter_typed_while_the_server_is_away_is_set_when_it_is_back(start_server):
+    srv = start_server()
+    b = new_browser()
+    try:
+        p = open_on_steve_jobs(b, srv)
+        start_server.stop(srv)
+        p.wait(lambda: b.find_element(By.ID, "connection").get_attribute("data-state") == "offline")
+        p.el("filter").send_keys("jo")
+        p.wait(lambda: "could not be reached" in p.el("error").text, message="the filter's request failed")
+        assert p.el("filter").get_attribute("value") == "jo", "the text stays in the box"
+        start_server.restart(srv)
+        emp = p.controllers()["employees"]
+        p.wait(lambda: '"jo"' in ((srv.request("GET", f"/controllers/{emp}")[1] or {}).get("filterPredicate") or ""),
+               message="the filter is set once the server is back")
+        matching = sorted(full(e) for e in srv.employees_of("Sales") if "jo" in full(e).lower())
+        p.wait(lambda: sorted(p.employee_names()) == matching)
+        assert p.el("filter").get_attribute("value") == "jo"
+    finally:
+        b.quit()
+
+
 # -- defects found by the second audit of the page ----------------------------------------------------
 
 
