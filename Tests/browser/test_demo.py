@@ -1180,13 +1180,23 @@ def test_a_salary_that_does_not_read_is_named_at_the_field(page, server):
         p.wait(lambda: not p.el("field-salary-error").is_displayed())
 
 
-def test_an_edit_typed_while_the_server_is_away_is_sent_when_it_is_back(start_server):
+def offline_on_steve_jobs(start_server):
+    """A page of its own server on Steve Jobs, that server stopped and the page showing it: (server, browser, page)."""
     srv = start_server()
     b = new_browser()
     try:
         p = open_on_steve_jobs(b, srv)
         start_server.stop(srv)
         p.wait(lambda: b.find_element(By.ID, "connection").get_attribute("data-state") == "offline")
+    except BaseException:
+        b.quit()
+        raise
+    return srv, b, p
+
+
+def test_an_edit_typed_while_the_server_is_away_is_sent_when_it_is_back(start_server):
+    srv, b, p = offline_on_steve_jobs(start_server)
+    try:
         p.type_into("firstName", "Steven")
         p.field("firstName").send_keys(Keys.TAB)
         p.wait(lambda: "Not sent yet" in p.el("field-firstName-error").text)
@@ -1202,12 +1212,8 @@ def test_an_edit_typed_while_the_server_is_away_is_sent_when_it_is_back(start_se
 
 
 def test_a_filter_typed_while_the_server_is_away_is_set_when_it_is_back(start_server):
-    srv = start_server()
-    b = new_browser()
+    srv, b, p = offline_on_steve_jobs(start_server)
     try:
-        p = open_on_steve_jobs(b, srv)
-        start_server.stop(srv)
-        p.wait(lambda: b.find_element(By.ID, "connection").get_attribute("data-state") == "offline")
         p.el("filter").send_keys("jo")
         p.wait(lambda: "could not be reached" in p.el("error").text, message="the filter's request failed")
         assert p.el("filter").get_attribute("value") == "jo", "the text stays in the box"
