@@ -1573,7 +1573,7 @@
       const predicate = predicateFor(text);
       lastPredicate = predicate;
       showPredicate(predicate);
-      const taken = await mutate(() =>
+      await mutate(() =>
         guarded(async () => {
           try {
             await api('PUT', ctl(EMP, '/filterPredicate'), predicate);
@@ -1584,17 +1584,12 @@
           }
           unsentFilter = null;
           showError(null);
-          return true;
         }),
       );
-      if (filterTimer !== timer) return; // typed again meanwhile: the newer text's answer decides
-      filterTimer = null;
-      // Refused (setting a filter commits the pending edits first): the list is not filtered by what the box says,
-      // so the box goes back to what it is filtered by while the error says why.
-      if (!taken && state.emp && unsentFilter === null) {
-        showFilter(state.emp.filterPredicate ?? null);
-        showPredicate(state.emp.filterPredicate ?? null);
-      }
+      // Unless typed again meanwhile (the newer text's answer decides), the box follows the controller again: after
+      // a refusal (setting a filter commits the pending edits first) the sync that mutate asked for puts back what
+      // the list is filtered by, while the error says why.
+      if (filterTimer === timer) filterTimer = null;
     }, 200);
     filterTimer = timer;
   });
