@@ -89,9 +89,11 @@ public final class BinderyService: HTTPResponder {
             .init(generation: snapshot.generation) { keyPath in
                 // As a binding to NSUserDefaultsController: `values.KEY` is a default (also one named
                 // `hasUnappliedChanges`), `hasUnappliedChanges` the controller's flag; a bare key is a default too.
-                if keyPath.hasPrefix("values.") { return value(at: keyPath.dropFirst(7), in: snapshot) }
+                // A path no default can begin (empty, `$x`) is refused as `PUT /defaults/{key}` refuses the name.
                 if keyPath == "hasUnappliedChanges" { return .boolean(snapshot.hasUnappliedChanges) }
-                return value(at: keyPath[...], in: snapshot)
+                let path = keyPath.hasPrefix("values.") ? keyPath.dropFirst(7) : keyPath[...]
+                try UserDefaultsController.checkName(String(path))
+                return value(at: path, in: snapshot)
             }
         }
         observations.setExternalReader { target in

@@ -210,16 +210,21 @@ public final class UserDefaultsController: Sendable {
         return nil
     }
 
+    /// Throws 400 `bad-key-path` when `key` cannot name a default (empty, or starting with `$`).
+    public static func checkName(_ key: String) throws(ObjectGraphError) {
+        if let problem = problem(key: key, value: .null) {
+            throw ObjectGraphError(
+                status: 400, code: "bad-key-path", message: problem, fields: ["keyPath": .string(key)])
+        }
+    }
+
     /// Sets a value: saved at once with `appliesImmediately`, else pending. Null removes the key's saved value.
     /// Answers the defaults as this change left them. A pending value that is the saved one (or null where nothing
     /// is saved) is no unapplied change: the key's pending change is dropped, as NSUserDefaultsController's
     /// `hasUnappliedChanges` compares the cached values with the saved ones.
     @discardableResult
     public func setValue(_ value: PropertyListValue, forKey key: String) throws(ObjectGraphError) -> Snapshot {
-        if let problem = Self.problem(key: key, value: .null) {
-            throw ObjectGraphError(
-                status: 400, code: "bad-key-path", message: problem, fields: ["keyPath": .string(key)])
-        }
+        try Self.checkName(key)
         if let problem = Self.problem(key: key, value: value) { throw .typeMismatch(key, of: nil, problem) }
         return try change { state in
             if state.configuration.appliesImmediately {

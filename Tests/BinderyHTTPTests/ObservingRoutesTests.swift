@@ -1321,6 +1321,25 @@ struct ControllerObservingTests {
         }
     }
 
+    /// A key path that names no possible default (`$x`, as `PUT /defaults/%24x` refuses; an empty name) is refused at
+    /// registration, as `PUT` refuses it, rather than observed as null for ever; a key that is not set yet is taken.
+    @Test func defaultsObserversRefuseKeysNoDefaultCanHave() throws {
+        try withService { client in
+            for keyPath in ["$x", "values.$x", "values.", "$x.y"] {
+                let answer = try client.request(
+                    "POST", "/observers", json: #"{"target": "defaults", "keyPath": "\#(keyPath)"}"#)
+                #expect(answer.status == 400, "\(keyPath)")
+                #expect(answer.json?["error"]?["code"] == "bad-key-path", "\(keyPath)")
+            }
+            #expect(try client.request("PUT", "/defaults/%24x", json: "1").status == 400)
+            for keyPath in ["notSetYet", "values.notSetYet", "a.$b"] {
+                let answer = try client.request(
+                    "POST", "/observers", json: #"{"target": "defaults", "keyPath": "\#(keyPath)"}"#)
+                #expect(answer.status == 201, "\(keyPath)")
+            }
+        }
+    }
+
     /// Every change of a default is reported with its own value, also when the observation queue lags behind several
     /// (each change leaves a snapshot; the queue reads that, not the latest state), and answered with its own value.
     @Test func defaultsObserversSeeEveryValueWhileTheQueueLags() throws {
