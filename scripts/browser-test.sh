@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The demo page (Public/) end to end: headless Chromium driven by Selenium against a real server.
 #
-# Installs what is missing (Debian's chromium and chromium-driver, Python's selenium and pytest), builds
+# Installs what is missing (Debian's chromium, chromium-driver and netbase, Python's selenium and pytest), builds
 # the server if its binary is absent, starts it on a free port with a fresh data directory, runs
 # Tests/browser with pytest, and stops the server whatever happens. Exits non-zero when a test fails.
 # Screenshots land in .build/ (demo.png, demo-narrow.png).
@@ -14,7 +14,9 @@ cd "$(dirname "$0")/.."
 BIN="${BINDERY_BINARY:-.build/debug/bindery}"
 SWIFT="${SWIFT:-swift}"
 
-extra=(chromium chromium-driver)
+# netbase writes /etc/hosts, without which (a minimal chroot) `localhost` does not resolve and Selenium cannot reach
+# chromedriver.
+extra=(chromium chromium-driver netbase)
 command -v python3 >/dev/null 2>&1 || extra+=(python3)
 bash scripts/install-deps.sh "${extra[@]}"
 
