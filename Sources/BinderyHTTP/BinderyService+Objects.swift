@@ -95,6 +95,16 @@ extension BinderyService {
         guard case .dictionary(let values) = try request.jsonBody() else {
             throw APIError(status: 422, code: "type-mismatch", message: "The body must be a JSON object of keys.")
         }
+        // The target is the entity's collection, which has no entity tag: `If-Match` matches it only with `*`
+        // (RFC 9110 §13.1.1); an unknown entity is still 404.
+        if let condition = request.request.header("If-Match"),
+            !condition.split(separator: ",").contains(where: { $0.trimmingCharacters(in: " \t") == "*" }),
+            document.store.model.entity(named: entity) != nil
+        {
+            throw APIError(
+                status: 412, code: "precondition-failed",
+                message: "The \(entity) objects, a create's target, have no entity tag: If-Match: \(condition) fails.")
+        }
         let createOnly = request.request.header("If-None-Match")?.trimmingCharacters(in: " ") == "*"
         let result = try document.transactionBeforeDurable { transaction throws -> (ObjectID, PropertyListValue) in
             if createOnly, let given = values["$id"], !given.isNull {

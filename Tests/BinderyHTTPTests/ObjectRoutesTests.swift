@@ -557,6 +557,24 @@ struct ObjectRoutesTests {
         }
     }
 
+    /// The target of a create is the entity's collection, which has no entity tag: `If-Match` with a tag can never
+    /// match it and is 412, changing nothing (RFC 9110 §13.1.1), rather than ignored; `*` matches the collection.
+    @Test func insertWithIfMatchTagFailsTheCondition() throws {
+        try withService { client in
+            let body = #"{"firstName": "New", "lastName": "Hire", "department": {"$ref": "Department/5"}}"#
+            let before = try client.request("GET", "/objects/Employee?limit=0").json?["count"]
+            for condition in [#""1""#, #"W/"1""#, #""1", "2""#] {
+                let refused = try client.request(
+                    "POST", "/objects/Employee", headers: ["If-Match": condition], json: body)
+                #expect(refused.status == 412, "\(condition)")
+                #expect(refused.errorCode == "precondition-failed", "\(condition)")
+            }
+            #expect(try client.request("GET", "/objects/Employee?limit=0").json?["count"] == before)
+            let any = try client.request("POST", "/objects/Employee", headers: ["If-Match": "*"], json: body)
+            #expect(any.status == 201)
+        }
+    }
+
     @Test func insertWithLocationDuplicateAndCreateOnly() throws {
         try withService { client in
             let body =
