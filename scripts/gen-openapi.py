@@ -114,7 +114,8 @@ paths = {
         param("offset", "query", schema={"type": "integer", "minimum": 0}), param("limit", "query", schema={"type": "integer", "minimum": 0}),
         param("keys", "query", "Comma list of key paths to project")],
         responses=ok({"type": "object", "required": ["objects", "count"], "properties": {"objects": {"type": "array", "items": ref("Object")}, "count": {"type": "integer"}}}), tags=["objects"]),
-    "post": op("Insert an object", [entity, param("If-None-Match", "header", "* makes it create-only: an object with the body's $id is 412 precondition-failed")],
+    "post": op("Insert an object", [entity, param("If-None-Match", "header", "* makes it create-only: an object with the body's $id is 412 precondition-failed"),
+        param("If-Match", "header", "The target is the entity's collection, which has no ETag: * matches it, any other tag is 412 precondition-failed")],
         json_body(ref("Object")), responses={**ok(ref("Object"), "Created", "201", headers=location + etag), **PRECONDITION}, tags=["objects"])},
   "/objects/{entity}/{id}": {
     "get": op("An object (ETag; If-None-Match → 304, If-Match → 412)", [entity, oid,
