@@ -62,6 +62,17 @@ extension BinderyService {
                 try indexes(try request.jsonBody()), controller: name)
             return answer(.json(value, seq: seq), whenDurable: seq, document: document)
         }
+        // NSArrayController's `setSelectionIndex:`: one index, or null (Cocoa's NSNotFound) for none; answers the
+        // first selected index after it (another may be selected: `avoidsEmptySelection`, an index out of range).
+        router.add("PUT", "/controllers/:name/selectionIndex") { request in
+            let body = try request.jsonBody()
+            guard body.isNull || (body.integerValue ?? -1) >= 0 else {
+                throw typeMismatch("selectionIndex", "a non-negative integer, or null for no selection")
+            }
+            let (value, seq) = try controllers.setSelectionIndexes(
+                body.integerValue.map { [Int($0)] } ?? [], controller: request.parameter("name"))
+            return answer(.json(value.arrayValue?.first ?? .null, seq: seq), whenDurable: seq, document: document)
+        }
         router.add("PUT", "/controllers/:name/selectionIndexPaths") { request in
             let name = request.parameter("name")
             guard case .array(let paths) = try request.jsonBody(), paths.allSatisfy({ $0.arrayValue != nil }) else {

@@ -38,6 +38,9 @@ extension Controller {
         case "selection":
             guard let rest else { return try selectionDictionary(in: view) }
             return try selectionValue(rest, in: view).json
+        case "selectionIndex" where !(self is TreeController):
+            // NSArrayController's: the first selected index, null for none (Cocoa's NSNotFound).
+            return try plain(stateFields(in: context)["selectionIndexes"]?.arrayValue?.first ?? .null)
         case "isEditing": return try plain(.boolean(isEditing))
         case "canAdd": return try plain(.boolean(canAdd))
         case "canInsert": return try plain(.boolean(canInsert))

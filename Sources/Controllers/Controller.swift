@@ -84,9 +84,6 @@ class Controller {
     /// The controller-specific members of its state (`selectionIndexes`, `count`, ...).
     func stateFields(in context: ControllerContext) -> [String: PropertyListValue] { [:] }
 
-    /// A controller key other than the common ones (`arrangedObjects`, `selectionIndexes`, ...); nil if unknown.
-    func value(forKey key: String, rest: String?, in context: ControllerContext) throws -> PropertyListValue? { nil }
-
     var canAdd: Bool { options.editable && contentEntity != nil && (isEntityMode || owner != nil) }
     var canInsert: Bool { canAdd }
     var canRemove: Bool {

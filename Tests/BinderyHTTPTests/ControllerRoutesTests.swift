@@ -232,6 +232,29 @@ struct ControllerRoutesTests {
         }
     }
 
+    /// NSArrayController's `selectionIndex`: the first selected index (null for none, Cocoa's NSNotFound), read,
+    /// observed and set as one index; a tree has index paths instead.
+    @Test func selectionIndex_firstSelectedIndex_readAndSet() throws {
+        try withService { client in
+            _ = try client.request("PUT", "/controllers/employees/selectionIndexes", json: "[2, 3]")
+            #expect(try client.request("GET", "/controllers/employees/selectionIndex").json == 2)
+            let set = try client.request("PUT", "/controllers/employees/selectionIndex", json: "1")
+            #expect(set.status == 200)
+            #expect(set.json == 1)
+            #expect(try client.request("GET", "/controllers/employees/selectionIndexes").json == [1])
+            #expect(try client.request("PUT", "/controllers/employees/selectionIndex", json: "null").json == .null)
+            #expect(try client.request("GET", "/controllers/employees/selectionIndexes").json == [])
+            #expect(try client.request("GET", "/controllers/employees/selectionIndex").json == .null)
+            for bad in ["-1", "\"1\"", "[1]", "1.5"] {
+                let refused = try client.request("PUT", "/controllers/employees/selectionIndex", json: bad)
+                #expect(refused.status == 422, "\(bad)")
+                #expect(refused.errorCode == "type-mismatch", "\(bad)")
+            }
+            #expect(try client.request("GET", "/controllers/employees/selectionIndexes").json == [])
+            #expect(try client.request("GET", "/controllers/org/selectionIndex").status == 404)
+        }
+    }
+
     @Test func setThroughSelection_everySelectedObject_oneChange() throws {
         try withService { client in
             _ = try client.request("PUT", "/controllers/employees/selectionIndexes", json: "[0, 1]")
