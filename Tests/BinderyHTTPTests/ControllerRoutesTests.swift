@@ -232,8 +232,8 @@ struct ControllerRoutesTests {
         }
     }
 
-    /// NSArrayController's `selectionIndex`: the first selected index (null for none, Cocoa's NSNotFound), read,
-    /// observed and set as one index; a tree has index paths instead.
+    /// NSArrayController's `selectionIndex`: the first selected index (null for none, Cocoa's NSNotFound), read and
+    /// set as one index; a tree has index paths instead.
     @Test func selectionIndex_firstSelectedIndex_readAndSet() throws {
         try withService { client in
             _ = try client.request("PUT", "/controllers/employees/selectionIndexes", json: "[2, 3]")
