@@ -97,8 +97,7 @@ extension BinderyService {
         }
         // The target is the entity's collection, which has no entity tag: `If-Match` matches it only with `*`
         // (RFC 9110 §13.1.1); an unknown entity is still 404.
-        if let condition = request.request.header("If-Match"),
-            !condition.split(separator: ",").contains(where: { $0.trimmingCharacters(in: " \t") == "*" }),
+        if let condition = request.request.header("If-Match"), !matches(condition, version: nil),
             document.store.model.entity(named: entity) != nil
         {
             throw APIError(
@@ -285,13 +284,14 @@ extension BinderyService {
 
     static func etag(_ version: Int64) -> String { "\"\(version)\"" }
 
-    /// Whether an `If-Match` / `If-None-Match` list names this version (`*` names any). `If-Match` compares strongly
-    /// (RFC 9110 §13.1.1: a weak tag `W/"7"` never matches), `If-None-Match` weakly (`weak`).
-    static func matches(_ condition: String, version: Int64, weak: Bool = false) -> Bool {
+    /// Whether an `If-Match` / `If-None-Match` list names this version (`*` names any; with no version, as a
+    /// collection has none, only `*` matches). `If-Match` compares strongly (RFC 9110 §13.1.1: a weak tag `W/"7"`
+    /// never matches), `If-None-Match` weakly (`weak`).
+    static func matches(_ condition: String, version: Int64?, weak: Bool = false) -> Bool {
         condition.split(separator: ",").contains { candidate in
             var tag = candidate.trimmingCharacters(in: " \t")
             if weak, tag.hasPrefix("W/") { tag.removeFirst(2) }
-            return tag == "*" || tag == etag(version)
+            return tag == "*" || version.map { tag == etag($0) } == true
         }
     }
 
