@@ -203,6 +203,12 @@ struct ObservingRoutesTests {
             #expect(gone.json?["error"]?["oldest"] == 3)
             #expect(gone.json?["error"]?["current"] == 6)
             #expect(changes(try client.request("GET", "/changes?since=3&timeout=0")).count == 3)
+            // Filtered, the same `since` is 410 only when a change the filter wants was dropped.
+            #expect(try client.request("GET", "/changes?since=1&timeout=0&entity=Employee").status == 410)
+            let departments = try client.request("GET", "/changes?since=1&timeout=0&entity=Department")
+            #expect(departments.status == 200, "\(departments.text)")
+            #expect(changes(departments).isEmpty)
+            #expect(departments.json?["last"] == 6)
         }
     }
 

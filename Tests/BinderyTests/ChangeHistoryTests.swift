@@ -8,6 +8,35 @@ struct ChangeHistoryTests {
         var seq: Int64
         var tag: Int
         var approximateByteCount = 100
+        var key: String?
+        var filterKey: Substring? { key?[...] }
+    }
+
+    /// With filter keys tracked, a reader filtering on a key is covered from any `since` after the last dropped
+    /// item of its key, however much else was dropped; past `maxFilterKeys` keys, every key is bounded by the last
+    /// drop (never a gap: too strict at worst).
+    @Test func tracksTheLastDroppedSeqOfEachFilterKey() {
+        var history = SequenceHistory<Item>(capacity: 4, startingAt: 0, tracksFilterKeys: true)
+        history.append(Item(seq: 1, tag: 1, key: "A"))
+        for n in 2...10 { history.append(Item(seq: Int64(n), tag: n, key: "B")) }
+        #expect(history.compactedThrough == 6)
+        #expect(!history.covers(since: 0, filterKey: "A"))
+        #expect(history.covers(since: 1, filterKey: "A"))
+        #expect(!history.covers(since: 5, filterKey: "B"))
+        #expect(history.covers(since: 6, filterKey: "B"))
+        #expect(!history.covers(since: 1))
+        // A key never seen, in a history that started at 0: nothing of it was dropped.
+        #expect(history.covers(since: 0, filterKey: "C"))
+        // Untracked, a filter changes nothing.
+        var plain = SequenceHistory<Item>(capacity: 4, startingAt: 0)
+        for n in 1...10 { plain.append(Item(seq: Int64(n), tag: n, key: "B")) }
+        #expect(!plain.covers(since: 1, filterKey: "A"))
+        // More keys than are tracked: all are forgotten into the last drop.
+        let keys = SequenceHistory<Item>.maxFilterKeys + 1
+        var many = SequenceHistory<Item>(capacity: 1, startingAt: 0, tracksFilterKeys: true)
+        for n in 1...(keys + 1) { many.append(Item(seq: Int64(n), tag: n, key: "k\(n)")) }
+        #expect(!many.covers(since: 0, filterKey: "C"))
+        #expect(many.covers(since: Int64(keys), filterKey: "C"))
     }
 
     /// The ring grows as items come (nothing is set aside for a capacity never used), keeps them in order across

@@ -3,6 +3,8 @@ protocol Sequenced {
     var seq: Int64 { get }
     /// About how many bytes it holds (its values), for the history's byte budget.
     var approximateByteCount: Int { get }
+    /// What a filtered reader names to ask for it (a change's entity, a notification's name); nil for nothing.
+    var filterKey: Substring? { get }
 }
 
 extension FeedChange: Sequenced {
@@ -10,6 +12,12 @@ extension FeedChange: Sequenced {
         64 + target.utf8.count + keyPath.utf8.count + (old?.approximateByteCount ?? 0)
             + (new?.approximateByteCount ?? 0) + 8 * (indexes?.count ?? 0)
     }
+
+    var filterKey: Substring? { entity }
+}
+
+extension Sequenced {
+    var filterKey: Substring? { nil }
 }
 
 /// The store's change history: feed changes by store seq.
@@ -32,11 +40,20 @@ struct SequenceHistory<Item: Sequenced> {
     private(set) var bytes = 0
     /// Changes with seq ≤ this may have been dropped (or predate the history).
     private(set) var compactedThrough: Int64
+    /// When filter keys are tracked: by the hash of a filter key, the newest seq dropped with an item of that key, so
+    /// that a filtered reader is refused only when an item it wanted was dropped. Clients name keys, so the map is
+    /// bounded and holds no names: keys of one hash share their seq, and past `maxFilterKeys` hashes all are
+    /// forgotten into `droppedForgotten`, which then bounds every key (too strict at worst, never a gap).
+    private var droppedByKey: [Int: Int64]?
+    private var droppedForgotten: Int64
+    static var maxFilterKeys: Int { 1024 }
 
-    init(capacity: Int, maxBytes: Int = .max, startingAt seq: Int64) {
+    init(capacity: Int, maxBytes: Int = .max, startingAt seq: Int64, tracksFilterKeys: Bool = false) {
         self.capacity = max(1, capacity)
         self.maxBytes = maxBytes
         compactedThrough = seq
+        droppedForgotten = seq
+        droppedByKey = tracksFilterKeys ? [:] : nil
     }
 
     mutating func append(_ change: Item) {
@@ -89,6 +106,13 @@ struct SequenceHistory<Item: Sequenced> {
         let seq = ring[start]!.seq
         compactedThrough = max(compactedThrough, seq)
         while count > 0, let next = ring[start], next.seq == seq {
+            if droppedByKey != nil, let key = next.filterKey {
+                droppedByKey![key.hashValue] = seq
+                if droppedByKey!.count > Self.maxFilterKeys {
+                    droppedForgotten = seq
+                    droppedByKey = [:]
+                }
+            }
             bytes -= next.approximateByteCount
             ring[start] = nil
             start = (start + 1) % size
@@ -96,9 +120,11 @@ struct SequenceHistory<Item: Sequenced> {
         }
     }
 
-    /// Whether every change after `since` is still here.
-    func covers(since: Int64) -> Bool {
-        since >= compactedThrough
+    /// Whether every change after `since` is still here; with a `filterKey` (and keys tracked), every change of
+    /// that key.
+    func covers(since: Int64, filterKey: String? = nil) -> Bool {
+        guard let filterKey, let droppedByKey else { return since >= compactedThrough }
+        return since >= (droppedByKey[filterKey[...].hashValue] ?? droppedForgotten)
     }
 
     /// The items with seq > `since` that pass `include`, oldest first.

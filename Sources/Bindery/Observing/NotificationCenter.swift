@@ -26,6 +26,8 @@ public struct PostedNotification: Sendable, Sequenced {
         }
     }
 
+    var filterKey: Substring? { name[...] }
+
     public var userInfo: PropertyListValue {
         get {
             switch info {
@@ -113,7 +115,8 @@ final class NotificationCenter {
         reservedThrough = start
         self.directory = directory
         self.unreadable = unreadable
-        history = SequenceHistory(capacity: capacity, maxBytes: Self.maxHistoryBytes, startingAt: start)
+        history = SequenceHistory(
+            capacity: capacity, maxBytes: Self.maxHistoryBytes, startingAt: start, tracksFilterKeys: true)
     }
 
     /// Makes sure the next seq is reserved, writing the next block when `lastSeq` reached the reserved ones; throws

@@ -238,7 +238,8 @@ public final class ObservationCenter: @unchecked Sendable {
         // nothing changed since, the history covers every `since` from 0. Otherwise it starts where the run did.
         let start = document.storage.seededSeq == seq ? 0 : seq
         history = ChangeHistory(
-            capacity: configuration.historyCapacity, maxBytes: configuration.historyBytes, startingAt: start)
+            capacity: configuration.historyCapacity, maxBytes: configuration.historyBytes, startingAt: start,
+            tracksFilterKeys: true)
         processedSeq = seq
         notificationCenter = NotificationCenter(
             capacity: configuration.historyCapacity,
@@ -548,11 +549,13 @@ public final class ObservationCenter: @unchecked Sendable {
     }
 
     /// Why a poll or stream from `since` cannot be answered at all: the observer is gone, or `since` is outside
-    /// what is retained (older than the history, or beyond every seq handed out); nil when it can.
+    /// what is retained (older than the history, or beyond every seq handed out); nil when it can. A filter by
+    /// entity or notification name is refused only when the history dropped an item it wanted: so a filtered
+    /// reader that lags while others' changes fill the history (a burst in one turn of the queue) is not 410.
     private func refusal(_ source: PollRequest.Source, since: Int64) -> PollAnswer? {
         switch source {
-        case .store:
-            guard history.covers(since: since), since <= store.seq else {
+        case .store(let entity):
+            guard history.covers(since: since, filterKey: entity), since <= store.seq else {
                 return .compacted(oldest: history.compactedThrough, current: processedSeq)
             }
         case .observer(let id):
@@ -560,9 +563,9 @@ public final class ObservationCenter: @unchecked Sendable {
             if since > store.seq || !observer.covers(since: since) {
                 return .compacted(oldest: observer.history.compactedThrough, current: processedSeq)
             }
-        case .notifications:
+        case .notifications(let name, _):
             let center = notificationCenter
-            guard center.history.covers(since: since), since <= center.lastSeq else {
+            guard center.history.covers(since: since, filterKey: name), since <= center.lastSeq else {
                 return .compacted(oldest: center.history.compactedThrough, current: center.lastSeq)
             }
         }
