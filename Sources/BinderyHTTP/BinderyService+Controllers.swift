@@ -70,7 +70,7 @@ extension BinderyService {
                 throw typeMismatch("selectionIndex", "a non-negative integer, or null for no selection")
             }
             let (value, seq) = try controllers.setSelectionIndexes(
-                body.integerValue.map { [Int($0)] } ?? [], controller: request.parameter("name"))
+                body.integerValue.map { [Int($0)] } ?? [], controller: request.parameter("name"), key: "selectionIndex")
             return answer(.json(value.arrayValue?.first ?? .null, seq: seq), whenDurable: seq, document: document)
         }
         router.add("PUT", "/controllers/:name/selectionIndexPaths") { request in

@@ -28,19 +28,20 @@ extension ControllerRegistry {
     // MARK: Selection
 
     /// `PUT /controllers/{name}/selectionIndexes` (array and object controllers): out-of-range indexes are dropped, an
-    /// empty selection is kept. Answers the new `selectionIndexes` and the store seq they reflect.
+    /// empty selection is kept. Answers the new `selectionIndexes` and the store seq they reflect. `key` is the one
+    /// the client set, named by a refusal (`selectionIndex` sets one index through here).
     @discardableResult
-    public func setSelectionIndexes(_ indexes: [Int], controller name: String) throws -> (
-        value: PropertyListValue, seq: Int64
-    ) {
+    public func setSelectionIndexes(
+        _ indexes: [Int], controller name: String, key: String = "selectionIndexes"
+    ) throws -> (value: PropertyListValue, seq: Int64) {
         let check = { (controller: Controller, _: ReadView) throws(ObjectGraphError) in
             if controller is TreeController {
-                throw ObjectGraphError.undefinedKey("selectionIndexes", entity: "Controller \(name)")
+                throw ObjectGraphError.undefinedKey(key, entity: "Controller \(name)")
             }
             if controller is ObjectController,
                 Set(indexes.filter { $0 < controller.content.count }) != Set(controller.selectedObjects.indices)
             {
-                throw Self.fixedSelection("selectionIndexes")
+                throw Self.fixedSelection(key)
             }
         }
         return try changingSelection(name, checking: check, answering: Self.answering("selectionIndexes")) {

@@ -252,6 +252,14 @@ struct ControllerRoutesTests {
             }
             #expect(try client.request("GET", "/controllers/employees/selectionIndexes").json == [])
             #expect(try client.request("GET", "/controllers/org/selectionIndex").status == 404)
+            // Its refusals name the key the client wrote.
+            let tree = try client.request("PUT", "/controllers/org/selectionIndex", json: "0")
+            #expect(tree.status == 404)
+            #expect(tree.json?["error"]?["keyPath"] == "selectionIndex")
+            _ = try client.request("PUT", "/controllers/employees/selectionIndexes", json: "[0, 1]")
+            let object = try client.request("PUT", "/controllers/employee/selectionIndex", json: "1")
+            #expect(object.status == 422)
+            #expect(object.json?["error"]?["keyPath"] == "selectionIndex")
         }
     }
 
