@@ -296,7 +296,7 @@
           if (!stopped) requestSync();
           return;
         }
-        setConnection('offline', `${failureLabel(e)}, retrying in ${Math.ceil(left / 1000)}s`, e.message);
+        setConnection('offline', `${failureLabel(e)}, retrying`, e.message, { count: ` in ${Math.ceil(left / 1000)}s` });
         syncRetry = setTimeout(tick, ((left - 1) % 1000) + 1); // to the next whole second
       };
       tick();
@@ -514,14 +514,17 @@
   function renderEmployees() {
     const emp = state.emp || {};
     const sel = new Set(emp.selectionIndexes || []);
+    // The row the keyboard is on (aria-activedescendant), selected or not (Ctrl+Arrow moves it alone).
+    const active = leadIndex() ?? (emp.selectionIndexes || [])[0];
     const rows = state.employees.map((e, i) => {
       const selected = sel.has(i);
       const manager = e.manager ? state.people.get(e.manager.$ref) : null;
+      const classes = [selected ? 'selected' : '', e.active === false ? 'inactive' : '', i === active ? 'lead' : ''];
       return h(
         'tr',
         {
           id: `emp-${i}`,
-          class: [selected ? 'selected' : '', e.active === false ? 'inactive' : ''].join(' ').trim(),
+          class: classes.filter((c) => c).join(' '),
           'aria-selected': selected ? 'true' : 'false',
           'data-test': 'employee-row',
           'data-id': e.$id,
@@ -547,7 +550,7 @@
         ),
       );
     });
-    const signature = JSON.stringify([state.employees, emp.selectionIndexes, [...state.people]]);
+    const signature = JSON.stringify([state.employees, emp.selectionIndexes, [...state.people], active]);
     if (signature !== employeesSignature) {
       employeesSignature = signature;
       morphChildren(el.body, rows);
@@ -560,7 +563,6 @@
       : state.departments.length
         ? 'Select a department.'
         : 'No departments, so no employees.';
-    const active = leadIndex(emp.selectionIndexes || []) ?? (emp.selectionIndexes || [])[0];
     if (active !== undefined) el.grid.setAttribute('aria-activedescendant', `emp-${active}`);
     else el.grid.removeAttribute('aria-activedescendant');
 
@@ -1434,10 +1436,10 @@
     return index >= 0 ? index : (current[0] ?? null);
   }
 
-  // The row the keyboard is on, while it is selected.
-  function leadIndex(current) {
+  // The row the keyboard is on (selected or not), while the selection is the page's own.
+  function leadIndex() {
     const index = ownRow(state.lead);
-    return index >= 0 && current.includes(index) ? index : null;
+    return index >= 0 ? index : null;
   }
 
   // Where the page's anchor or lead (an id) is now; -1 when it is gone, or when the selection shown is not the one
@@ -1453,10 +1455,9 @@
     state.lead = idOf(state.employees[lead]);
   }
 
-  el.body.addEventListener('click', (event) => {
-    const row = event.target.closest('[data-test="employee-row"]');
-    if (!row) return;
-    const index = Number(row.dataset.index);
+  // A click on a row, or Space on the row the keyboard is on: Shift extends the selection from the anchor,
+  // Ctrl (Cmd) adds or removes the row, else the row alone is selected.
+  function pick(index, event) {
     const current = (state.emp && state.emp.selectionIndexes) || [];
     const anchor = anchorIndex(current);
     if (event.shiftKey && anchor !== null) {
@@ -1470,6 +1471,11 @@
       mark(index, index);
       selectEmployees([index]);
     }
+  }
+
+  el.body.addEventListener('click', (event) => {
+    const row = event.target.closest('[data-test="employee-row"]');
+    if (row) pick(Number(row.dataset.index), event);
   });
 
   el.grid.addEventListener('keydown', (event) => {
@@ -1477,7 +1483,7 @@
     const current = (state.emp && state.emp.selectionIndexes) || [];
     const last = state.employees.length - 1;
     const edge = current.length ? (event.key === 'ArrowUp' ? current[0] : current[current.length - 1]) : -1;
-    const focus = leadIndex(current) ?? edge;
+    const focus = leadIndex() ?? edge;
     let target = null;
     if (event.key === 'ArrowDown') target = Math.min(last, focus + 1);
     else if (event.key === 'ArrowUp') target = Math.max(0, focus === -1 ? 0 : focus - 1);
@@ -1486,6 +1492,10 @@
     else if (event.key === 'ArrowLeft') {
       event.preventDefault();
       el.depList.focus();
+      return;
+    } else if (event.key === ' ' && focus >= 0) {
+      event.preventDefault();
+      pick(focus, event);
       return;
     } else if (event.key === 'Enter' && current.length) {
       event.preventDefault();
@@ -1504,6 +1514,10 @@
       mark(anchor, target);
       const [a, b] = [Math.min(anchor, target), Math.max(anchor, target)];
       selectEmployees(Array.from({ length: b - a + 1 }, (_, i) => a + i));
+    } else if (event.ctrlKey || event.metaKey) {
+      // Moves the keyboard alone (APG's multi-select list), so that Ctrl+Space can add rows apart.
+      state.lead = idOf(state.employees[target]);
+      renderEmployees();
     } else {
       mark(target, target);
       selectEmployees([target]);
@@ -1701,6 +1715,17 @@
   }
   el.undo.addEventListener('click', () => sendAction('undo'));
   el.redo.addEventListener('click', () => sendAction('redo'));
+  // The toolbar's arrow keys (APG toolbar): Left/Right (Home/End) move among its buttons that can be used.
+  document.querySelector('.toolbar').addEventListener('keydown', (event) => {
+    const moves = { ArrowLeft: -1, ArrowRight: 1, Home: -Infinity, End: Infinity };
+    if (!(event.key in moves) || !event.target.matches('button')) return;
+    const buttons = [...event.currentTarget.querySelectorAll('button')].filter((b) => !b.hidden && !b.disabled);
+    const at = buttons.indexOf(event.target) + moves[event.key];
+    const next = buttons[Math.max(0, Math.min(buttons.length - 1, at))];
+    if (!next) return;
+    event.preventDefault();
+    next.focus();
+  });
   document.addEventListener('keydown', (event) => {
     const inText = event.target.matches && event.target.matches('input, select, textarea');
     if (inText || !(event.ctrlKey || event.metaKey) || event.key.toLowerCase() !== 'z') return;
@@ -1711,10 +1736,14 @@
   // ---------------------------------------------------------------------------------------------
   // The change feed: one long-poll, back-off on errors, re-sync on 410.
 
-  // `retry`: the page is waiting to try the server again, and Retry now tries at once.
-  function setConnection(kind, label, detail = '', { retry = false } = {}) {
+  // `retry`: the page is waiting to try the server again, and Retry now tries at once. The status region
+  // announces `label` when it changes; `count` (the seconds left, an ellipsis) is shown after it but not
+  // announced, or a screen reader would read the countdown out every second while the server is away.
+  function setConnection(kind, label, detail = '', { retry = false, count = '' } = {}) {
     el.connection.dataset.state = kind;
-    el.connection.querySelector('.connection-label').textContent = label;
+    const text = el.connection.querySelector('.connection-label');
+    if (text.textContent !== label) text.textContent = label;
+    el.connection.querySelector('.connection-count').textContent = count;
     if (detail) el.connection.title = detail;
     else el.connection.removeAttribute('title');
     el.retry.hidden = !retry;
@@ -1755,7 +1784,7 @@
   async function countdown(ms, what, detail = '', { retry = true } = {}) {
     const until = Date.now() + ms;
     for (let left = ms; left > 0 && !stopped; left = until - Date.now()) {
-      setConnection('offline', `${what} in ${Math.ceil(left / 1000)}s`, detail, { retry });
+      setConnection('offline', what, detail, { retry, count: ` in ${Math.ceil(left / 1000)}s` });
       if (await sleep(((left - 1) % 1000) + 1)) break; // to the next whole second, or woken
     }
   }
@@ -1807,7 +1836,7 @@
       const abort = pollAbort;
       const probeTimer = failed ? setTimeout(() => abort.abort(), PROBE_TIMEOUT) : null;
       try {
-        if (failed) setConnection('offline', 'Reconnecting…', '', { retry: true });
+        if (failed) setConnection('offline', 'Reconnecting', '', { retry: true, count: '…' });
         const res = await fetch(`/changes?since=${since}&timeout=${failed || busy ? 0 : POLL_TIMEOUT}`, {
           headers: { Accept: 'application/json' },
           signal: pollAbort.signal,

@@ -753,7 +753,7 @@ def test_recovers_at_once_after_a_server_restart(start_server):
             return b.find_element(By.ID, "connection").get_attribute("data-state")
 
         def label():
-            return b.find_element(By.CLASS_NAME, "connection-label").text
+            return b.find_element(By.ID, "connection").text
 
         start_server.stop(srv)
         p.wait(lambda: state() == "offline")
@@ -849,7 +849,7 @@ FAKE_503 = """
 
 def connection(p):
     chip = p.b.find_element(By.ID, "connection")
-    return chip.get_attribute("data-state"), chip.find_element(By.CLASS_NAME, "connection-label").text
+    return chip.get_attribute("data-state"), chip.text
 
 
 def test_a_503_shows_the_server_message_and_retries_after_retry_after(page, server):
@@ -1645,12 +1645,26 @@ FEED_DOWN = """
       window.__down && String(url).startsWith('/changes') ? Promise.reject(new TypeError('Failed to fetch')) : real(url, init);"""
 
 
+# Counts the changes a screen reader would announce in the connection chip (a polite status region): mutations of
+# its text outside `aria-hidden` parts.
+ANNOUNCED = """
+    const region = document.getElementById('connection');
+    const hidden = (node) => { for (let n = node; n && n !== region; n = n.parentNode)
+      if (n.getAttribute && n.getAttribute('aria-hidden') === 'true') return true; return false; };
+    window.__announced = [];
+    new MutationObserver((records) => {
+      if (records.some((r) => !hidden(r.target)))
+        window.__announced.push(region.querySelector('.connection-label').textContent);
+    }).observe(region, { subtree: true, childList: true, characterData: true });"""
+
+
 def test_reconnecting_waits_at_most_5s_and_can_be_cut_short(page, server):
     p = page
     p.select_department("Sales")
     p.select_employee("Steve Jobs")
     steve = server.employee_named("Steve", "Jobs")
     salary = server.get(f"/objects/{steve}/salary")
+    p.b.execute_script(ANNOUNCED)
     p.b.execute_script(FEED_DOWN)
     server.put(f"/objects/{steve}/salary", salary + 1)  # answers the long-poll in flight; the next fails
     try:
@@ -1666,6 +1680,9 @@ def test_reconnecting_waits_at_most_5s_and_can_be_cut_short(page, server):
                 assert p.el("retry").is_displayed(), "Retry now is offered while reconnecting"
             time.sleep(0.1)
         assert seen and max(seen) <= 5, sorted(seen)
+        # The countdown is shown, not read out every second: the status region announces the state once.
+        announced = p.b.execute_script("return window.__announced")
+        assert announced == ["Reconnecting"], announced
 
         # Retry now, once the server answers again, goes live at once rather than at the countdown's end. A fresh
         # countdown is awaited while still down: had the server come back first, the countdown could have ended and
@@ -1985,6 +2002,75 @@ def test_shift_arrows_move_the_end_the_keyboard_is_on(page, server):
     # A plain arrow moves on from where the keyboard is.
     ActionChains(page.b).send_keys(Keys.ARROW_UP).perform()
     page.wait(lambda: page.selected_employees() == [names[0]])
+
+
+def test_ctrl_arrows_and_ctrl_space_select_rows_apart_from_the_keyboard(page, server):
+    # WCAG 2.1.1: what Ctrl-click does (rows that are not next to each other) the keyboard does too, as APG's
+    # multi-select list: Ctrl+arrows move the keyboard without selecting, Ctrl+Space adds or removes its row.
+    page.select_department("Engineering")
+    emp = page.controllers()["employees"]
+    names = page.employee_names()
+    page.select_employee(names[1])
+    grid = page.b.find_element(By.ID, "employees-grid")
+    page.b.execute_script("arguments[0].focus()", grid)
+
+    def ctrl(key):
+        ActionChains(page.b).key_down(Keys.CONTROL).send_keys(key).key_up(Keys.CONTROL).perform()
+
+    ctrl(Keys.ARROW_DOWN)
+    ctrl(Keys.ARROW_DOWN)
+    page.wait(lambda: grid.get_attribute("aria-activedescendant") == "emp-3")
+    assert page.selected_employees() == [names[1]]
+    lead = page.b.find_element(By.ID, "emp-3")
+    assert "lead" in lead.get_attribute("class") and lead.get_attribute("aria-selected") == "false"
+    ctrl(Keys.SPACE)
+    page.wait(lambda: page.selected_employees() == [names[1], names[3]])
+    page.wait(lambda: server.get(f"/controllers/{emp}/selectionIndexes") == [1, 3], LIVE)
+    ctrl(Keys.ARROW_UP)
+    ctrl(Keys.ARROW_UP)
+    ctrl(Keys.SPACE)
+    page.wait(lambda: page.selected_employees() == [names[3]])
+    assert grid.get_attribute("aria-activedescendant") == "emp-1"
+    # Space alone selects the row the keyboard is on, as a click does.
+    ActionChains(page.b).send_keys(Keys.SPACE).perform()
+    page.wait(lambda: page.selected_employees() == [names[1]])
+    page.wait(lambda: server.get(f"/controllers/{emp}/selectionIndexes") == [1], LIVE)
+
+
+def test_arrow_keys_move_between_the_toolbars_buttons(page, server):
+    # APG toolbar: Left/Right (Home/End) move among the buttons that can be used (Undo and Redo once both can act).
+    page.select_department("Sales")
+    steve = server.employee_named("Steve", "Jobs")
+    salary = server.get(f"/objects/{steve}/salary")
+    server.put(f"/objects/{steve}/salary", salary + 1)
+    server.put(f"/objects/{steve}/salary", salary + 2)
+    server.request("POST", "/actions/undo")
+    page.wait(lambda: page.el("undo").is_enabled() and page.el("redo").is_enabled(), LIVE)
+    try:
+        page.b.execute_script("document.getElementById('undo').focus()")
+        focused = lambda: page.b.execute_script("return document.activeElement.id")
+        ActionChains(page.b).send_keys(Keys.ARROW_RIGHT).perform()
+        assert focused() == "redo"
+        ActionChains(page.b).send_keys(Keys.ARROW_RIGHT).perform()
+        assert focused() == "redo"  # the last one usable: it stays
+        ActionChains(page.b).send_keys(Keys.HOME).perform()
+        assert focused() == "undo"
+    finally:
+        server.put(f"/objects/{steve}/salary", salary)
+
+
+def test_the_active_checkbox_shows_keyboard_focus(page, server):
+    # WCAG 2.4.7: the text fields' focus style (an accent border) draws nothing on a checkbox.
+    page.select_department("Sales")
+    page.select_employee("Steve Jobs")
+    page.b.execute_script("document.getElementById('field-manager').focus()")
+    ActionChains(page.b).send_keys(Keys.TAB).perform()
+    focused, style, width, color = page.b.execute_script(
+        "const e = document.activeElement, s = getComputedStyle(e);"
+        "return [e.id, s.outlineStyle, parseFloat(s.outlineWidth), s.outlineColor]")
+    assert focused == "field-active"
+    assert style == "solid" and width >= 2, (style, width)
+    assert color.startswith("rgb("), color  # opaque, not the fields' faint halo
 
 
 def test_shift_extends_from_a_selection_made_elsewhere_not_from_the_row_clicked_before(page, server):
