@@ -199,16 +199,32 @@ extension ControllerRegistry {
     }
 
     /// A new sort or filter may select other objects, so pending edits are committed first, as for a selection change.
+    /// An object controller neither sorts nor filters: setting its `[]` or null again changes nothing (answered as
+    /// read), another value is 422.
     private func rearranging(
         _ name: String, key: ControllerChange.Key, _ change: (inout ControllerDescription) -> Void
     ) throws -> (value: PropertyListValue, seq: Int64) {
         let check = { (controller: Controller) throws(ObjectGraphError) in
             guard controller is ArrayController || controller is TreeController else {
-                throw ObjectGraphError.undefinedKey(key.rawValue, entity: "Controller \(name)")
+                throw ObjectGraphError(
+                    status: 422, code: "validation-failed",
+                    message: "An object controller neither sorts nor filters its content.",
+                    fields: ["keyPath": .string(key.rawValue)])
             }
         }
         return try keepingAlive(name) {
-            try session { _, context in try check(try context.controller(name)) }
+            let unchanged = try session { _, context -> (value: PropertyListValue, seq: Int64)? in
+                let controller = try context.controller(name)
+                guard controller is ObjectController else { return nil }
+                var description = controller.description
+                change(&description)
+                guard description != controller.description else {
+                    return try Self.answering(key.rawValue)(controller, context)
+                }
+                try check(controller)
+                return nil
+            }
+            if let unchanged { return unchanged }
             return try afterCommittingEdits(of: name) { registry, context in
                 let controller = try context.controller(name)
                 try check(controller)

@@ -263,6 +263,27 @@ struct ControllerRoutesTests {
         }
     }
 
+    /// An object controller's state shows `sortDescriptors` `[]` and `filterPredicate` null: a client writing back
+    /// what it read changes nothing (200, as read); another value is 422, not a key that does not exist.
+    @Test func objectController_sortAndFilter_writtenBackUnchanged_otherValuesRefused() throws {
+        try withService { client in
+            for (key, same, other) in [
+                ("sortDescriptors", "[]", #"[{"key": "lastName"}]"#), ("filterPredicate", "null", #""salary > 0""#),
+            ] {
+                let read = try client.request("GET", "/controllers/employee/\(key)")
+                #expect(read.status == 200)
+                let written = try client.request("PUT", "/controllers/employee/\(key)", json: same)
+                #expect(written.status == 200, "\(key): \(written.text)")
+                #expect(written.json == read.json)
+                let refused = try client.request("PUT", "/controllers/employee/\(key)", json: other)
+                #expect(refused.status == 422, "\(key): \(refused.text)")
+                #expect(refused.errorCode == "validation-failed")
+                #expect(refused.json?["error"]?["keyPath"] == .string(key))
+                #expect(try client.request("GET", "/controllers/employee/\(key)").json == read.json)
+            }
+        }
+    }
+
     @Test func setThroughSelection_everySelectedObject_oneChange() throws {
         try withService { client in
             _ = try client.request("PUT", "/controllers/employees/selectionIndexes", json: "[0, 1]")
