@@ -53,7 +53,7 @@ STORE_NEGOTIATION = ("Content negotiation: an XML property list (`Content-Type: 
 # Slash-separated key paths (README, API.md §4): the router reads the rest of the path as the key path.
 SLASH_KEY_PATHS = ("The slash form (`department/name`, sent with unencoded '/') is the same key path as the dotted one "
     "(`department.name`); OpenAPI path parameters cannot span segments, so only the dotted form fits this template.")
-entity, oid, kp = param("entity", desc="Entity name"), param("id", desc="Object id"), param("keyPath", desc="Key path: segments joined with '.'. " + SLASH_KEY_PATHS)
+entity, oid, kp = param("entity", desc="Entity name"), param("id", desc="Object id (API.md §4; not . or .., 400 bad-id)", schema={"type": "string", "pattern": "^[A-Za-z0-9_.-]{1,64}$"}), param("keyPath", desc="Key path: segments joined with '.'. " + SLASH_KEY_PATHS)
 name = param("name", desc="Controller name")
 since = param("since", "query", "Sequence number to answer after (default: now)", {"type": "integer", "minimum": 0})
 lastEventID = param("Last-Event-ID", "header", "With Accept: text/event-stream: the seq to resume after (replaces since)", {"type": "integer", "minimum": 0})
@@ -184,17 +184,22 @@ paths = {
                     "unsorted until the next re-arrangement. Answers the controller's state."),
   },
   "/controllers/{name}/selection/{keyPath}": {"put": op("Set through the selection", [name, kp], json_body(ANY), ok(ANY, "The new value"), tags=["controllers"])},
-  "/controllers/{name}/selectionIndexes": {"put": op("Select by indexes", [name], json_body({"type": "array", "items": {"type": "integer", "minimum": 0},
+  "/controllers/{name}/selectionIndexes": {"get": op("Selected indexes (array and object controllers)", [name], responses=ok({"type": "array", "items": {"type": "integer"}}), tags=["controllers"]),
+        "put": op("Select by indexes", [name], json_body({"type": "array", "items": {"type": "integer", "minimum": 0},
         "description": "Non-negative integers (a negative one is 422 type-mismatch); indexes past the end are dropped, a repeated one counts once"}),
         ok({"type": "array", "items": {"type": "integer"}}), tags=["controllers"])},
-  "/controllers/{name}/selectionIndex": {"put": op("Select one index (NSArrayController's setSelectionIndex:)", [name], json_body({"type": ["integer", "null"], "minimum": 0,
+  "/controllers/{name}/selectionIndex": {"get": op("The first selected index, or null (array and object controllers)", [name], responses=ok({"type": ["integer", "null"]}), tags=["controllers"]),
+        "put": op("Select one index (NSArrayController's setSelectionIndex:)", [name], json_body({"type": ["integer", "null"], "minimum": 0,
         "description": "An index, or null for no selection (a negative one is 422 type-mismatch); answers the first selected index after it, or null"}),
         ok({"type": ["integer", "null"]}), tags=["controllers"])},
-  "/controllers/{name}/selectionIndexPaths": {"put": op("Select by index paths (tree)", [name], json_body({"type": "array", "items": {"type": "array", "items": {"type": "integer", "minimum": 0}},
+  "/controllers/{name}/selectionIndexPaths": {"get": op("Selected index paths (tree)", [name], responses=ok({"type": "array", "items": {"type": "array", "items": {"type": "integer"}}}), tags=["controllers"]),
+        "put": op("Select by index paths (tree)", [name], json_body({"type": "array", "items": {"type": "array", "items": {"type": "integer", "minimum": 0}},
         "description": "Index paths of non-negative integers (a negative one is 422 type-mismatch)"}),
         ok({"type": "array", "items": {"type": "array", "items": {"type": "integer"}}}), tags=["controllers"])},
-  "/controllers/{name}/sortDescriptors": {"put": op("Set sort descriptors", [name], json_body({"type": ["array", "null"], "items": ref("SortDescriptor"), "maxItems": 64, "description": "null: none (as []); at most 64"}), ok({"type": "array", "items": ref("SortDescriptor")}), tags=["controllers"])},
-  "/controllers/{name}/filterPredicate": {"put": op("Set or clear the filter predicate", [name], json_body({"type": ["string", "null"], "pattern": "\\S",
+  "/controllers/{name}/sortDescriptors": {"get": op("Sort descriptors", [name], responses=ok({"type": "array", "items": ref("SortDescriptor")}), tags=["controllers"]),
+        "put": op("Set sort descriptors", [name], json_body({"type": ["array", "null"], "items": ref("SortDescriptor"), "maxItems": 64, "description": "null: none (as []); at most 64"}), ok({"type": "array", "items": ref("SortDescriptor")}), tags=["controllers"])},
+  "/controllers/{name}/filterPredicate": {"get": op("The filter predicate, or null", [name], responses=ok({"type": ["string", "null"]}), tags=["controllers"]),
+        "put": op("Set or clear the filter predicate", [name], json_body({"type": ["string", "null"], "pattern": "\\S",
         "description": "An NSPredicate format string, or null to clear it; an empty or blank string is no predicate (400 bad-predicate)"}), ok({"type": ["string", "null"]}), tags=["controllers"])},
   "/controllers/{name}/edits": {"get": op("Pending edits", [name], responses=ok({"type": "object"}), tags=["controllers"])},
   "/controllers/{name}/edits/{keyPath}": {"get": op("A pending edit's value (404 when there is none)", [name, kp], responses=ok(ANY), tags=["controllers"]),
@@ -253,7 +258,8 @@ paths = {
              "put": op("Replace the graph (one transaction)", body={"required": True, "content": {"application/json": {"schema": {"oneOf": [
                            {"type": "object", "required": ["objects"], "additionalProperties": False, "properties": {"seq": {"description": "Ignored, whatever its type (an export's)"},
                                                                                                                       "objects": {"type": "array", "items": storedObject}}},
-                           {"type": "array", "items": storedObject, "description": "The objects alone"}]}}, **PLIST}},
+                           {"type": "array", "items": storedObject, "description": "The objects alone"}]}}, **PLIST,
+                           **{t: PLIST["application/x-plist"] for t in ("application/xml", "text/xml")}}},
                        responses=ok({"type": "object", "required": ["seq", "count"], "properties": {"seq": {"type": "integer"}, "count": {"type": "integer"}}}), tags=["document"])},
 }
 # "Templated paths with the same hierarchy but different templated names MUST NOT exist" (OpenAPI 3.1, Paths Object).
@@ -426,6 +432,22 @@ doc = {"openapi": "3.1.0", "info": {"title": "Bindery", "version": "1.0.0",
                        "list by the request's Accept; a tie in q chooses the stream or the XML (see those operations), so a client wanting JSON "
                        "sends Accept: application/json alone."},
        "servers": [{"url": "http://127.0.0.1:8080"}], "paths": paths, "components": {"schemas": schemas, "headers": headers}}
+
+
+def int64(node):
+    """Every integer is a 64-bit one (API.md §1: beyond is 400), so generated clients and validators refuse what the server does."""
+    if isinstance(node, dict):
+        kind = node.get("type")
+        if (kind == "integer" or (isinstance(kind, list) and "integer" in kind)) and "format" not in node:
+            node["format"] = "int64"
+        for value in node.values():
+            int64(value)
+    elif isinstance(node, list):
+        for value in node:
+            int64(value)
+
+
+int64(doc)
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 with open(os.path.join(root, "Public", "openapi.json"), "w") as f:
     json.dump(doc, f, indent=1, ensure_ascii=False)
