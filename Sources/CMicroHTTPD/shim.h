@@ -2,12 +2,14 @@
 #define BINDERY_CMICROHTTPD_SHIM_H
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <sys/types.h>
 #include <sys/socket.h>
 #include <sys/select.h>
@@ -22,18 +24,59 @@ static inline size_t bindery_mhd_unescape_none(void *cls, struct MHD_Connection 
     return strlen(s);
 }
 
-/* libmicrohttpd's error log (MHD_USE_ERROR_LOG), less the lines about a client that closed its connection while its
-   answer was being sent ("The socket is no longer available for sending", "The connection was forcibly closed by
-   remote peer"): that is how event streams end (a tab closed, an EventSource reconnecting), one line per stream,
-   which would drown the errors that matter. */
+/* Writes one of libmicrohttpd's log lines, at most 20 every 10 s: most of its lines are about a client's malformed
+   request ("Error processing request (HTTP response code is 400 ...)"), which any client can send as fast as it likes.
+   Past that, lines are counted, and the count is written when the next window starts, or when called with NULL (at
+   the server's stop). Its state is in function-local statics (Swift does not emit a header's file-scope ones), so
+   its two callers must be used from one Swift file (HTTPServer.swift), which then holds the one copy. */
+static inline void bindery_mhd_log_write(const char *line) {
+    enum { lines = 20, seconds = 10 };
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static time_t window;
+    static unsigned written, dropped;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    pthread_mutex_lock(&lock);
+    int next = now.tv_sec - window >= seconds;
+    if ((next || line == NULL) && dropped > 0) {
+        fprintf(stderr, "libmicrohttpd: %u more lines were not logged (at most %d every %d s)\n", dropped, lines,
+                seconds);
+        dropped = 0;
+    }
+    if (line != NULL) {
+        if (next) {
+            window = now.tv_sec;
+            written = 0;
+        }
+        if (written < lines) {
+            written += 1;
+            fputs(line, stderr);
+        } else {
+            dropped += 1;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+/* At the server's stop: the count of libmicrohttpd's lines not written since the last report, if any. */
+static inline void bindery_mhd_log_flush(void) {
+    bindery_mhd_log_write(NULL);
+}
+
+/* libmicrohttpd's error log (MHD_USE_ERROR_LOG), at most 20 lines every 10 s, less the lines about a
+   client that went away: that closed its connection while its answer was being sent ("The socket is no longer
+   available for sending", "The connection was forcibly closed by remote peer"), which is how event streams end (a
+   tab closed, an EventSource reconnecting), or before its request was whole ("Connection was closed by remote side
+   with incomplete request"); one line each would drown the errors that matter. */
 static inline void bindery_mhd_log(void *cls, const char *format, va_list arguments) {
     (void)cls;
     char line[1024];
     vsnprintf(line, sizeof line, format, arguments);
-    if (strstr(line, "no longer available") != NULL || strstr(line, "forcibly closed by remote peer") != NULL) {
+    if (strstr(line, "no longer available") != NULL || strstr(line, "forcibly closed by remote peer") != NULL
+        || strstr(line, "with incomplete request") != NULL) {
         return;
     }
-    fputs(line, stderr);
+    bindery_mhd_log_write(line);
 }
 
 /* MHD_OPTION_URI_LOG_CALLBACK's function: sees the request target whole, before libmicrohttpd splits off the query. */

@@ -178,6 +178,7 @@ public final class HTTPServer: Sendable {
         }
         daemon.acceptor.stop()
         MHD_stop_daemon(daemon.pointer)
+        bindery_mhd_log_flush()  // how many of libmicrohttpd's lines were not written, if any
         state.withLock { $0 = .stopped }
     }
 

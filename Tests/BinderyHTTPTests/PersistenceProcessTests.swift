@@ -180,6 +180,33 @@ struct PersistenceProcessTests {
         }
     }
 
+    /// A client cannot fill the log: libmicrohttpd's line per malformed request is written at most 20 times in 10 s
+    /// (then counted), and a client leaving in the middle of its request writes none.
+    @Test func malformedOrAbandonedRequestsCannotFloodTheLog() throws {
+        try withTemporaryDataDirectory { data in
+            let server = try #require(try ServerProcess.start(data: data).0)
+            let client = server.client
+            for index in 0..<150 {
+                let socket = try client.connect()
+                let request =
+                    index % 3 == 0
+                    ? "POST /objects/Employee HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n{\"first"
+                    : "GET /healthz HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n"
+                try client.send(Array(request.utf8), on: socket)
+                usleep(5_000)
+                close(socket)
+            }
+            #expect(try client.request("GET", "/healthz").status == 200)
+            #expect(server.terminate() == 0)
+            let lines = String(decoding: server.errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                .split(separator: "\n")
+            let malformed = lines.filter { $0.contains("Error processing request") }.count
+            #expect((1...20).contains(malformed), "\(lines)")
+            #expect(!lines.contains { $0.contains("incomplete request") }, "\(lines)")
+            #expect(lines.contains { $0.contains("more lines were not logged") }, "\(lines)")
+        }
+    }
+
     /// A last snapshot that cannot be written shows in the exit status; the journal still holds every change.
     @Test func aFailedSnapshotAtShutdownExitsNonZeroAndLosesNothing() throws {
         try withTemporaryDataDirectory { data in
