@@ -9,10 +9,20 @@ extension PropertyListValue {
     /// A NUL byte is refused wherever it is (jansson would end the text there). Arrays and objects may nest
     /// `maximumDepth` levels deep: the default keeps what clients send well inside jansson's own limit (2048), so
     /// that the files which wrap their values in a few levels more (the journal, saved defaults) read back; those
-    /// files are read with `PropertyListValue.fileDepthLimit`. This is the only file that touches jansson.
+    /// files are read with `PropertyListValue.fileDepthLimit`. A UTF-8 byte order mark before the text is skipped, as
+    /// RFC 8259 §8.1 allows (some Windows tools and editors write one). This is the only file that touches jansson.
     public init(
         jsonBytes bytes: some Collection<UInt8>, maximumDepth: Int = PropertyListValue.valueDepthLimit
     ) throws(JSONDecodingError) {
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) {
+            try self.init(jsonText: bytes.dropFirst(3), maximumDepth: maximumDepth)
+        } else {
+            try self.init(jsonText: bytes, maximumDepth: maximumDepth)
+        }
+    }
+
+    /// `init(jsonBytes:maximumDepth:)` after its byte order mark.
+    private init(jsonText bytes: some Collection<UInt8>, maximumDepth: Int) throws(JSONDecodingError) {
         var error = json_error_t()
         var nul: Int?
         let root: UnsafeMutablePointer<json_t>? =

@@ -669,6 +669,18 @@ struct ObjectRoutesTests {
         }
     }
 
+    /// A body saved by a tool that writes a UTF-8 byte order mark (Windows' .NET, PowerShell 5.1) is read as JSON.
+    @Test func aJSONBodyAfterAByteOrderMarkIsRead() throws {
+        try withService { client in
+            let mark: [UInt8] = [0xEF, 0xBB, 0xBF]
+            let set = try client.request(
+                "PUT", "/objects/Employee/4/salary", headers: ["Content-Type": "application/json"],
+                body: mark + Array("123456".utf8))
+            #expect(set.status == 200, "\(set.text)")
+            #expect(try client.request("GET", "/objects/Employee/4/salary").json == 123456)
+        }
+    }
+
     @Test func malformedBodiesChangeNothing() throws {
         try withService(maxBody: 4096) { client in
             let duplicate = try client.request("PUT", "/objects/Employee/4/salary", json: #"{"a": 1, "a": 2}"#)

@@ -16,6 +16,18 @@ struct JSONCodecTests {
         #expect(decoded == value)
     }
 
+    /// RFC 8259 §8.1: a byte order mark before the text may be ignored, and Windows tools write one; only before it.
+    @Test func skipsAByteOrderMarkBeforeTheText() throws {
+        let mark: [UInt8] = [0xEF, 0xBB, 0xBF]
+        #expect(try PropertyListValue(jsonBytes: mark + Array(#"{"a": [1, "b"]}"#.utf8)) == ["a": [1, "b"]])
+        #expect(throws: JSONDecodingError.self) { try PropertyListValue(jsonBytes: mark + mark + Array("1".utf8)) }
+        #expect(throws: JSONDecodingError.self) { try PropertyListValue(jsonBytes: Array(" ".utf8) + mark + [0x31]) }
+        let bad = #expect(throws: JSONDecodingError.self) {
+            try PropertyListValue(jsonBytes: mark + Array("[1,]".utf8))
+        }
+        #expect(bad?.line == 1)
+    }
+
     @Test func writesRealsInShortestRoundTripForm() {
         #expect(PropertyListValue.real(0.1).jsonString() == "0.1")
         #expect(PropertyListValue.real(3.0).jsonString() == "3.0")
