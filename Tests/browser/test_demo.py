@@ -1979,14 +1979,21 @@ def test_text_typed_for_several_stays_when_another_client_reorders_them(page, se
         server.put(f"/objects/{first['$id']}/lastName", first["lastName"])
 
 
+def focus_the_grid_on(page, department, index):
+    """Selects the department's employee at `index` and puts the keyboard in the grid; answers the employees' names
+    and the grid."""
+    page.select_department(department)
+    names = page.employee_names()
+    page.select_employee(names[index])
+    grid = page.b.find_element(By.ID, "employees-grid")
+    page.b.execute_script("arguments[0].focus()", grid)
+    return names, grid
+
+
 def test_shift_arrows_move_the_end_the_keyboard_is_on(page, server):
     # As NSTableView: Shift+Down twice from a clicked row selects three rows, and Shift+Up then gives one back
     # (the moving end is the row the keyboard is on, which the grid names as its active descendant).
-    page.select_department("Engineering")
-    names = page.employee_names()
-    page.select_employee(names[2])
-    grid = page.b.find_element(By.ID, "employees-grid")
-    page.b.execute_script("arguments[0].focus()", grid)
+    names, grid = focus_the_grid_on(page, "Engineering", 2)
 
     def shift(key, expected):
         ActionChains(page.b).key_down(Keys.SHIFT).send_keys(key).key_up(Keys.SHIFT).perform()
@@ -2007,12 +2014,8 @@ def test_shift_arrows_move_the_end_the_keyboard_is_on(page, server):
 def test_ctrl_arrows_and_ctrl_space_select_rows_apart_from_the_keyboard(page, server):
     # WCAG 2.1.1: what Ctrl-click does (rows that are not next to each other) the keyboard does too, as APG's
     # multi-select list: Ctrl+arrows move the keyboard without selecting, Ctrl+Space adds or removes its row.
-    page.select_department("Engineering")
+    names, grid = focus_the_grid_on(page, "Engineering", 1)
     emp = page.controllers()["employees"]
-    names = page.employee_names()
-    page.select_employee(names[1])
-    grid = page.b.find_element(By.ID, "employees-grid")
-    page.b.execute_script("arguments[0].focus()", grid)
 
     def ctrl(key):
         ActionChains(page.b).key_down(Keys.CONTROL).send_keys(key).key_up(Keys.CONTROL).perform()
@@ -2076,12 +2079,8 @@ def test_the_active_checkbox_shows_keyboard_focus(page, server):
 def test_shift_extends_from_a_selection_made_elsewhere_not_from_the_row_clicked_before(page, server):
     # When another client changes the page's selection, the row the page clicked before is no longer where a
     # Shift-selection starts: it extends from the selection shown, or from the row moved to when none is.
-    page.select_department("Engineering")
+    names, grid = focus_the_grid_on(page, "Engineering", 2)
     emp = page.controllers()["employees"]
-    names = page.employee_names()
-    page.select_employee(names[2])
-    grid = page.b.find_element(By.ID, "employees-grid")
-    page.b.execute_script("arguments[0].focus()", grid)
 
     def shift_down(expected, message):
         ActionChains(page.b).key_down(Keys.SHIFT).send_keys(Keys.ARROW_DOWN).key_up(Keys.SHIFT).perform()
