@@ -39,21 +39,28 @@ extension BinderyService {
             $0.split(separator: ",").map { $0.trimmingCharacters(in: " ") }.filter { !$0.isEmpty }
         }
         let ordering = sort.isEmpty ? nil : SortOrdering(sort)
-        let list = { @Sendable () throws -> (HTTPResponse, seq: Int64) in
-            let (objects, count, seq) = try listing(
-                entity, filter: filter, ordering: ordering, offset: offset, limit: limit, keys: keys, document: document
-            )
+        // nil: stopped on a request thread by `requestThreadValues`.
+        let list = { @Sendable (onRequestThread: Bool) throws -> (HTTPResponse, seq: Int64)? in
+            guard
+                let (objects, count, seq) = try listing(
+                    entity, filter: filter, ordering: ordering, offset: offset, limit: limit, keys: keys,
+                    onRequestThread: onRequestThread, document: document)
+            else { return nil }
             return (.json(["objects": .array(objects), "count": .integer(Int64(count))], seq: seq), seq)
         }
-        // A listing that reads many objects is made off the request threads, as an export is.
+        // A listing that reads many objects is made off the request threads, as an export is; so is one whose key
+        // paths reach more than `requestThreadValues` values (`keys=department.employees.lastName`).
         let reads = try document.store.read { view throws(ObjectGraphError) in try view.count(of: entity) }
-        guard reads > slowListingSize, filter != nil || ordering != nil || (limit ?? Int.max) > slowListingSize else {
-            let (response, seq) = try list()
+        if reads <= slowListingSize || (filter == nil && ordering == nil && (limit ?? Int.max) <= slowListingSize),
+            let (response, seq) = try list(true)
+        {
             return answer(response, whenDurable: seq, document: document)
         }
         return answeredOffRequestThreads(on: slowAnswers) {
             do {
-                let (response, seq) = try list()
+                guard let (response, seq) = try list(false) else {
+                    throw APIError.internalError("A listing stopped short of its allowance.")
+                }
                 try document.waitUntilDurable(seq)
                 return response
             } catch {
@@ -65,19 +72,18 @@ extension BinderyService {
     /// Listings of entities with more objects than this (filtered, sorted, or answering this many) are made off the
     /// request threads.
     private static let slowListingSize = 1_000
+    /// The to-many values a listing's key paths may reach on a request thread (about 10 ms); past them it is made off
+    /// the request threads, where it may reach `KeyPathAllowance.listingTotal`.
+    private static let requestThreadValues = 100_000
 
+    /// The objects of a listing, their count and the seq read; on a request thread, nil when its key paths reach more
+    /// than `requestThreadValues` values.
     private static func listing(
         _ entity: String, filter: ObjectGraph.Predicate?, ordering: SortOrdering?, offset: Int, limit: Int?,
-        keys: [String]?, document: Document
-    ) throws -> (objects: [PropertyListValue], count: Int, seq: Int64) {
-        try document.store.read { view throws -> ([PropertyListValue], Int, Int64) in
-            // The client's key paths (filter, sort keys, projected keys) are evaluated on every object: one that fans
-            // out is refused at its first object rather than paid for on each, and all of them together are bounded
-            // (`KeyPathAllowance`).
-            try KeyPathAllowance.withLimit(
-                total: KeyPathAllowance.listingTotal(objectCount: view.objectCount),
-                perEvaluation: KeyPathAllowance.perEvaluation(objectCount: view.objectCount), cachingDerivedValues: true
-            ) {
+        keys: [String]?, onRequestThread: Bool, document: Document
+    ) throws -> (objects: [PropertyListValue], count: Int, seq: Int64)? {
+        try document.store.read { view throws -> ([PropertyListValue], Int, Int64)? in
+            let make = { () throws -> ([PropertyListValue], Int, Int64) in
                 if let keys { try view.checkKeys(keys, of: entity) }
                 // By handle: the same filter and order as over `.object(id)` subjects, without hashing ids.
                 let handles = try view.handles(of: entity, matching: filter, sortedBy: ordering)
@@ -86,7 +92,19 @@ extension BinderyService {
                 let end = limit.map { start + min($0, handles.count - start) } ?? handles.count
                 let objects = try handles[start..<end].map { try view.json(of: $0, keys: keys) }
                 return (objects, handles.count, view.seq)
-            }.value
+            }
+            // The client's key paths (filter, sort keys, projected keys) are evaluated on every object: one that fans
+            // out is refused at its first object rather than paid for on each, and all of them together are bounded
+            // (`KeyPathAllowance`).
+            let total = KeyPathAllowance.listingTotal(objectCount: view.objectCount)
+            let perEvaluation = KeyPathAllowance.perEvaluation(objectCount: view.objectCount)
+            guard onRequestThread else {
+                return try KeyPathAllowance.withLimit(
+                    total: total, perEvaluation: perEvaluation, cachingDerivedValues: true, make
+                ).value
+            }
+            return try KeyPathAllowance.withinTotal(
+                min(total, requestThreadValues), perEvaluation: perEvaluation, cachingDerivedValues: true, make)
         }
     }
 

@@ -31,6 +31,9 @@ public final class BinderyService: HTTPResponder {
     public let defaults: UserDefaultsController
     /// What was wrong with the fixture's `controllers.json` or `defaults.json` (the serve command stops on it).
     public let setupError: ObjectGraphError?
+    /// The queue answers that take long to make are made on, one at a time, off the request threads (exports, large
+    /// listings); one per service, so that one store's exports never wait for another's (tests run several servers).
+    public let slowAnswers = DispatchQueue(label: "bindery.slow-answers")
     private let router: Router
     private let counters = ResponseCounters()
     private let staticFiles: StaticFiles?
@@ -51,8 +54,6 @@ public final class BinderyService: HTTPResponder {
         var router = Router()
         Self.addHealthRoutes(to: &router, document: document)
         Self.addModelRoutes(to: &router, store: document.store)
-        // One per service: one store's exports never wait for another's (tests run several servers in a process).
-        let slowAnswers = DispatchQueue(label: "bindery.slow-answers")
         Self.addObjectRoutes(to: &router, document: document, slowAnswers: slowAnswers)
         Self.addStoreRoutes(to: &router, document: document, slowAnswers: slowAnswers)
         Self.addActionRoutes(to: &router, document: document)

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTestSupport
 import ObjectGraph
 import PropertyList
+import Synchronization
 import Testing
 
 extension TestResponse {
@@ -69,6 +70,36 @@ struct ObjectRoutesTests {
                 "PUT", "/controllers/employees/filterPredicate", json: #""lastName MATCHES '(a+)+b'""#)
             #expect(controller.errorCode == "bad-predicate")
             #expect(try client.request("GET", "/healthz").status == 200)
+        }
+    }
+
+    /// A listing of few objects whose projected key paths reach many values (each employee's department's employees)
+    /// is made off the request threads, as a large one is: made on them, 30 such listings of 90 MB each held
+    /// `/healthz` for up to 25 s. Shown by holding the service's queue for slow answers: that listing waits for it,
+    /// a listing that reaches few values does not.
+    @Test func aListingWhoseKeysReachManyValuesIsMadeOffTheRequestThreads() throws {
+        try withServiceParts { client, _, service in
+            for index in 0..<400 {
+                let body = #"{"firstName": "F", "lastName": "L\#(index)", "department": {"$ref": "Department/1"}}"#
+                #expect(try client.request("POST", "/objects/Employee", json: body).status == 201)
+            }
+            let held = DispatchSemaphore(value: 0)
+            service.slowAnswers.async { held.wait() }
+            let answered = DispatchSemaphore(value: 0)
+            let status = Mutex(0)
+            let thread = Thread {
+                let answer = try? client.request(
+                    "GET", "/objects/Employee?keys=department.employees.lastName&limit=999")
+                status.withLock { $0 = answer?.status ?? -1 }
+                answered.signal()
+            }
+            thread.start()
+            let small = try client.request("GET", "/objects/Employee?keys=department.name&limit=999")
+            #expect(small.status == 200)
+            #expect(answered.wait(timeout: .now() + 0.5) == .timedOut, "made on a request thread")
+            held.signal()
+            #expect(answered.wait(timeout: .now() + 30) == .success)
+            #expect(status.withLock { $0 } == 200)
         }
     }
 

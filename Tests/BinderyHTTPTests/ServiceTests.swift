@@ -37,6 +37,18 @@ func withServiceAndServer(
     document: Document? = nil, observationQueue: DispatchQueue = DispatchQueue(label: "test.observation"),
     _ body: (TestHTTPClient, HTTPServer) throws -> Void
 ) throws {
+    try withServiceParts(
+        maxBody: maxBody, maxUnsent: maxUnsent, observation: observation, document: document,
+        observationQueue: observationQueue
+    ) { client, server, _ in try body(client, server) }
+}
+
+/// `withServiceAndServer`, with the service too.
+func withServiceParts(
+    maxBody: Int = 1 << 20, maxUnsent: Int = 1 << 30, observation: ObservationCenter.Configuration = .init(),
+    document: Document? = nil, observationQueue: DispatchQueue = DispatchQueue(label: "test.observation"),
+    _ body: (TestHTTPClient, HTTPServer, BinderyService) throws -> Void
+) throws {
     let document = try document ?? Document(fixtureDirectory: packageRoot + "/Fixtures/employees")
     let observations = ObservationCenter(document: document, queue: observationQueue, configuration: observation)
     let service = BinderyService(
@@ -51,7 +63,7 @@ func withServiceAndServer(
         observations.answerAllWaiters()
         server.stop()
     }
-    try body(TestHTTPClient(port: try #require(server.port)), server)
+    try body(TestHTTPClient(port: try #require(server.port)), server, service)
 }
 
 extension TestResponse {

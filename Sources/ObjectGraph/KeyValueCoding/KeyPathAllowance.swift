@@ -59,6 +59,20 @@ public final class KeyPathAllowance: @unchecked Sendable {
         return (value, allowance.used)
     }
 
+    /// `withLimit`, answering nil rather than throwing when `body` is stopped by `total`: a run tried where it must
+    /// stay short (a request thread) is then made elsewhere with a larger total.
+    public static func withinTotal<T>(
+        _ total: Int, perEvaluation: Int, cachingDerivedValues: Bool = false, _ body: () throws -> T
+    ) throws -> T? {
+        let allowance = KeyPathAllowance(
+            total: total, perEvaluation: perEvaluation, cachingDerivedValues: cachingDerivedValues)
+        do {
+            return try $current.withValue(allowance, operation: body)
+        } catch  where allowance.used > total {
+            return nil
+        }
+    }
+
     /// Takes `count` elements; false when the total cannot give them.
     func take(_ count: Int) -> Bool {
         used += count
