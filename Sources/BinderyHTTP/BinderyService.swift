@@ -172,6 +172,7 @@ public final class BinderyService: HTTPResponder {
         if request.method == "OPTIONS" {
             return .response(preflight(request, segments: segments))
         }
+        if let refusal = crossOriginWriteRefusal(request) { return .response(.error(refusal)) }
         // Under a controller that does not exist there is nothing, whatever the method or the body (a malformed body,
         // a method its paths do not take, would otherwise be answered first).
         if segments.count >= 2, segments[0] == "controllers", !controllers.contains(segments[1]) {
@@ -287,6 +288,25 @@ public final class BinderyService: HTTPResponder {
         if requestHeader("Origin") != nil {
             add("Access-Control-Expose-Headers", "ETag, Location, X-Store-Seq, X-Total-Count, Retry-After")
         }
+    }
+
+    /// With `--cors` naming an origin, a write sent from a page of another origin is refused (403): a browser sends a
+    /// form's POST (read as JSON, as `curl -d` sends it) to any site without a preflight, so the header alone would
+    /// only keep that page from reading the answer (cross-site request forgery). A request without `Origin` (curl, a
+    /// server) and a page of the server's own origin (its `Host`, as the demo page) write as before.
+    private func crossOriginWriteRefusal(_ request: borrowing HTTPRequest) -> APIError? {
+        guard configuration.corsOrigin != "*", request.method != "GET", request.method != "HEAD",
+            let origin = request.header("Origin"), origin != configuration.corsOrigin
+        else { return nil }
+        if let scheme = origin.firstRange(of: "://"), let host = request.header("Host"),
+            origin[scheme.upperBound...].lowercased() == host.lowercased()
+        {
+            return nil
+        }
+        return APIError(
+            status: 403, code: "forbidden-origin",
+            message: "A page of \(origin) may not write here: --cors allows \(configuration.corsOrigin).",
+            fields: ["origin": .string(origin)])
     }
 
     private func preflight(_ request: HTTPRequest, segments: [String]) -> HTTPResponse {

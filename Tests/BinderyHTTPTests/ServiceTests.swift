@@ -43,16 +43,16 @@ func withServiceAndServer(
     ) { client, server, _ in try body(client, server) }
 }
 
-/// `withServiceAndServer`, with the service too.
+/// `withServiceAndServer`, with the service too (and its `--cors`).
 func withServiceParts(
     maxBody: Int = 1 << 20, maxUnsent: Int = 1 << 30, observation: ObservationCenter.Configuration = .init(),
     document: Document? = nil, observationQueue: DispatchQueue = DispatchQueue(label: "test.observation"),
-    _ body: (TestHTTPClient, HTTPServer, BinderyService) throws -> Void
+    cors: String = "*", _ body: (TestHTTPClient, HTTPServer, BinderyService) throws -> Void
 ) throws {
     let document = try document ?? Document(fixtureDirectory: packageRoot + "/Fixtures/employees")
     let observations = ObservationCenter(document: document, queue: observationQueue, configuration: observation)
     let service = BinderyService(
-        configuration: .init(publicDirectory: packageRoot + "/Public", corsOrigin: "*"), document: document,
+        configuration: .init(publicDirectory: packageRoot + "/Public", corsOrigin: cors), document: document,
         observations: observations)
     let server = HTTPServer(
         configuration: HTTPServerConfiguration(
@@ -129,6 +129,42 @@ struct ServiceTests {
             #expect(response.status == 413)
             #expect(response.json?["error"]?["code"] == "body-too-large")
             #expect(try client.request("GET", "/healthz").status == 200)
+        }
+    }
+
+    /// With `--cors` naming an origin, a page of another origin cannot write through a browser's form POST (which
+    /// needs no preflight and is read as JSON): 403, nothing done. Without `Origin` (curl), from the allowed origin
+    /// and from the server's own (the demo page) writes go through; reads are answered as before.
+    @Test func aRestrictedCORSOriginRefusesOtherPagesWrites() throws {
+        try withServiceParts(cors: "http://good.example") { client, server, _ in
+            let form = ["Content-Type": "application/x-www-form-urlencoded"]
+            let body = Array(#"{"firstName": "E", "lastName": "Forged", "department": {"$ref": "Department/1"}}"#.utf8)
+            let own = "http://127.0.0.1:\(try #require(server.port))"
+            for (origin, status) in [
+                ("http://evil.example", 403), ("null", 403), ("http://good.example", 201), (own, 201), (nil, 201),
+            ] {
+                var headers = form
+                headers["Origin"] = origin
+                let answer = try client.request("POST", "/objects/Employee", headers: headers, body: body)
+                #expect(answer.status == status, "\(origin ?? "no Origin"): \(answer.text)")
+                if status == 403 {
+                    #expect(answer.errorCode == "forbidden-origin")
+                    #expect(answer.header("Access-Control-Allow-Origin") == "http://good.example")
+                }
+            }
+            let evil = ["Origin": "http://evil.example"]
+            #expect(try client.request("DELETE", "/objects/Employee/4", headers: evil).status == 403)
+            #expect(try client.request("POST", "/actions/revertToSaved", headers: evil).status == 403)
+            #expect(try client.request("GET", "/objects/Employee/4", headers: evil).status == 200)
+            let forged = try client.request("GET", "/objects/Employee?filter=lastName%20==%20'Forged'")
+            #expect(forged.json?["count"] == 3)
+        }
+        // The default `*` lets every origin write, as it lets every origin read the answers.
+        try withServiceParts { client, _, _ in
+            let answer = try client.request(
+                "POST", "/objects/Employee", headers: ["Origin": "http://evil.example"],
+                json: #"{"firstName": "A", "lastName": "B", "department": {"$ref": "Department/1"}}"#)
+            #expect(answer.status == 201)
         }
     }
 
