@@ -60,16 +60,19 @@ final class HTTPAcceptor: Sendable {
     }
 
     /// Starts the accepting thread, which hands connections to `daemon` until `stop()`; beyond `limit` connections
-    /// held, a new one is closed at once.
-    func start(daemon: OpaquePointer, limit: Int, load: WorkerLoad) throws(HTTPServerError) {
-        let context = Unmanaged.passRetained(AcceptLoop(acceptor: self, daemon: daemon, limit: limit, load: load))
-            .toOpaque()
+    /// held, a new one is closed at once, and `whenFull` is called (to make room for the next ones).
+    func start(
+        daemon: OpaquePointer, limit: Int, load: WorkerLoad, whenFull: @escaping @Sendable () -> Void
+    ) throws(HTTPServerError) {
+        let context = Unmanaged.passRetained(
+            AcceptLoop(acceptor: self, daemon: daemon, limit: limit, load: load, whenFull: whenFull)
+        ).toOpaque()
         var thread = pthread_t()
         let created = pthread_create(
             &thread, nil,
             { context in
                 let loop = Unmanaged<AcceptLoop>.fromOpaque(context!).takeRetainedValue()
-                loop.acceptor.run(daemon: loop.daemon, limit: loop.limit, load: loop.load)
+                loop.acceptor.run(daemon: loop.daemon, limit: loop.limit, load: loop.load, whenFull: loop.whenFull)
                 return nil
             }, context)
         guard created == 0 else {
@@ -87,7 +90,7 @@ final class HTTPAcceptor: Sendable {
         if let thread = thread.withLock({ $0.take() }) { pthread_join(thread, nil) }
     }
 
-    private func run(daemon: OpaquePointer, limit: Int, load: WorkerLoad) {
+    private func run(daemon: OpaquePointer, limit: Int, load: WorkerLoad, whenFull: () -> Void) {
         var storage = sockaddr_storage()
         // `accept` gives the lowest free descriptor: one this high means the table is nearly full. The ones left are
         // kept for the store's files (journal segments, snapshots, saved defaults) and the static files, which
@@ -114,6 +117,7 @@ final class HTTPAcceptor: Sendable {
             // thread adds connections, so the count cannot rise between the check and the add.
             if Int(bindery_mhd_connection_count(daemon)) >= limit || accepted >= descriptorCeiling {
                 close(accepted)
+                whenFull()
                 continue
             }
             let client = load.steer(accepted)
@@ -141,11 +145,16 @@ private final class AcceptLoop {
     let daemon: OpaquePointer
     let limit: Int
     let load: WorkerLoad
+    let whenFull: @Sendable () -> Void
 
-    init(acceptor: HTTPAcceptor, daemon: OpaquePointer, limit: Int, load: WorkerLoad) {
+    init(
+        acceptor: HTTPAcceptor, daemon: OpaquePointer, limit: Int, load: WorkerLoad,
+        whenFull: @escaping @Sendable () -> Void
+    ) {
         self.acceptor = acceptor
         self.daemon = daemon
         self.limit = limit
         self.load = load
+        self.whenFull = whenFull
     }
 }

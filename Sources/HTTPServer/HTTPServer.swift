@@ -73,7 +73,9 @@ public final class HTTPServer: Sendable {
     public init(configuration: HTTPServerConfiguration, responder: any HTTPResponder) {
         self.configuration = configuration
         self.responder = responder
-        headerDeadlines = HeaderDeadlines(timeout: configuration.requestTimeout ?? configuration.idleTimeout)
+        headerDeadlines = HeaderDeadlines(
+            timeout: configuration.requestTimeout ?? configuration.idleTimeout,
+            connectionLimit: configuration.connectionLimit)
         workerLoad = WorkerLoad(workers: configuration.threads)
     }
 
@@ -126,7 +128,9 @@ public final class HTTPServer: Sendable {
             throw HTTPServerError(message: "the server was already started")
         }
         do {
-            try acceptor.start(daemon: daemon, limit: configuration.connectionLimit, load: workerLoad)
+            try acceptor.start(daemon: daemon, limit: configuration.connectionLimit, load: workerLoad) {
+                [headerDeadlines] in headerDeadlines.full()
+            }
         } catch {
             stop()
             throw error

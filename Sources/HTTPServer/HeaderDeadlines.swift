@@ -13,6 +13,11 @@ import Synchronization
 /// a byte at a time holds its connection for ever, and enough of them take every connection (slowloris). Requests
 /// being handled, answered or suspended (long-polls) are not waiting for a request and have no deadline.
 ///
+/// Within the deadline, such clients could still hold every connection: past nine tenths of `connectionLimit`, and
+/// when the limit is reached, the connections that have waited longest for a request (at least a second: a client
+/// trickling its head, or an idle kept-alive one) are shut down until eight tenths are left (`shed`), so that new
+/// clients find room. Long-polls, streams and requests being handled are never shed.
+///
 /// `@unchecked Sendable`: besides its locked and atomic state it holds a dispatch timer, which is set up in `init`
 /// and only cancelled, in `deinit`; dispatch sources are safe to use from any thread.
 final class HeaderDeadlines: @unchecked Sendable {
@@ -29,6 +34,8 @@ final class HeaderDeadlines: @unchecked Sendable {
         /// The `waitingSince` during which the client was last seen gone (0: not seen), by `shutDownLateConnections`
         /// only.
         let seenGoneWhileWaitingSince = Atomic<UInt64>(0)
+        /// Shut down by this class (libmicrohttpd closes it soon): no longer counted as held.
+        let isShutDown = Atomic<Bool>(false)
 
         init(socket: Int32, now: UInt64) {
             self.socket = socket
@@ -47,17 +54,24 @@ final class HeaderDeadlines: @unchecked Sendable {
     }
 
     private let timeout: UInt64
+    private let connectionLimit: Int
     private let clocks = Mutex<[ObjectIdentifier: Clock]>([:])
     private let timer: any DispatchSourceTimer
+    /// When `full` last shed (monotonic nanoseconds): at most every 0.1 s.
+    private let lastShed = Atomic<UInt64>(0)
 
     /// Looks for late connections, and for clients gone while a request was awaited, every `timeout / 2` seconds
-    /// (at most every second) while it lives.
-    init(timeout seconds: Int) {
+    /// (at most every second) while it lives, and sheds waiting connections near `connectionLimit`.
+    init(timeout seconds: Int, connectionLimit: Int) {
         timeout = UInt64(max(1, seconds)) * 1_000_000_000
+        self.connectionLimit = connectionLimit
         timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "bindery.header-deadlines"))
         let interval = min(1.0, Double(max(1, seconds)) / 2)
         timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(100))
-        timer.setEventHandler { [weak self] in self?.shutDownLateConnections() }
+        timer.setEventHandler { [weak self] in
+            self?.shutDownLateConnections()
+            self?.shed(above: connectionLimit * 9 / 10)
+        }
         timer.resume()
     }
 
@@ -106,11 +120,44 @@ final class HeaderDeadlines: @unchecked Sendable {
                 } else {
                     clock.seenGoneWhileWaitingSince.store(0, ordering: .relaxed)
                 }
-                guard letGo else { continue }
-                clock.waitingSince.store(0, ordering: .relaxed)
-                shutdown(clock.socket, Int32(SHUT_RDWR))
+                if letGo { Self.shutDown(clock) }
             }
         }
+    }
+
+    /// The limit was reached (a new connection was refused): sheds at once, at most every 0.1 s.
+    func full() {
+        let now = Self.now()
+        let last = lastShed.load(ordering: .relaxed)
+        guard now > last + 100_000_000,
+            lastShed.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged
+        else { return }
+        shed(above: connectionLimit - 1)
+    }
+
+    /// With more than `highWater` connections held, shuts down the ones that have waited longest for a request (at
+    /// least a second) until eight tenths of the limit are left, or none that waited is.
+    private func shed(above highWater: Int) {
+        let now = Self.now()
+        clocks.withLock { clocks in
+            let held = clocks.values.count { !$0.isShutDown.load(ordering: .relaxed) }
+            guard held > highWater else { return }
+            var waiting: [(clock: Clock, since: UInt64)] = []
+            for clock in clocks.values where !clock.isShutDown.load(ordering: .relaxed) {
+                let since = clock.waitingSince.load(ordering: .relaxed)
+                if since != 0, now > since, now - since >= 1_000_000_000 { waiting.append((clock, since)) }
+            }
+            waiting.sort { $0.since < $1.since }
+            for (clock, _) in waiting.prefix(held - connectionLimit * 8 / 10) { Self.shutDown(clock) }
+        }
+    }
+
+    /// Shuts the connection's socket down both ways: libmicrohttpd then reads the end of the stream and closes it. Under
+    /// the `clocks` lock, so that no socket is closed (and its number reused) meanwhile.
+    private static func shutDown(_ clock: Clock) {
+        clock.waitingSince.store(0, ordering: .relaxed)
+        clock.isShutDown.store(true, ordering: .relaxed)
+        shutdown(clock.socket, Int32(SHUT_RDWR))
     }
 
     private static func hasUnreadBytes(_ socket: Int32) -> Bool {

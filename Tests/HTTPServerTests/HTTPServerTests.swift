@@ -337,6 +337,33 @@ struct HTTPServerTests {
         close(held[1])
     }
 
+    /// Clients holding every connection with requests they never finish (slowloris, within the request deadline) do
+    /// not keep others out: at the limit, the connections that have waited longest for a request (a second at
+    /// least) are shut down, so the next client gets in; a long-poll, suspended, is not waiting and stays.
+    @Test func atTheLimitTheConnectionsWaitingLongestForARequestMakeRoom() throws {
+        let server = HTTPServer(
+            configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 2, connectionLimit: 10),
+            responder: TestResponder())
+        try server.start()
+        defer { server.stop() }
+        let client = TestHTTPClient(port: try #require(server.port), timeout: 3)
+        let partial = Array("GET /echo/held HTTP/1.1\r\nHost: x\r\n".utf8)
+        let held = try (0..<10).map { _ in try client.connect() }
+        defer { for socket in held { close(socket) } }
+        for socket in held { try client.send(partial, on: socket) }
+        usleep(1_200_000)
+        var status: Int?
+        for _ in 0..<100 where status != 200 {
+            status = try? client.request("GET", "/echo/after").status
+            if status != 200 { usleep(20_000) }
+        }
+        #expect(status == 200)
+        // Shed down to eight tenths of the limit: their ends of the stream have come (a peek reads 0 bytes).
+        var byte: UInt8 = 0
+        let closed = held.filter { recv($0, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) == 0 }.count
+        #expect(closed >= 2)
+    }
+
     /// A worker thread stuck in a handler holds up every connection placed on it: new connections go to the others.
     @Test func newConnectionsAreKeptOffAWorkerStuckInAHandler() throws {
         try withServer { _, responder, client in
