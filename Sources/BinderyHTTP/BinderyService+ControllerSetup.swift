@@ -8,9 +8,10 @@ import PropertyList
 /// the commit capture, and the saved defaults in the document's data directory (`defaults.json` there).
 extension BinderyService {
     /// The registry over the document's store, following its commits, with the fixture's controllers.
-    static func makeControllers(document: Document) -> (ControllerRegistry, ObjectGraphError?) {
+    static func makeControllers(document: Document, limit: Int) -> (ControllerRegistry, ObjectGraphError?) {
         // The document holds the registry (through its commit capture), so the registry holds it weakly.
-        let controllers = ControllerRegistry(store: document.store) { [weak document] body in
+        let controllers = ControllerRegistry(store: document.store, runtimeControllerLimit: limit) {
+            [weak document] body in
             guard let document else {
                 throw ObjectGraphError(status: 503, code: "document-closed", message: "The document is closed.")
             }

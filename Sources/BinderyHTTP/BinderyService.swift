@@ -14,10 +14,13 @@ public final class BinderyService: HTTPResponder {
     public struct Configuration: Sendable {
         public var publicDirectory: String
         public var corsOrigin: String
+        /// Controllers created at run time at once (`--max-controllers`); beyond, 503 too-many-controllers.
+        public var maxControllers: Int
 
-        public init(publicDirectory: String = "Public", corsOrigin: String = "*") {
+        public init(publicDirectory: String = "Public", corsOrigin: String = "*", maxControllers: Int = 1_000) {
             self.publicDirectory = publicDirectory
             self.corsOrigin = corsOrigin
+            self.maxControllers = maxControllers
         }
     }
 
@@ -47,7 +50,8 @@ public final class BinderyService: HTTPResponder {
             observations ?? ObservationCenter(document: document, queue: DispatchQueue(label: "bindery.observation"))
         self.observations = observations
         self.staticFiles = StaticFiles(root: configuration.publicDirectory)
-        let (controllers, controllersError) = Self.makeControllers(document: document)
+        let (controllers, controllersError) = Self.makeControllers(
+            document: document, limit: configuration.maxControllers)
         let (defaults, defaultsError) = Self.makeDefaults(document: document)
         (self.controllers, self.defaults, self.setupError) = (controllers, defaults, controllersError ?? defaultsError)
         Self.connect(observations, to: document, controllers: controllers, defaults: defaults)

@@ -65,6 +65,11 @@ struct ServeCommand: ParsableCommand {
     @Option(parsing: .unconditional, help: "Observers at once; beyond, 503 too-many-observers.")
     var maxObservers = 10_000
 
+    @Option(
+        parsing: .unconditional,
+        help: "Controllers created at run time at once (0: none); beyond, 503 too-many-controllers.")
+    var maxControllers = 1_000
+
     @Option(parsing: .unconditional, help: "HTTP worker threads (default: one per core).")
     var threads: Int?
 
@@ -81,6 +86,7 @@ struct ServeCommand: ParsableCommand {
         guard observerTtl > 0 else { throw ValidationError("--observer-ttl must be positive") }
         guard maxWaiters > 0 else { throw ValidationError("--max-waiters must be positive") }
         guard maxObservers > 0 else { throw ValidationError("--max-observers must be positive") }
+        guard maxControllers >= 0 else { throw ValidationError("--max-controllers must not be negative") }
     }
 
     func run() throws {
@@ -100,7 +106,8 @@ struct ServeCommand: ParsableCommand {
                 maxWaiters: maxWaiters,
                 maxObservers: maxObservers))
         let service = BinderyService(
-            configuration: .init(publicDirectory: publicDirectory, corsOrigin: cors), document: document,
+            configuration: .init(publicDirectory: publicDirectory, corsOrigin: cors, maxControllers: maxControllers),
+            document: document,
             observations: observations)
         if let error = service.setupError {
             FileHandle.standardError.write(Data("bindery: \(error.message)\n".utf8))

@@ -276,11 +276,30 @@ struct PersistenceProcessTests {
         }
     }
 
+    /// `--max-controllers` bounds the controllers created at run time (declared ones do not count).
+    @Test func maxControllersBoundsTheControllersCreatedAtRunTime() throws {
+        try withTemporaryDataDirectory { data in
+            let server = try #require(try ServerProcess.start(data: data, arguments: ["--max-controllers", "1"]).0)
+            let client = server.client
+            let create = { (name: String) in
+                try client.request(
+                    "POST", "/controllers", json: #"{"name": "\#(name)", "kind": "array", "content": "Employee"}"#)
+            }
+            #expect(try create("first").status == 201)
+            let refused = try create("second")
+            #expect(refused.status == 503)
+            #expect(refused.errorCode == "too-many-controllers")
+            #expect(refused.json?["error"]?["limit"] == 1)
+            #expect(server.terminate() == 0)
+        }
+    }
+
     /// A number a flag cannot take stops the start with the reason (exit 64): never a trap (`--threads` beyond 32 bits
     /// trapped), nor "Missing value" for a negative one.
     @Test(arguments: [
         (["--threads", "4294967296"], "--threads must be from 1 to 4096"), (["--port", "-1"], "'-1' is invalid"),
         (["--history", "-5"], "--history must be positive"),
+        (["--max-controllers", "-1"], "--max-controllers must not be negative"),
     ])
     func aFlagOutOfItsRangeIsRefusedWithTheReason(arguments: [String], reason: String) throws {
         try withTemporaryDataDirectory { data in
