@@ -12,6 +12,9 @@ public struct APIError: Error, Sendable {
     public var fields: [String: PropertyListValue]
     /// Extra response headers (`Allow`, `Retry-After`, ...).
     public var headers: [(name: String, value: String)]
+    /// The store seq whose state the error shows (a 412's `current` and `ETag`): it is answered once that is
+    /// durable, as a read is.
+    public var showsSeq: Int64?
 
     public init(
         status: Int, code: String, message: String, fields: [String: PropertyListValue] = [:],

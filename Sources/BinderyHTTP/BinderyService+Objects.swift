@@ -339,9 +339,11 @@ extension BinderyService {
     private static func preconditionFailed(
         _ id: ObjectID, version: Int64, _ condition: String, current: PropertyListValue
     ) -> APIError {
-        APIError(
+        var error = APIError(
             status: 412, code: "precondition-failed", message: "\(id) is at version \(version); \(condition) fails.",
             fields: ["current": current, "etag": .string(etag(version))], headers: [("ETag", etag(version))])
+        error.showsSeq = version
+        return error
     }
 
     /// The body of the answer to a change of one object, and its ETag's version when the commit leaves it as it was.

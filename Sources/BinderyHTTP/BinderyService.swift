@@ -186,6 +186,8 @@ public final class BinderyService: HTTPResponder {
         case .found(let handler, let bindings):
             do {
                 return try handler(RouteRequest(request: request, segments: segments, bindings: bindings))
+            } catch let error as APIError where error.showsSeq != nil {
+                return Self.answer(.error(error), whenDurable: error.showsSeq ?? 0, document: document)
             } catch {
                 return .response(Self.errorResponse(error))
             }
