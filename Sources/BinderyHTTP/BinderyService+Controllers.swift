@@ -1,5 +1,6 @@
 import Bindery
 import Controllers
+import Dispatch
 import HTTPServer
 import ObjectGraph
 import PropertyList
@@ -10,7 +11,9 @@ import PropertyList
 /// actions and creation answer the controller's state. Controllers declared in the fixture's `controllers.json`
 /// cannot be removed (409 `conflict`); run-time ones can.
 extension BinderyService {
-    static func addControllerRoutes(to router: inout Router, controllers: ControllerRegistry, document: Document) {
+    static func addControllerRoutes(
+        to router: inout Router, controllers: ControllerRegistry, document: Document, slowAnswers: DispatchQueue
+    ) {
         router.add("GET", "/controllers") { _ in
             let (states, seq) = controllers.states()
             return answer(.json(["controllers": .array(states)], seq: seq), whenDurable: seq, document: document)
@@ -171,7 +174,9 @@ extension BinderyService {
         // Not an action's name: those paths are the actions' (POST), and Allow says so.
         router.add("GET", "/controllers/:name/*keyPath(!\(ControllerRegistry.actions.joined(separator: "|")))") {
             request in
-            try read(request.keyPath("keyPath"), of: request.parameter("name"), controllers, document: document)
+            try read(
+                request.keyPath("keyPath"), of: request.parameter("name"), controllers, document: document,
+                slowAnswers: slowAnswers)
         }
     }
 
@@ -206,11 +211,27 @@ extension BinderyService {
         }
     }
 
+    /// A controller's key path; one that reaches more than `requestThreadValues` to-many values
+    /// (`arrangedObjects/department.employees.lastName`) is read again off the request threads, as such a listing is.
     private static func read(
-        _ keyPath: String, of name: String, _ controllers: ControllerRegistry, document: Document
+        _ keyPath: String, of name: String, _ controllers: ControllerRegistry, document: Document,
+        slowAnswers: DispatchQueue
     ) throws -> HTTPHandlerResult {
-        let (value, seq) = try controllers.valueAndSeq(forKeyPath: keyPath, controller: name)
-        return answer(.json(value, seq: seq), whenDurable: seq, document: document)
+        if let (value, seq) = try KeyPathAllowance.withinTotal(
+            requestThreadValues, perEvaluation: .max,
+            { try controllers.valueAndSeq(forKeyPath: keyPath, controller: name) })
+        {
+            return answer(.json(value, seq: seq), whenDurable: seq, document: document)
+        }
+        return answeredOffRequestThreads(on: slowAnswers) {
+            do {
+                let (value, seq) = try controllers.valueAndSeq(forKeyPath: keyPath, controller: name)
+                try document.waitUntilDurable(seq)
+                return .json(value, seq: seq)
+            } catch {
+                return errorResponse(error)
+            }
+        }
     }
 
     private static func indexes(_ json: PropertyListValue, key: String = "selectionIndexes") throws(APIError) -> [Int] {

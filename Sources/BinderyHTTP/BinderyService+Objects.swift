@@ -72,9 +72,9 @@ extension BinderyService {
     /// Listings of entities with more objects than this (filtered, sorted, or answering this many) are made off the
     /// request threads.
     private static let slowListingSize = 1_000
-    /// The to-many values a listing's key paths may reach on a request thread (about 10 ms); past them it is made off
-    /// the request threads, where it may reach `KeyPathAllowance.listingTotal`.
-    private static let requestThreadValues = 100_000
+    /// The to-many values a request's key paths may reach on a request thread (about 10 ms); past them it is made off
+    /// the request threads (a listing, where it may reach `KeyPathAllowance.listingTotal`; a controller's key path).
+    static let requestThreadValues = 100_000
 
     /// The objects of a listing, their count and the seq read; on a request thread, nil when its key paths reach more
     /// than `requestThreadValues` values.

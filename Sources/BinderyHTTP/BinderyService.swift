@@ -62,7 +62,7 @@ public final class BinderyService: HTTPResponder {
         Self.addStoreRoutes(to: &router, document: document, slowAnswers: slowAnswers)
         Self.addActionRoutes(to: &router, document: document)
         Self.addObservingRoutes(to: &router, center: observations, model: document.store.model)
-        Self.addControllerRoutes(to: &router, controllers: controllers, document: document)
+        Self.addControllerRoutes(to: &router, controllers: controllers, document: document, slowAnswers: slowAnswers)
         Self.addDefaultsRoutes(to: &router, defaults: defaults)
         Self.addMetricsRoutes(
             to: &router, document: document, observations: observations, controllers: controllers, counters: counters)

@@ -73,28 +73,34 @@ struct ObjectRoutesTests {
         }
     }
 
-    /// A listing of few objects whose projected key paths reach many values (each employee's department's employees)
-    /// is made off the request threads, as a large one is: made on them, 30 such listings of 90 MB each held
-    /// `/healthz` for up to 25 s. Shown by holding the service's queue for slow answers: that listing waits for it,
-    /// a listing that reaches few values does not.
-    @Test func aListingWhoseKeysReachManyValuesIsMadeOffTheRequestThreads() throws {
+    /// A listing of few objects whose projected key paths reach many values (each employee's department's employees),
+    /// and a controller's key path that does, are made off the request threads, as a large listing is: made on them,
+    /// 30 such listings of 90 MB each held `/healthz` for up to 25 s. Shown by holding the service's queue for slow
+    /// answers: such a read waits for it, one that reaches few values does not.
+    @Test(arguments: [
+        ("/objects/Employee?keys=department.employees.lastName&limit=999", "/objects/Employee?keys=department.name"),
+        ("/controllers/all/arrangedObjects/department.employees.lastName", "/controllers/all/arrangedObjects/lastName"),
+    ])
+    func keyPathsThatReachManyValuesAreReadOffTheRequestThreads(many: String, few: String) throws {
         try withServiceParts { client, _, service in
             for index in 0..<400 {
                 let body = #"{"firstName": "F", "lastName": "L\#(index)", "department": {"$ref": "Department/1"}}"#
                 #expect(try client.request("POST", "/objects/Employee", json: body).status == 201)
             }
+            let all = #"{"name": "all", "kind": "array", "content": "Employee"}"#
+            #expect(try client.request("POST", "/controllers", json: all).status == 201)
             let held = DispatchSemaphore(value: 0)
             service.slowAnswers.async { held.wait() }
             let answered = DispatchSemaphore(value: 0)
             let status = Mutex(0)
             let thread = Thread {
-                let answer = try? client.request(
-                    "GET", "/objects/Employee?keys=department.employees.lastName&limit=999")
+                let answer = try? client.request("GET", many)
                 status.withLock { $0 = answer?.status ?? -1 }
                 answered.signal()
             }
             thread.start()
-            let small = try client.request("GET", "/objects/Employee?keys=department.name&limit=999")
+            // (A `try` outside `#expect`: the closure is inferred as throwing only from one.)
+            let small = try client.request("GET", few)
             #expect(small.status == 200)
             #expect(answered.wait(timeout: .now() + 0.5) == .timedOut, "made on a request thread")
             held.signal()
