@@ -217,20 +217,8 @@ extension BinderyService {
         _ keyPath: String, of name: String, _ controllers: ControllerRegistry, document: Document,
         slowAnswers: DispatchQueue
     ) throws -> HTTPHandlerResult {
-        if let (value, seq) = try KeyPathAllowance.withinTotal(
-            requestThreadValues, perEvaluation: .max,
-            { try controllers.valueAndSeq(forKeyPath: keyPath, controller: name) })
-        {
-            return answer(.json(value, seq: seq), whenDurable: seq, document: document)
-        }
-        return answeredOffRequestThreads(on: slowAnswers) {
-            do {
-                let (value, seq) = try controllers.valueAndSeq(forKeyPath: keyPath, controller: name)
-                try document.waitUntilDurable(seq)
-                return .json(value, seq: seq)
-            } catch {
-                return errorResponse(error)
-            }
+        try readingKeyPaths(on: slowAnswers, document: document) {
+            try controllers.valueAndSeq(forKeyPath: keyPath, controller: name)
         }
     }
 

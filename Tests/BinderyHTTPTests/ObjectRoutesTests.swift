@@ -74,12 +74,13 @@ struct ObjectRoutesTests {
     }
 
     /// A listing of few objects whose projected key paths reach many values (each employee's department's employees),
-    /// and a controller's key path that does, are made off the request threads, as a large listing is: made on them,
+    /// and an object's or a controller's key path that does, are made off the request threads, as a large listing is: made on them,
     /// 30 such listings of 90 MB each held `/healthz` for up to 25 s. Shown by holding the service's queue for slow
     /// answers: such a read waits for it, one that reaches few values does not.
     @Test(arguments: [
         ("/objects/Employee?keys=department.employees.lastName&limit=999", "/objects/Employee?keys=department.name"),
         ("/controllers/all/arrangedObjects/department.employees.lastName", "/controllers/all/arrangedObjects/lastName"),
+        ("/objects/Department/1/employees.department.employees.lastName", "/objects/Department/1/employees.lastName"),
     ])
     func keyPathsThatReachManyValuesAreReadOffTheRequestThreads(many: String, few: String) throws {
         try withServiceParts { client, _, service in
