@@ -75,7 +75,8 @@ extension BinderyService {
     /// request threads.
     private static let slowListingSize = 1_000
     /// The to-many values a request's key paths may reach on a request thread (about 10 ms); past them it is made off
-    /// the request threads (a listing, where it may reach `KeyPathAllowance.listingTotal`; a controller's key path).
+    /// the request threads (a listing, where it may reach `KeyPathAllowance.listingTotal`; an object's or a
+    /// controller's key path, `readingKeyPaths`).
     static let requestThreadValues = 100_000
 
     /// The objects of a listing, their count and the seq read; on a request thread, nil when its key paths reach more

@@ -35,7 +35,8 @@ public final class BinderyService: HTTPResponder {
     /// What was wrong with the fixture's `controllers.json` or `defaults.json` (the serve command stops on it).
     public let setupError: ObjectGraphError?
     /// The queue answers that take long to make are made on, one at a time, off the request threads (exports, large
-    /// listings); one per service, so that one store's exports never wait for another's (tests run several servers).
+    /// listings, reads whose key paths reach many values); one per service, so that one store's exports never wait
+    /// for another's (tests run several servers).
     public let slowAnswers = DispatchQueue(label: "bindery.slow-answers")
     private let router: Router
     private let counters = ResponseCounters()
