@@ -188,10 +188,13 @@ public final class ControllerRegistry: Sendable {
                 context.now = clock()
                 defer { enqueue(context) }
                 let records = takeInbox()
-                for (index, record) in records.enumerated() {
-                    context.seq = record.seq
-                    context.recordIsLatest = index == records.count - 1
-                    Self.process(record, registry: &registry, context: context)
+                // The registry's own work, whatever key-path allowance the caller's read runs within.
+                KeyPathAllowance.unlimited {
+                    for (index, record) in records.enumerated() {
+                        context.seq = record.seq
+                        context.recordIsLatest = index == records.count - 1
+                        Self.process(record, registry: &registry, context: context)
+                    }
                 }
                 context.seq = seq
                 context.recordIsLatest = true

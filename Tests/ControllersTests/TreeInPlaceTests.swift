@@ -280,6 +280,28 @@ struct TreeInPlaceTests {
         return (store, registry)
     }
 
+    /// The records a client's read makes the registry apply are the registry's own work, not the read's: a read
+    /// run within a small key-path allowance (on a request thread) does not cut their filters short (a filtered
+    /// controller dropped the objects whose filter the allowance stopped, and kept them dropped).
+    @Test func recordsAppliedDuringAReadWithinAnAllowanceAreAppliedWhole() throws {
+        let (store, registry) = try batchingRegistry()
+        try registry.create(
+            json: [
+                "name": "fx", "kind": "array", "content": "Employee", "automaticallyRearrangesObjects": true,
+                "filterPredicate": "ANY department.employees.lastName != 'none'",
+            ])
+        let before = try registry.value(forKeyPath: "arrangedObjects.@count", controller: "fx").integerValue ?? 0
+        try store.transaction {
+            _ = try $0.insert(
+                "Employee", id: "kim",
+                values: ["firstName": "Kim", "lastName": "Kahn", "department": ref("Department/2")])
+        }
+        _ = try KeyPathAllowance.withinTotal(1, perEvaluation: .max) {
+            try registry.value(forKeyPath: "selectionIndexes", controller: "fx")
+        }
+        #expect(try registry.value(forKeyPath: "arrangedObjects.@count", controller: "fx").integerValue == before + 1)
+    }
+
     /// A tree over a master's selection, in one batch: the selected department is deleted (the master selects
     /// another), then an employee joins that one. The content moves once, to the view's, at the first record.
     @Test func aBatchMovingTheMastersSelection_followsTheView() throws {

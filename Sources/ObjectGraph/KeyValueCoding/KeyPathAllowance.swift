@@ -73,6 +73,13 @@ public final class KeyPathAllowance: @unchecked Sendable {
         }
     }
 
+    /// Runs `body` outside any allowance: the service's own work that a client's read happens to set off (controllers
+    /// applying the commits they have not seen yet) is not the client's to pay for, and an allowance that stopped it
+    /// would leave it half done (a filter that could not be evaluated drops its object).
+    public static func unlimited<T>(_ body: () throws -> T) rethrows -> T {
+        try $current.withValue(nil, operation: body)
+    }
+
     /// Takes `count` elements; false when the total cannot give them.
     func take(_ count: Int) -> Bool {
         used += count
