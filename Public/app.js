@@ -1484,18 +1484,21 @@
     const last = state.employees.length - 1;
     const edge = current.length ? (event.key === 'ArrowUp' ? current[0] : current[current.length - 1]) : -1;
     const focus = leadIndex() ?? edge;
+    // The row shown as the keyboard's (aria-activedescendant): where Ctrl+arrows move from and Space acts.
+    const shown = leadIndex() ?? current[0] ?? -1;
+    const moving = event.ctrlKey || event.metaKey ? shown : focus;
     let target = null;
-    if (event.key === 'ArrowDown') target = Math.min(last, focus + 1);
-    else if (event.key === 'ArrowUp') target = Math.max(0, focus === -1 ? 0 : focus - 1);
+    if (event.key === 'ArrowDown') target = Math.min(last, moving + 1);
+    else if (event.key === 'ArrowUp') target = Math.max(0, moving === -1 ? 0 : moving - 1);
     else if (event.key === 'Home') target = 0;
     else if (event.key === 'End') target = last;
     else if (event.key === 'ArrowLeft') {
       event.preventDefault();
       el.depList.focus();
       return;
-    } else if (event.key === ' ' && focus >= 0) {
+    } else if (event.key === ' ' && shown >= 0) {
       event.preventDefault();
-      pick(focus, event);
+      pick(shown, event);
       return;
     } else if (event.key === 'Enter' && current.length) {
       event.preventDefault();
@@ -1515,7 +1518,10 @@
       const [a, b] = [Math.min(anchor, target), Math.max(anchor, target)];
       selectEmployees(Array.from({ length: b - a + 1 }, (_, i) => a + i));
     } else if (event.ctrlKey || event.metaKey) {
-      // Moves the keyboard alone (APG's multi-select list), so that Ctrl+Space can add rows apart.
+      // Moves the keyboard alone (APG's multi-select list), so that Ctrl+Space can add rows apart. The selection
+      // shown (another client's, or the one the page found) becomes the one the keyboard acts on.
+      state.marked = subjectOf(selectedIds());
+      if (ownRow(state.anchor) < 0) state.anchor = idOf(state.employees[current[0] ?? target]);
       state.lead = idOf(state.employees[target]);
       renderEmployees();
     } else {

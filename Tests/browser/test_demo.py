@@ -2038,6 +2038,17 @@ def test_ctrl_arrows_and_ctrl_space_select_rows_apart_from_the_keyboard(page, se
     ActionChains(page.b).send_keys(Keys.SPACE).perform()
     page.wait(lambda: page.selected_employees() == [names[1]])
     page.wait(lambda: server.get(f"/controllers/{emp}/selectionIndexes") == [1], LIVE)
+    # A selection the page did not make (another client's): the keys act on it as shown, from its row.
+    server.put(f"/controllers/{emp}/selectionIndexes", [4])
+    page.wait(lambda: page.selected_employees() == [names[4]], LIVE)
+    page.wait(lambda: grid.get_attribute("aria-activedescendant") == "emp-4")
+    ctrl(Keys.ARROW_DOWN)
+    ctrl(Keys.ARROW_DOWN)
+    page.wait(lambda: grid.get_attribute("aria-activedescendant") == "emp-6")
+    assert page.selected_employees() == [names[4]]
+    ctrl(Keys.SPACE)
+    page.wait(lambda: page.selected_employees() == [names[4], names[6]])
+    page.wait(lambda: server.get(f"/controllers/{emp}/selectionIndexes") == [4, 6], LIVE)
 
 
 def test_arrow_keys_move_between_the_toolbars_buttons(page, server):
