@@ -305,15 +305,26 @@ public final class BinderyService: HTTPResponder {
         guard configuration.corsOrigin != "*", request.method != "GET", request.method != "HEAD",
             let origin = request.header("Origin"), origin != configuration.corsOrigin
         else { return nil }
-        if let scheme = origin.firstRange(of: "://"), let host = request.header("Host"),
-            origin[scheme.upperBound...].lowercased() == host.lowercased()
-        {
-            return nil
+        if let page = Self.normalizedOrigin(origin) {
+            if page == Self.normalizedOrigin(configuration.corsOrigin) { return nil }
+            let scheme = page.prefix { $0 != ":" }
+            if let host = request.header("Host"), page == Self.normalizedOrigin("\(scheme)://\(host)") { return nil }
         }
         return APIError(
             status: 403, code: "forbidden-origin",
             message: "A page of \(origin) may not write here: --cors allows \(configuration.corsOrigin).",
             fields: ["origin": .string(origin)])
+    }
+
+    /// `scheme://host[:port]` in lower case, without the scheme's default port (browsers leave it out of `Origin`, a
+    /// proxy may write it in `Host`); nil for an origin without a scheme (`null`).
+    static func normalizedOrigin(_ origin: String) -> String? {
+        guard let separator = origin.firstRange(of: "://") else { return nil }
+        let scheme = origin[..<separator.lowerBound].lowercased()
+        var authority = origin[separator.upperBound...].lowercased()
+        let defaultPort = ["http": ":80", "https": ":443"][scheme]
+        if let defaultPort, authority.hasSuffix(defaultPort) { authority.removeLast(defaultPort.count) }
+        return scheme + "://" + authority
     }
 
     private func preflight(_ request: HTTPRequest, segments: [String]) -> HTTPResponse {

@@ -575,9 +575,9 @@ private let accessHandler: MHD_AccessHandlerCallback = {
             uploadDataSize.pointee = 0
             return .YES
         }
-        // The whole request is in.
+        // The whole request is in; not handled on a connection being shut down (its answer could not go out).
         let clock = clock(of: connection)
-        clock?.requestReceived()
+        if let clock, !clock.requestReceived() { return .NO }
         let name = method.map(methodName) ?? "GET"
         return server.workerLoad.handling(on: clock?.socket ?? -1) {
             let response = server.handle(

@@ -42,9 +42,10 @@ final class HeaderDeadlines: @unchecked Sendable {
             waitingSince = Atomic(now)
         }
 
-        /// A whole request is in.
-        func requestReceived() {
-            waitingSince.store(0, ordering: .relaxed)
+        /// A whole request is in: false when the connection is being shut down (shed or late) and the request must
+        /// not be handled, since its answer could not be sent (a write made would be told to nobody).
+        func requestReceived() -> Bool {
+            waitingSince.exchange(0, ordering: .acquiringAndReleasing) != HeaderDeadlines.shutDownMark
         }
 
         /// The answer went out: the next request is waited for from now.
@@ -55,6 +56,8 @@ final class HeaderDeadlines: @unchecked Sendable {
 
     private let timeout: UInt64
     private let connectionLimit: Int
+    /// `waitingSince` of a connection being shut down: a request that comes in meanwhile is not handled.
+    static let shutDownMark = UInt64.max
     private let clocks = Mutex<[ObjectIdentifier: Clock]>([:])
     private let timer: any DispatchSourceTimer
     /// When `full` last shed (monotonic nanoseconds): at most every 0.1 s.
@@ -104,9 +107,9 @@ final class HeaderDeadlines: @unchecked Sendable {
         let now = Self.now()
         clocks.withLock { clocks in
             var waiting: [(clock: Clock, since: UInt64)] = []
-            for clock in clocks.values {
+            for clock in clocks.values where !clock.isShutDown.load(ordering: .relaxed) {
                 let since = clock.waitingSince.load(ordering: .relaxed)
-                if since != 0 { waiting.append((clock, since)) }
+                if since != 0, since != Self.shutDownMark { waiting.append((clock, since)) }
             }
             guard !waiting.isEmpty else { return }
             var descriptors = waiting.map { pollfd(fd: $0.clock.socket, events: Self.peerClosed, revents: 0) }
@@ -120,7 +123,7 @@ final class HeaderDeadlines: @unchecked Sendable {
                 } else {
                     clock.seenGoneWhileWaitingSince.store(0, ordering: .relaxed)
                 }
-                if letGo { Self.shutDown(clock) }
+                if letGo { Self.shutDown(clock, waitingSince: since) }
             }
         }
     }
@@ -148,14 +151,22 @@ final class HeaderDeadlines: @unchecked Sendable {
                 if since != 0, now > since, now - since >= 1_000_000_000 { waiting.append((clock, since)) }
             }
             waiting.sort { $0.since < $1.since }
-            for (clock, _) in waiting.prefix(held - connectionLimit * 8 / 10) { Self.shutDown(clock) }
+            for (clock, since) in waiting.prefix(held - connectionLimit * 8 / 10) {
+                Self.shutDown(clock, waitingSince: since)
+            }
         }
     }
 
-    /// Shuts the connection's socket down both ways: libmicrohttpd then reads the end of the stream and closes it. Under
-    /// the `clocks` lock, so that no socket is closed (and its number reused) meanwhile.
-    private static func shutDown(_ clock: Clock) {
-        clock.waitingSince.store(0, ordering: .relaxed)
+    /// Shuts the connection's socket down both ways, if it still waits for the request it waited for `since`:
+    /// libmicrohttpd then reads the end of the stream and closes it. A request that came in meanwhile is not
+    /// handled (`requestReceived`); one that came in first keeps its connection. Under the `clocks` lock, so that no
+    /// socket is closed (and its number reused) meanwhile.
+    private static func shutDown(_ clock: Clock, waitingSince since: UInt64) {
+        guard
+            clock.waitingSince.compareExchange(
+                expected: since, desired: shutDownMark, ordering: .acquiringAndReleasing
+            ).exchanged
+        else { return }
         clock.isShutDown.store(true, ordering: .relaxed)
         shutdown(clock.socket, Int32(SHUT_RDWR))
     }

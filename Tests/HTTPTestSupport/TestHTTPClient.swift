@@ -72,7 +72,8 @@ public struct TestHTTPClient: Sendable {
     private func head(
         _ method: String, _ path: String, headers: [String: String] = [:], contentLength: Int?, keepAlive: Bool = false
     ) -> [UInt8] {
-        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n"
+        var head = "\(method) \(path) HTTP/1.1\r\n"
+        if headers["Host"] == nil { head += "Host: 127.0.0.1:\(port)\r\n" }
         if !keepAlive { head += "Connection: close\r\n" }
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         if let contentLength { head += "Content-Length: \(contentLength)\r\n" }
