@@ -282,6 +282,26 @@ struct ControllerDefaultsTests {
         #expect(h.registry.names.count == limit + 1)
     }
 
+    /// The objects the run-time controllers hold together are bounded too, by at least twice the store's objects:
+    /// a controller that would take them past it is refused as one past the count limit is; declared ones do not
+    /// count, and removing one makes room.
+    @Test func create_pastTheObjectsTheRuntimeControllersMayHold_isRefused() throws {
+        let h = try Harness(contentLimit: 0)
+        let (objects, employees) = try h.store.read { view in (view.objectCount, try view.count(of: "Employee")) }
+        let fitting = 2 * objects / employees
+        for index in 0..<fitting { try h.make(["name": .string("c\(index)"), "content": "Employee"]) }
+        #expect {
+            try h.make(["name": "one-too-many", "content": "Employee"])
+        } throws: { error in
+            let error = error as? ObjectGraphError
+            return error?.status == 503 && error?.code == "too-many-controllers"
+                && error?.fields["objectLimit"] == .integer(Int64(2 * objects))
+        }
+        try h.registry.create(json: ["name": "declared", "kind": "array", "content": "Employee"], declared: true)
+        try h.registry.remove(named: "c0")
+        try h.make(["name": "one-too-many", "content": "Employee"])
+    }
+
     /// Removing a controller waits for a request under way on it (between the sessions around its commit): that
     /// request answers for the change it made, rather than 404, then the controller goes.
     @Test func remove_whileARequestCommitsOnIt_waitsForTheRequest() throws {

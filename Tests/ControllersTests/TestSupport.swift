@@ -44,7 +44,7 @@ final class Harness: Sendable {
     /// `afterTransaction` after it, as the document's wait for the journal's flush does.
     init(
         objects: PropertyListValue = standardObjects,
-        clock: @escaping @Sendable () -> Double = ControllerRegistry.uptime,
+        clock: @escaping @Sendable () -> Double = ControllerRegistry.uptime, contentLimit: Int = 1_000_000,
         beforeTransaction: @escaping @Sendable (ControllerRegistry) -> Void = { _ in },
         afterTransaction: @escaping @Sendable () -> Void = {}
     ) throws {
@@ -56,7 +56,7 @@ final class Harness: Sendable {
             hooks: ObjectStoreHooks(capture: { record, _ in follower.withLock { $0 }?.storeDidCommit(record) }))
         try store.transaction { try $0.insertObjects(objects) }
         self.store = store
-        registry = ControllerRegistry(store: store, clock: clock) { body in
+        registry = ControllerRegistry(store: store, runtimeContentLimit: contentLimit, clock: clock) { body in
             if let registry = follower.withLock({ $0 }) { beforeTransaction(registry) }
             defer { afterTransaction() }
             return try store.transaction(body).record
