@@ -58,16 +58,11 @@ extension BinderyService {
         {
             return answer(response, whenDurable: seq, document: document)
         }
-        return answeredOffRequestThreads(on: slowAnswers) {
-            do {
-                guard let (response, seq) = try list(false) else {
-                    throw APIError.internalError("A listing stopped short of its allowance.")
-                }
-                try document.waitUntilDurable(seq)
-                return response
-            } catch {
-                return errorResponse(error)
+        return readOffRequestThreads(on: slowAnswers, document: document) {
+            guard let answer = try list(false) else {
+                throw APIError.internalError("A listing stopped short of its allowance.")
             }
+            return answer
         }
     }
 
@@ -208,11 +203,23 @@ extension BinderyService {
         if let (value, seq) = try KeyPathAllowance.withinTotal(requestThreadValues, perEvaluation: .max, read) {
             return answer(.json(value, seq: seq), whenDurable: seq, document: document)
         }
-        return answeredOffRequestThreads(on: slowAnswers) {
+        return readOffRequestThreads(on: slowAnswers, document: document) {
+            let (value, seq) = try read()
+            return (.json(value, seq: seq), seq)
+        }
+    }
+
+    /// `answeredOffRequestThreads` for a read: `make` answers the response and the seq it shows, which is sent once
+    /// that seq is durable (an error, or a flush that fails, as §2's JSON).
+    private static func readOffRequestThreads(
+        on slowAnswers: DispatchQueue, document: Document,
+        _ make: @escaping @Sendable () throws -> (HTTPResponse, seq: Int64)
+    ) -> HTTPHandlerResult {
+        answeredOffRequestThreads(on: slowAnswers) {
             do {
-                let (value, seq) = try read()
+                let (response, seq) = try make()
                 try document.waitUntilDurable(seq)
-                return .json(value, seq: seq)
+                return response
             } catch {
                 return errorResponse(error)
             }
