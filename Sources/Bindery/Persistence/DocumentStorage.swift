@@ -124,8 +124,8 @@ final class DocumentStorage: Sendable {
             }
             (savedSeq, uneditedContentSeq) = Self.savedState(in: directory)
             replayed = try Self.replay(
-                segments, in: directory, into: store, headersExpected: segmentHeaders, report: report)
-            if earlierFormat && replayed > 0 { store.addDerivedReadsToVersions() }
+                segments, in: directory, into: store, headersExpected: segmentHeaders, ownVersions: earlierFormat,
+                report: report)
             let seq = store.seq
             if let last = segments.last, last <= seq + 1 {
                 firstSeq = last
@@ -231,11 +231,9 @@ final class DocumentStorage: Sendable {
             let (snapshots, segments) = try directory.contents()
             let earlierFormat = try loadNewestSnapshot(snapshots, in: directory, into: durable, report: report)
                 .earlierFormat
-            if try replay(segments, in: directory, into: durable, headersExpected: false, report: report) > 0
-                && earlierFormat
-            {
-                durable.addDerivedReadsToVersions()
-            }
+            try replay(
+                segments, in: directory, into: durable, headersExpected: false, ownVersions: earlierFormat,
+                report: report)
             let before = store.seq
             try store.restore(binarySnapshot: durable.read { $0.binarySnapshot() })
             store.discardUndelivered(after: durable.seq)
@@ -248,8 +246,9 @@ final class DocumentStorage: Sendable {
     }
 
     /// Restores the newest snapshot that reads back intact (reporting the others); returns its seq, or 0 when there
-    /// is none, and whether it is of an earlier format (`ObjectStore.restore(binarySnapshot:)`). Throws when
-    /// snapshots exist but none is intact.
+    /// is none, and whether it is of an earlier format (`ObjectStore.restore(binarySnapshot:)`), whose versions are
+    /// then still the objects' own (`replay` with `ownVersions` converts them). Throws when snapshots exist but none
+    /// is intact.
     private static func loadNewestSnapshot(
         _ snapshots: [Int64], in directory: DataDirectory, into store: ObjectStore, report: (String) -> Void
     ) throws(ObjectGraphError) -> (seq: Int64, earlierFormat: Bool, segmentHeaders: Bool) {
@@ -259,7 +258,7 @@ final class DocumentStorage: Sendable {
             do throws(ObjectGraphError) {
                 let bytes = try FileIO.read(path)
                 let payload = try SnapshotFile.payload(of: bytes, path: path)
-                let earlierFormat = try store.restore(binarySnapshot: payload)
+                let earlierFormat = try store.restore(binarySnapshot: payload, convertingEarlierVersions: false)
                 for failure in failures { report(failure + "; loaded \(path) instead") }
                 return (store.seq, earlierFormat, SnapshotFile.isFollowedBySegmentHeaders(bytes))
             } catch {
@@ -281,9 +280,13 @@ final class DocumentStorage: Sendable {
     /// increase within a segment, and records that do not apply. A segment begins with `JournalFrame.segmentHeader`
     /// (one an earlier version wrote may not); with `headersExpected` (the snapshot says every segment after it was
     /// opened with one), a last segment without it lost its bytes: reported, as a torn tail is.
+    ///
+    /// `ownVersions`: the store's versions are an earlier format's own ones; the records move them as that version
+    /// did, and they are then made what it answered (`ObjectStore.restore(binarySnapshot:convertingEarlierVersions:)`).
+    @discardableResult
     private static func replay(
         _ segments: [Int64], in directory: DataDirectory, into store: ObjectStore, headersExpected: Bool,
-        report: (String) -> Void
+        ownVersions: Bool, report: (String) -> Void
     ) throws(ObjectGraphError) -> Int {
         var applied = 0
         for (position, firstSeq) in segments.enumerated() {
@@ -354,7 +357,7 @@ final class DocumentStorage: Sendable {
                         message: "\(path): record \(record.seq) follows \(store.seq); records are missing.")
                 }
                 do throws(ObjectGraphError) {
-                    try store.apply(record)
+                    try store.apply(record, ownVersionsOnly: ownVersions)
                 } catch {
                     throw ObjectGraphError(
                         status: 500, code: "journal-replay-failed",
@@ -384,6 +387,7 @@ final class DocumentStorage: Sendable {
                 "\(path): \(damage.reason) at byte \(damage.offset); cut off \(dropped) byte\(dropped == 1 ? "" : "s") "
                     + "(the store recovers up to seq \(store.seq))")
         }
+        if ownVersions { store.addDerivedReadsToVersions() }
         return applied
     }
 

@@ -117,10 +117,13 @@ extension ObjectStore {
     /// file's checksum vouches for them). On error nothing changes.
     ///
     /// Answers whether the snapshot is of an earlier format (`BNDSNAP2`, `BNDSNAP1`): its versions are then made
-    /// what that version answered, and after journal records are replayed on it, `addDerivedReadsToVersions()`
-    /// must run again (the records moved versions by the current rule, where that version's answers read further).
+    /// what that version answered. Journal records that version wrote after it are replayed on the objects' own
+    /// versions, as that version moved them: restore with `convertingEarlierVersions` false, `apply` each record
+    /// with `ownVersionsOnly`, then `addDerivedReadsToVersions()` once.
     @discardableResult
-    public func restore(binarySnapshot bytes: [UInt8]) throws(ObjectGraphError) -> Bool {
+    public func restore(
+        binarySnapshot bytes: [UInt8], convertingEarlierVersions: Bool = true
+    ) throws(ObjectGraphError) -> Bool {
         try read { (view: ReadView) throws(ObjectGraphError) -> Bool in
             let state = view.state
             let loaded = try bytes.withUnsafeBytes { raw in
@@ -133,14 +136,14 @@ extension ObjectStore {
             state.seq = loaded.seq
             state.contentSeq = loaded.contentSeq
             state.lastAssignedID = loaded.lastAssignedID
-            if loaded.ownVersions { state.addDerivedReadsToVersions() }
+            if loaded.ownVersions && convertingEarlierVersions { state.addDerivedReadsToVersions() }
             return loaded.ownVersions
         }
     }
 
-    /// Makes each object's version at least the newest version of the objects its derived keys read (what versions
-    /// before `BNDSNAP3` answered), after journal records were replayed on a snapshot of that format; never lowers
-    /// one. O(objects with derived keys).
+    /// Makes each object's version at least the newest own version of the objects its derived keys read (what
+    /// versions before `BNDSNAP3` answered), once the versions of a snapshot of that format and of the journal records
+    /// after it are in; never lowers one. O(objects with derived keys).
     public func addDerivedReadsToVersions() {
         read { $0.state.addDerivedReadsToVersions() }
     }

@@ -105,7 +105,10 @@ public final class ObjectStore: Sendable {
     /// the model's constraints: it was valid when committed, and a model tightened since (a `maxLength` added) must
     /// not make a data directory unloadable after a crash when the same data in a snapshot loads (Core Data loads
     /// such objects too, and validates them when they are saved). On error nothing changes.
-    public func apply(_ record: ChangeRecord) throws(ObjectGraphError) {
+    ///
+    /// `ownVersionsOnly`: the record moves the versions of the objects it changed and no others, as versions before
+    /// `BNDSNAP3` moved (`restore(binarySnapshot:convertingEarlierVersions:)`).
+    public func apply(_ record: ChangeRecord, ownVersionsOnly: Bool = false) throws(ObjectGraphError) {
         try state.withLock { (state: inout GraphState) throws(ObjectGraphError) in
             guard record.firstSeq == state.seq + 1 else {
                 throw ObjectGraphError(
@@ -113,6 +116,7 @@ public final class ObjectStore: Sendable {
                     message: "Change record \(record.seq) does not follow the store's seq \(state.seq).")
             }
             let transaction = Transaction(state: state)
+            transaction.movesReadersVersions = !ownVersionsOnly
             do throws(ObjectGraphError) {
                 for change in record.changes { try transaction.replay(change) }
                 state.lastAssignedID = max(state.lastAssignedID, record.lastAssignedID)

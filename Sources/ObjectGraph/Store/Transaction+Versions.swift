@@ -19,6 +19,7 @@ extension Transaction {
                 guard let handle = step.target, state.isAlive(handle) else { continue }
                 state.tables[handle.entity].versions[handle.row] = seq
             }
+            guard movesReadersVersions else { return }
             for handle in derivedKeyReaders(of: changedProperties()) where state.isAlive(handle) {
                 state.tables[handle.entity].versions[handle.row] = seq
             }
@@ -28,8 +29,10 @@ extension Transaction {
             for row in 0..<table.rowCount where table.alive[row] { table.versions[row] = seq }
         }
         guard !keptVersions.isEmpty else { return }
-        let moved = Set(steps[(resetIndex + 1)...].compactMap(\.target)).union(
-            derivedKeyReaders(of: replacedProperties + changedProperties(from: resetIndex + 1)))
+        var moved = Set(steps[(resetIndex + 1)...].compactMap(\.target))
+        if movesReadersVersions {
+            moved.formUnion(derivedKeyReaders(of: replacedProperties + changedProperties(from: resetIndex + 1)))
+        }
         for (handle, version) in keptVersions where state.isAlive(handle) && !moved.contains(handle) {
             state.tables[handle.entity].versions[handle.row] = version
         }

@@ -24,6 +24,9 @@ public final class Transaction {
     var takesSeq = false
     /// How far the commit moves the store's seq: 1, or more for `ObjectStore.advanceSeq(by:)` (seqs skipped).
     var seqStep: Int64 = 1
+    /// False while journal records are replayed on versions of an earlier format, which are the objects' own
+    /// (`ObjectStore.apply(_:ownVersionsOnly:)`): the commit moves the changed objects' versions, not their readers'.
+    var movesReadersVersions = true
     let startLastAssignedID: Int64
 
     init(state: GraphState) {
