@@ -61,6 +61,10 @@ extension BinderyService {
                 "Bytes of answers of 16 KiB or more and of event streams held for clients that have not read them "
                     + "(--max-unsent).",
                 [("", String(HTTPServer.processUnsentByteCount))])
+            metric(
+                "bindery_http_receiving_bytes", "gauge",
+                "Bytes of request bodies being received, beyond the first 16 KiB of each (--max-receiving).",
+                [("", String(HTTPServer.processReceivingByteCount))])
             if let rss = residentMemoryBytes() {
                 metric("process_resident_memory_bytes", "gauge", "Resident memory size in bytes.", [("", String(rss))])
             }

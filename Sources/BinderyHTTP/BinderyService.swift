@@ -278,6 +278,15 @@ public final class BinderyService: HTTPResponder {
                 headers: [("Retry-After", "1")]))
     }
 
+    public func respondToReceivingLimit(_ request: HTTPRequest, limit: Int) -> HTTPResponse {
+        .error(
+            APIError(
+                status: 503, code: "server-busy",
+                message: "The server is receiving other request bodies, and this one would take them past the limit "
+                    + "of \(limit) bytes (--max-receiving); nothing was changed, retry shortly.",
+                headers: [("Retry-After", "1")]))
+    }
+
     /// Counts the response and adds the headers every response carries: `X-Store-Seq` (a handler that knows the
     /// seq its answer reflects sets it itself, else the store's current seq is used, no further than is durable:
     /// `Document.acknowledgedSeq`) and

@@ -42,6 +42,10 @@ public protocol HTTPResponder: Sendable {
     /// that have not read them, and that answer would take them past `limit` (`HTTPServerConfiguration
     /// .maxUnsentBytes`); it should ask the client to retry.
     func respondToUnsentLimit(limit: Int, held: Int) -> HTTPResponse
+    /// The answer to a request whose body was dropped because the bodies being received at once would have passed
+    /// `limit` (`HTTPServerConfiguration.maxReceivingBytes`); the body has been read. It should ask the client to
+    /// retry.
+    func respondToReceivingLimit(_ request: HTTPRequest, limit: Int) -> HTTPResponse
     /// The headers every response carries, whatever answered it (a handler, a resumed or shut-down suspension, the
     /// body limit): called on the server's thread for each response just before it is sent, after the response's
     /// own headers went in, with the request's header fields (`requestHeader`, any case) and a function that adds
@@ -65,6 +69,12 @@ extension HTTPResponder {
 
     public func respondToUnsentLimit(limit: Int, held: Int) -> HTTPResponse {
         var response = HTTPResponse(status: 503, contentType: "text/plain", text: "too many unread answers\n")
+        response.headers.append(("Retry-After", "1"))
+        return response
+    }
+
+    public func respondToReceivingLimit(_ request: HTTPRequest, limit: Int) -> HTTPResponse {
+        var response = HTTPResponse(status: 503, contentType: "text/plain", text: "too many bodies being received\n")
         response.headers.append(("Retry-After", "1"))
         return response
     }

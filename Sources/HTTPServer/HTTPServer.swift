@@ -66,6 +66,19 @@ public final class HTTPServer: Sendable {
         unsentBytes.add(delta, ordering: .relaxed)
         Self.processUnsentBytes.add(delta, ordering: .relaxed)
     }
+    /// Bytes of request bodies being received, beyond each one's first `uncountedBodySize`
+    /// (`HTTPServerConfiguration.maxReceivingBytes`).
+    private let receivingBytes = Atomic<Int>(0)
+    /// The first bytes of each body, which every connection may hold however many others are received (as it holds
+    /// its 16 KiB memory pool): a small body is never refused for other clients' uploads.
+    static let uncountedBodySize = 16 << 10
+
+    /// Bytes of request bodies being received (see `HTTPServerConfiguration.maxReceivingBytes`).
+    public var receivingByteCount: Int { receivingBytes.load(ordering: .relaxed) }
+    /// The same, for every server of the process (`/metrics`).
+    public static var processReceivingByteCount: Int { processReceivingBytes.load(ordering: .relaxed) }
+    private static let processReceivingBytes = Atomic<Int>(0)
+
     /// Open client connections (suspended ones included), for every server of the process (`/metrics`).
     public static var processConnectionCount: Int { processConnections.load(ordering: .relaxed) }
     fileprivate static let processConnections = Atomic<Int>(0)
@@ -199,11 +212,16 @@ public final class HTTPServer: Sendable {
         /// Why the request is answered without its body.
         enum Refusal {
             case bodyTooLarge
+            /// The bodies being received would pass `maxReceivingBytes`.
+            case receivingLimit
             /// Ambiguous framing (RFC 9112 §6): answered, then the connection is closed.
             case malformed(status: Int, reason: String)
         }
 
         var body: [UInt8] = []
+        /// Bytes of `body`'s capacity counted in the server's `receivingBytes` (released when the body is handed on
+        /// or dropped).
+        var counted = 0
         var refusal: Refusal?
         var suspended: HTTPSuspendedConnection?
     }
@@ -232,6 +250,7 @@ public final class HTTPServer: Sendable {
         var body: [UInt8] = []
         if let existing {
             swap(&body, &existing.body)
+            releaseReceiving(existing)
         }
         let query = Self.query(of: connection)
         // Noted for this request by `targetSeen` when it has parameters (a bare `?` is not kept).
@@ -244,6 +263,8 @@ public final class HTTPServer: Sendable {
         case nil: break
         case .bodyTooLarge?:
             return responder.respondToOversizedBody(request, limit: configuration.maxBodySize)
+        case .receivingLimit?:
+            return responder.respondToReceivingLimit(request, limit: configuration.maxReceivingBytes)
         case .malformed(let status, let reason)?:
             var response = responder.respondToMalformedRequest(request, status: status, reason: reason)
             response.headers.append(("Connection", "close"))
@@ -269,6 +290,7 @@ public final class HTTPServer: Sendable {
     }
 
     fileprivate func completed(_ context: RequestContext) {
+        releaseReceiving(context)
         if let suspended = context.suspended {
             _ = suspensions.withLock { $0.connections.removeValue(forKey: ObjectIdentifier(suspended)) }
         }
@@ -365,16 +387,52 @@ public final class HTTPServer: Sendable {
     /// How far past `maxBodySize` a declared body is still drained before its 413 (see `refusalUpFront`).
     static let drainedExcess: UInt64 = 64 << 20
 
-    fileprivate func append(body data: UnsafePointer<CChar>, count: Int, to context: RequestContext) {
+    /// Adds bytes of a request's body to its context, unless it is refused (then they are dropped): over
+    /// `maxBodySize`, or when the bodies being received would pass `maxReceivingBytes`. The body grows by doubling,
+    /// but never past its declared length (`declaredLength`, looked up only then).
+    fileprivate func append(
+        body data: UnsafePointer<CChar>, count: Int, to context: RequestContext, declaredLength: () -> Int?
+    ) {
         guard context.refusal == nil else { return }
-        if context.body.count + count > configuration.maxBodySize {
-            context.refusal = .bodyTooLarge
-            context.body = []
+        let needed = context.body.count + count
+        if needed > configuration.maxBodySize {
+            refuse(context, .bodyTooLarge)
             return
+        }
+        if needed > context.body.capacity {
+            let capacity = max(
+                needed, min(context.body.capacity * 2, declaredLength() ?? .max, configuration.maxBodySize))
+            let counted = max(0, capacity - Self.uncountedBodySize)
+            if counted > context.counted {
+                let added = counted - context.counted
+                let total = receivingBytes.add(added, ordering: .relaxed).newValue
+                // Past the limit unless this body is all that is held.
+                if total > configuration.maxReceivingBytes && total != counted {
+                    receivingBytes.subtract(added, ordering: .relaxed)
+                    refuse(context, .receivingLimit)
+                    return
+                }
+                Self.processReceivingBytes.add(added, ordering: .relaxed)
+                context.counted = counted
+            }
+            context.body.reserveCapacity(capacity)
         }
         data.withMemoryRebound(to: UInt8.self, capacity: count) { bytes in
             context.body.append(contentsOf: UnsafeBufferPointer(start: bytes, count: count))
         }
+    }
+
+    private func refuse(_ context: RequestContext, _ refusal: RequestContext.Refusal) {
+        context.refusal = refusal
+        context.body = []
+        releaseReceiving(context)
+    }
+
+    private func releaseReceiving(_ context: RequestContext) {
+        guard context.counted > 0 else { return }
+        receivingBytes.subtract(context.counted, ordering: .relaxed)
+        Self.processReceivingBytes.subtract(context.counted, ordering: .relaxed)
+        context.counted = 0
     }
 
     // MARK: - Helpers
@@ -570,7 +628,12 @@ private let accessHandler: MHD_AccessHandlerCallback = {
         }
         if let uploadDataSize, uploadDataSize.pointee != 0 {
             if let uploadData {
-                server.append(body: uploadData, count: uploadDataSize.pointee, to: HTTPServer.context(in: contextSlot))
+                server.append(
+                    body: uploadData, count: uploadDataSize.pointee, to: HTTPServer.context(in: contextSlot),
+                    declaredLength: {
+                        MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length")
+                            .flatMap { Int(String(cString: $0)) }
+                    })
             }
             uploadDataSize.pointee = 0
             return .YES

@@ -20,6 +20,11 @@ public struct HTTPServerConfiguration: Sendable {
     /// instead (unless nothing else is held: one answer larger than the limit still goes), and a stream's writer is
     /// told its client is too slow (`HTTPStream.wouldPassServerUnsentLimit(adding:)`).
     public var maxUnsentBytes: Int
+    /// Bytes of request bodies being received, together, beyond each body's first `HTTPServer.uncountedBodySize`;
+    /// a body that would take them past it is read and dropped, then answered by
+    /// `HTTPResponder.respondToReceivingLimit` (unless nothing else is held: one body larger than the limit still
+    /// goes). Against clients that stall their uploads just short of the end, each holding up to `maxBodySize`.
+    public var maxReceivingBytes = 256 << 20
     /// Bytes of libmicrohttpd's per-connection memory pool (request line, headers, response headers).
     public var connectionMemoryLimit: Int
     public var listenBacklog: Int

@@ -54,6 +54,13 @@ struct ServeCommand: ParsableCommand {
                 + "503 server-busy and a stream with unread bytes ends."))
     var maxUnsent = 1 << 30
 
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp(
+            "Bytes of request bodies being received at once, beyond the first 16 KiB of each; a body that would pass "
+                + "it is answered 503 server-busy."))
+    var maxReceiving = 256 << 20
+
     @Option(parsing: .unconditional, help: "Seconds after which an unpolled observer expires.")
     var observerTtl = 300
 
@@ -79,6 +86,7 @@ struct ServeCommand: ParsableCommand {
     func validate() throws {
         guard maxBody > 0 else { throw ValidationError("--max-body must be positive") }
         guard maxUnsent > 0 else { throw ValidationError("--max-unsent must be positive") }
+        guard maxReceiving > 0 else { throw ValidationError("--max-receiving must be positive") }
         guard undoDepth >= 0 else { throw ValidationError("--undo-depth must not be negative") }
         guard (1...4096).contains(threads ?? 1) else { throw ValidationError("--threads must be from 1 to 4096") }
         guard history > 0 else { throw ValidationError("--history must be positive") }
@@ -119,11 +127,11 @@ struct ServeCommand: ParsableCommand {
                 Data("bindery: warning: --public \(publicDirectory) is not a folder; no static files are served\n".utf8)
             )
         }
-        let server = HTTPServer(
-            configuration: HTTPServerConfiguration(
-                host: host, port: port, threads: threads ?? HTTPServerConfiguration.processorCount,
-                maxBodySize: maxBody, maxUnsentBytes: maxUnsent),
-            responder: service)
+        var configuration = HTTPServerConfiguration(
+            host: host, port: port, threads: threads ?? HTTPServerConfiguration.processorCount,
+            maxBodySize: maxBody, maxUnsentBytes: maxUnsent)
+        configuration.maxReceivingBytes = maxReceiving
+        let server = HTTPServer(configuration: configuration, responder: service)
         Self.raiseOpenFileLimit()
         MemoryTrim.start()
         // A start refused from here on served nothing: a directory it seeded is left as it was found.

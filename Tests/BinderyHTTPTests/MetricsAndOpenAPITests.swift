@@ -20,6 +20,7 @@ struct MetricsAndOpenAPITests {
             #expect(metrics.text.contains("bindery_problems_recovered_at_start 0\n"))
             #expect(metrics.text.contains("process_resident_memory_bytes "))
             #expect(metrics.text.contains("# TYPE bindery_http_unsent_bytes gauge\nbindery_http_unsent_bytes "))
+            #expect(metrics.text.contains("# TYPE bindery_http_receiving_bytes gauge\nbindery_http_receiving_bytes "))
             // At least the connection asking (every server of the test process counts).
             let connections = metrics.text.split(separator: "\n").first { $0.hasPrefix("bindery_http_connections ") }
             #expect((connections?.split(separator: " ").last.flatMap { Int($0) } ?? 0) >= 1)

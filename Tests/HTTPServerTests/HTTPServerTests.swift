@@ -68,12 +68,14 @@ private final class TestResponder: HTTPResponder {
 
 private func withServer(
     maxBody: Int = 1 << 20, staticRoot: String? = nil, idleTimeout: Int = 60, requestTimeout: Int? = nil,
-    maxUnsent: Int = 1 << 30, _ body: (HTTPServer, TestResponder, TestHTTPClient) throws -> Void
+    maxUnsent: Int = 1 << 30, maxReceiving: Int = 256 << 20,
+    _ body: (HTTPServer, TestResponder, TestHTTPClient) throws -> Void
 ) throws {
     let responder = TestResponder(staticRoot: staticRoot)
     var configuration = HTTPServerConfiguration(
         host: "127.0.0.1", port: 0, threads: 2, maxBodySize: maxBody, idleTimeout: idleTimeout,
         maxUnsentBytes: maxUnsent)
+    configuration.maxReceivingBytes = maxReceiving
     configuration.requestTimeout = requestTimeout
     let server = HTTPServer(configuration: configuration, responder: responder)
     try server.start()
@@ -659,6 +661,34 @@ struct HTTPServerTests {
             for _ in 0..<500 where server.unsentByteCount != 0 { usleep(10_000) }
             #expect(server.unsentByteCount == 0)
             #expect(try client.request("GET", "/big?size=\(size)").body.count == size)
+        }
+    }
+
+    /// Unfinished request bodies are bounded together (`maxReceivingBytes`, beyond each body's first 16 KiB): clients
+    /// that stall their uploads one byte short cannot grow the server's memory without end. A body that would pass
+    /// the bound is read and dropped, then answered 503 with `Retry-After`; bodies within 16 KiB always go.
+    @Test func bodiesBeingReceivedAreBoundedTogether() throws {
+        let size = 256 << 10
+        try withServer(maxBody: size, maxReceiving: 1 << 20) { server, _, client in
+            var stalled = try (0..<8).map { _ in try client.connect() }
+            defer { for socket in stalled { close(socket) } }
+            let head = Array("PUT /echo HTTP/1.1\r\nHost: x\r\nContent-Length: \(size)\r\n\r\n".utf8)
+            for socket in stalled { try client.send(head + [UInt8](repeating: 65, count: size - 1), on: socket) }
+            // Four fit the bound; the others' bytes are read and dropped.
+            for _ in 0..<200 where server.receivingByteCount < 4 * (size - (16 << 10)) { usleep(10_000) }
+            #expect(server.receivingByteCount <= 1 << 20)
+            #expect(server.receivingByteCount >= 3 * (size - (16 << 10)))
+            let refused = try client.request("PUT", "/echo", body: [UInt8](repeating: 65, count: size))
+            #expect(refused.status == 503)
+            #expect(refused.header("Retry-After") == "1")
+            #expect(try client.request("PUT", "/echo", body: [UInt8](repeating: 65, count: 16 << 10)).status == 200)
+            // Once the stalled clients leave, their bytes are released and large bodies go again.
+            for socket in stalled { close(socket) }
+            stalled = []
+            for _ in 0..<500 where server.receivingByteCount != 0 { usleep(10_000) }
+            #expect(server.receivingByteCount == 0)
+            let accepted = try client.request("PUT", "/echo", body: [UInt8](repeating: 65, count: size))
+            #expect(accepted.text.hasSuffix("body=\(size)"))
         }
     }
 
