@@ -6,7 +6,7 @@ public struct HTTPResponse: Sendable {
         case bytes([UInt8])
         /// Bytes that live as long as the process (`PersistentBytes`): sent without a copy.
         case persistent(PersistentBytes)
-        /// An open regular file, sent with sendfile; the server closes the descriptor once the response is done.
+        /// An open regular file, read as it is sent; the server closes the descriptor once the response is done.
         case file(descriptor: Int32, size: Int64)
         /// A body written over time, chunked (server-sent events); see `HTTPStream`.
         case stream(HTTPStream)

@@ -544,8 +544,10 @@ public final class HTTPServer: Sendable {
                 UInt64.max, 4096, streamReader, Unmanaged.passRetained(stream).toOpaque(), streamReleased)
             if method == "HEAD", let mhdResponse { bindery_mhd_response_ends_with_connection(mhdResponse) }
         case .file(let descriptor, let size):
-            // The response owns the descriptor from here and closes it when destroyed.
-            mhdResponse = MHD_create_response_from_fd64(UInt64(size), descriptor)
+            // The response owns the descriptor from here and closes it when destroyed (`fileReleased`).
+            mhdResponse = MHD_create_response_from_callback(
+                UInt64(size), 64 << 10, fileReader, UnsafeMutableRawPointer(bitPattern: Int(descriptor) + 1),
+                fileReleased)
             if mhdResponse == nil { close(descriptor) }
         }
         guard let mhdResponse else { return .NO }
@@ -710,6 +712,23 @@ private final class UnsentBody {
 
 private let unsentBodyReleased: MHD_ContentReaderFreeCallback = { cls in
     if let cls { Unmanaged<UnsentBody>.fromOpaque(cls).release() }
+}
+
+/// Reads a static file's bytes at `position` (the descriptor + 1 is the context). A file cut short since its size was
+/// taken ends the answer with an error, which closes the connection: with `MHD_create_response_from_fd64`, whose
+/// `sendfile` finds the end early, the client waited for the missing bytes until the idle timeout.
+private let fileReader: MHD_ContentReaderCallback = { cls, position, buffer, max in
+    guard let buffer, position <= UInt64(Int64.max) else { return -2 }
+    let descriptor = Int32(Int(bitPattern: cls) - 1)
+    var count: Int
+    repeat {
+        count = pread(descriptor, buffer, max, off_t(position))
+    } while count < 0 && errno == EINTR
+    return count > 0 ? count : -2  // MHD_CONTENT_READER_END_WITH_ERROR
+}
+
+private let fileReleased: MHD_ContentReaderFreeCallback = { cls in
+    close(Int32(Int(bitPattern: cls) - 1))
 }
 
 private let streamReader: MHD_ContentReaderCallback = { cls, _, buffer, max in

@@ -802,4 +802,28 @@ struct StaticFilesTests {
             #expect(try quick.request("GET", "/static/site.css").status == 200)
         }
     }
+
+    /// A file cut short while it is sent (replaced in place) ends its answer, closing the connection, rather than
+    /// leaving the client waiting for bytes that will not come until the idle timeout (libmicrohttpd's `sendfile`
+    /// of a descriptor waited).
+    @Test func aFileCutShortWhileSentClosesTheConnection() throws {
+        let tree = try makeTree()
+        defer { try? FileManager.default.removeItem(atPath: tree.root) }
+        let path = tree.publicDirectory + "/big.bin"
+        let size = 32 << 20
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(count: size)))
+        try withServer(staticRoot: tree.publicDirectory) { _, _, client throws in
+            let patient = TestHTTPClient(port: client.port, timeout: 10)
+            let socket = try patient.connect()
+            defer { close(socket) }
+            try patient.send(Array("GET /static/big.bin HTTP/1.1\r\nHost: x\r\n\r\n".utf8), on: socket)
+            usleep(300_000)  // the socket's buffers fill; the rest waits for the client to read
+            #expect(truncate(path, 1000) == 0)
+            let started = Date()
+            let received = patient.receiveAll(on: socket)
+            #expect(Date().timeIntervalSince(started) < 5)
+            #expect(received.count < size)
+            #expect(String(decoding: received.prefix(12), as: UTF8.self) == "HTTP/1.1 200")
+        }
+    }
 }
