@@ -222,6 +222,8 @@ public final class HTTPServer: Sendable {
         /// Bytes of `body`'s capacity counted in the server's `receivingBytes` (released when the body is handed on
         /// or dropped).
         var counted = 0
+        /// Bytes of a refused body read and dropped.
+        var dropped = 0
         var refusal: Refusal?
         var suspended: HTTPSuspendedConnection?
     }
@@ -389,15 +391,21 @@ public final class HTTPServer: Sendable {
 
     /// Adds bytes of a request's body to its context, unless it is refused (then they are dropped): over
     /// `maxBodySize`, or when the bodies being received would pass `maxReceivingBytes`. The body grows by doubling,
-    /// but never past its declared length (`declaredLength`, looked up only then).
+    /// but never past its declared length (`declaredLength`, looked up only then). False when the connection is to
+    /// be closed: a refused body drained to `drainedExcess` past the limit goes on (chunked; a declared length that
+    /// far over is refused before its body).
     fileprivate func append(
         body data: UnsafePointer<CChar>, count: Int, to context: RequestContext, declaredLength: () -> Int?
-    ) {
-        guard context.refusal == nil else { return }
+    ) -> Bool {
+        guard context.refusal == nil else {
+            context.dropped += count
+            return context.dropped <= configuration.maxBodySize + Int(Self.drainedExcess)
+        }
         let needed = context.body.count + count
         if needed > configuration.maxBodySize {
             refuse(context, .bodyTooLarge)
-            return
+            context.dropped = needed
+            return true
         }
         if needed > context.body.capacity {
             let capacity = max(
@@ -410,7 +418,8 @@ public final class HTTPServer: Sendable {
                 if total > configuration.maxReceivingBytes && total != counted {
                     receivingBytes.subtract(added, ordering: .relaxed)
                     refuse(context, .receivingLimit)
-                    return
+                    context.dropped = needed
+                    return true
                 }
                 Self.processReceivingBytes.add(added, ordering: .relaxed)
                 context.counted = counted
@@ -420,6 +429,7 @@ public final class HTTPServer: Sendable {
         data.withMemoryRebound(to: UInt8.self, capacity: count) { bytes in
             context.body.append(contentsOf: UnsafeBufferPointer(start: bytes, count: count))
         }
+        return true
     }
 
     private func refuse(_ context: RequestContext, _ refusal: RequestContext.Refusal) {
@@ -629,13 +639,15 @@ private let accessHandler: MHD_AccessHandlerCallback = {
             return response.map { server.queue($0, on: connection, method: name) } ?? .YES
         }
         if let uploadDataSize, uploadDataSize.pointee != 0 {
-            if let uploadData {
-                server.append(
+            if let uploadData,
+                !server.append(
                     body: uploadData, count: uploadDataSize.pointee, to: HTTPServer.context(in: contextSlot),
                     declaredLength: {
                         MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length")
                             .flatMap { Int(String(cString: $0)) }
                     })
+            {
+                return .NO
             }
             uploadDataSize.pointee = 0
             return .YES
