@@ -408,8 +408,11 @@ public final class HTTPServer: Sendable {
             return true
         }
         if needed > context.body.capacity {
-            let capacity = max(
-                needed, min(context.body.capacity * 2, declaredLength() ?? .max, configuration.maxBodySize))
+            // The declared length is looked up only when it can matter (not for a body's first bytes).
+            let doubled = context.body.capacity * 2
+            let capacity =
+                doubled <= needed
+                ? needed : max(needed, min(doubled, declaredLength() ?? .max, configuration.maxBodySize))
             let counted = max(0, capacity - Self.uncountedBodySize)
             if counted > context.counted {
                 let added = counted - context.counted
