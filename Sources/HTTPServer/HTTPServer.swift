@@ -386,14 +386,15 @@ public final class HTTPServer: Sendable {
     /// keeps: its `struct MHD_HTTP_Header`, seven words, rounded to the pool's alignment.
     static let fieldRecordSize = 64
 
-    /// How far past `maxBodySize` a declared body is still drained before its 413 (see `refusalUpFront`).
+    /// How far past `maxBodySize` a body is still drained before its 413 (a declared length further over is refused
+    /// before its body, `refusalUpFront`; a chunked body that goes further has its connection closed, `append`).
     static let drainedExcess: UInt64 = 64 << 20
 
     /// Adds bytes of a request's body to its context, unless it is refused (then they are dropped): over
     /// `maxBodySize`, or when the bodies being received would pass `maxReceivingBytes`. The body grows by doubling,
     /// but never past its declared length (`declaredLength`, looked up only then). False when the connection is to
-    /// be closed: a refused body drained to `drainedExcess` past the limit goes on (chunked; a declared length that
-    /// far over is refused before its body).
+    /// be closed: a refused body still comes `drainedExcess` past `maxBodySize` (a chunked one: a declared length
+    /// that far over is refused before its body is read).
     fileprivate func append(
         body data: UnsafePointer<CChar>, count: Int, to context: RequestContext, declaredLength: () -> Int?
     ) -> Bool {
