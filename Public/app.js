@@ -142,8 +142,17 @@
     return `Server error ${e.status}`;
   }
 
+  // A new key for every change the page asks for: a browser resends a request whose connection closed before its
+  // answer came, whatever its method, and the server carries out a request with a key it has seen only once.
+  function idempotencyKey() {
+    if (typeof crypto.randomUUID === 'function') return crypto.randomUUID(); // secure contexts only
+    const bytes = crypto.getRandomValues(new Uint8Array(16));
+    return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+  }
+
   async function api(method, path, body, options = {}) {
     const init = { method, headers: { Accept: 'application/json' }, signal: options.signal };
+    if (method !== 'GET' && method !== 'HEAD') init.headers['Idempotency-Key'] = idempotencyKey();
     if (body !== undefined) {
       init.body = JSON.stringify(body);
       init.headers['Content-Type'] = 'application/json';

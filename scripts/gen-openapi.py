@@ -416,6 +416,15 @@ headers = {
                   "too-many-waiters (long-polls over --max-waiters), storage-error (a full disk) and journal-segment-removed. Not on the other "
                   "503s: journal-failed and document-closed last until restart, too-many-observers and too-many-controllers until one is deleted", "schema": {"type": "integer", "minimum": 0}},
 }
+# Every change may be sent with an Idempotency-Key (README): a repeat gets the first answer, not a second change.
+IDEMPOTENCY_KEY = param("Idempotency-Key", "header", "A key for this request (1 to 255 visible ASCII characters, quoted or not): "
+    "a request repeating it with the same method, target and body within 5 minutes is not carried out again but gets the first "
+    "answer again (Idempotent-Replayed: true), waiting for it when the first is still being answered; with another method, "
+    "target or body it is 422 idempotency-key-reused. Kept in memory (10,000 keys, 64 MiB of answers); 5xx answers are not kept")
+for item in paths.values():
+    for method, operation in item.items():
+        if method not in ("get", "head", "options"):
+            operation.setdefault("parameters", []).append(IDEMPOTENCY_KEY)
 doc = {"openapi": "3.1.0", "info": {"title": "Bindery", "version": "1.0.0",
         "description": "Cocoa Bindings as an HTTP service. The contract is API.md; this document describes the routes the server has. "
                        "Not listed per route: HEAD on every GET route, OPTIONS on every path (204 with Allow, for CORS preflights), the static "

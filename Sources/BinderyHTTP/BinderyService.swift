@@ -40,6 +40,8 @@ public final class BinderyService: HTTPResponder {
     public let slowAnswers = DispatchQueue(label: "bindery.slow-answers")
     private let router: Router
     private let counters = ResponseCounters()
+    /// Answers kept for requests with an `Idempotency-Key`.
+    private let idempotentRequests = IdempotentRequests()
     private let staticFiles: StaticFiles?
 
     /// - Parameter observations: the observation center (the server passes one on the main queue); by default, one
@@ -183,6 +185,64 @@ public final class BinderyService: HTTPResponder {
         if segments.count >= 2, segments[0] == "controllers", !controllers.contains(segments[1]) {
             return .response(.error(APIError(ObjectGraphError.noSuchController(segments[1]))))
         }
+        if request.method != "GET", request.method != "HEAD", let key = request.header("Idempotency-Key") {
+            return respondOnce(to: request, segments: segments, key: key)
+        }
+        return route(request, segments: segments)
+    }
+
+    /// `respond(to:)` for a request with an `Idempotency-Key` (`IdempotentRequests`): carried out only the first time.
+    private func respondOnce(to request: consuming HTTPRequest, segments: [String], key: String) -> HTTPHandlerResult {
+        // The draft's sf-string is quoted; a bare token is taken too.
+        let key =
+            key.count >= 2 && key.hasPrefix("\"") && key.hasSuffix("\"") ? String(key.dropFirst().dropLast()) : key
+        guard IdempotentRequests.isValid(key) else {
+            return .response(
+                .error(
+                    .badRequest(
+                        "bad-idempotency-key",
+                        "An Idempotency-Key is 1 to \(IdempotentRequests.maxKeyLength) visible ASCII characters.")))
+        }
+        let requests = idempotentRequests
+        let fingerprint = IdempotentRequests.Fingerprint(
+            method: request.method, path: request.rawPath, query: request.rawQuery, body: request.body)
+        switch requests.start(key: key, fingerprint: fingerprint) {
+        case .mismatch:
+            return .response(
+                .error(
+                    APIError(
+                        status: 422, code: "idempotency-key-reused",
+                        message: "The Idempotency-Key \(key) was sent with another request (method, path or body); "
+                            + "use a new key for a new request.")))
+        case .replay(let answer):
+            return .response(answer)
+        case .wait:
+            return .suspend(
+                HTTPSuspension(shutdownResponse: Self.stoppingBeforeAnswer) { connection in
+                    requests.waitForAnswer(key: key, connection: connection)
+                })
+        case .first:
+            switch route(request, segments: segments) {
+            case .response(let answer):
+                requests.finish(key: key, answer: answer)
+                return .response(answer)
+            case .suspend(let suspension):
+                return .suspend(
+                    HTTPSuspension(shutdownResponse: suspension.shutdownResponse) { connection in
+                        connection.onResume { requests.finish(key: key, answer: $0) }
+                        suspension.register(connection)
+                    })
+            }
+        }
+    }
+
+    /// The answer to a repeated request still waiting for the first one's answer when the server stops.
+    private static let stoppingBeforeAnswer = HTTPResponse.error(
+        APIError(
+            status: 503, code: "document-closed",
+            message: "The server stopped before the first request with this Idempotency-Key was answered."))
+
+    private func route(_ request: consuming HTTPRequest, segments: [String]) -> HTTPHandlerResult {
         switch router.route(request.method, segments: segments) {
         case .found(let handler, let bindings):
             do {
@@ -302,7 +362,9 @@ public final class BinderyService: HTTPResponder {
         }
         add("Access-Control-Allow-Origin", configuration.corsOrigin)
         if requestHeader("Origin") != nil {
-            add("Access-Control-Expose-Headers", "ETag, Location, X-Store-Seq, X-Total-Count, Retry-After")
+            add(
+                "Access-Control-Expose-Headers",
+                "ETag, Location, X-Store-Seq, X-Total-Count, Retry-After, Idempotent-Replayed")
         }
     }
 
@@ -349,7 +411,8 @@ public final class BinderyService: HTTPResponder {
                 ("Access-Control-Allow-Methods", allowed.joined(separator: ", ")),
                 (
                     "Access-Control-Allow-Headers",
-                    "Content-Type, If-Match, If-None-Match, X-First-Responder, Last-Event-ID, Accept"
+                    "Content-Type, If-Match, If-None-Match, X-First-Responder, Last-Event-ID, Accept, "
+                        + "Idempotency-Key"
                 ),
                 ("Access-Control-Max-Age", "600"),
             ])

@@ -16,6 +16,8 @@ public final class HTTPSuspendedConnection: @unchecked Sendable {
     private let connection: OpaquePointer
     let shutdownResponse: @Sendable () -> HTTPResponse
     private let state = Mutex(State.suspended)
+    /// Told the answer by the first `resume` (`onResume`).
+    private let resumeObservers = Mutex<[@Sendable (HTTPResponse) -> Void]>([])
 
     init(connection: OpaquePointer, shutdownResponse: @escaping @Sendable () -> HTTPResponse) {
         self.connection = connection
@@ -31,8 +33,27 @@ public final class HTTPSuspendedConnection: @unchecked Sendable {
             state = .resumed(response)
             return true
         }
-        if first { MHD_resume_connection(connection) }
+        if first {
+            for observer in resumeObservers.withLock({ $0 }) { observer(response) }
+            MHD_resume_connection(connection)
+        }
         return first
+    }
+
+    /// Calls `observer` with the answer when the connection is resumed, on the resuming thread (at once when it
+    /// already was). For a wrapper of a suspension that must know its answer: add it before the suspension's own
+    /// `register` runs, which may resume at once.
+    public func onResume(_ observer: @escaping @Sendable (HTTPResponse) -> Void) {
+        let answer: HTTPResponse? = state.withLock { state in
+            switch state {
+            case .suspended:
+                resumeObservers.withLock { $0.append(observer) }
+                return nil
+            case .resumed(let response): return response
+            case .answered: return nil
+            }
+        }
+        if let answer { observer(answer) }
     }
 
     /// Whether the client has closed or reset the connection while it is suspended (libmicrohttpd does not watch a

@@ -1,0 +1,78 @@
+import Bindery
+import BinderyHTTP
+import Foundation
+import HTTPTestSupport
+import Testing
+
+/// Requests with an `Idempotency-Key` are carried out once: a repeat (a browser resends a request whose connection
+/// closed before its answer came) gets the first answer again.
+struct IdempotencyTests {
+    private func employeeCount(_ client: TestHTTPClient) throws -> Int {
+        try client.request("GET", "/objects/Employee").json?["count"]?.integerValue.map(Int.init) ?? -1
+    }
+
+    private func checkRepeatsAreAnsweredOnce(_ client: TestHTTPClient) throws {
+        let before = try employeeCount(client)
+        let create = #"{"firstName": "Ada", "lastName": "Once", "department": {"$ref": "Department/1"}}"#
+        let first = try client.request("POST", "/objects/Employee", headers: ["Idempotency-Key": "add-1"], json: create)
+        #expect(first.status == 201)
+        #expect(first.header("Idempotent-Replayed") == nil)
+        let again = try client.request("POST", "/objects/Employee", headers: ["Idempotency-Key": "add-1"], json: create)
+        #expect(again.status == 201)
+        #expect(again.header("Idempotent-Replayed") == "true")
+        #expect(again.body == first.body)
+        #expect(again.header("Location") == first.header("Location"))
+        #expect(try employeeCount(client) == before + 1)
+        // The same key for another request is refused; a new key is a new request.
+        let other = try client.request(
+            "POST", "/objects/Employee", headers: ["Idempotency-Key": "add-1"],
+            json: #"{"firstName": "Bob", "lastName": "Other", "department": {"$ref": "Department/1"}}"#)
+        #expect(other.status == 422)
+        #expect(other.text.contains("idempotency-key-reused"))
+        #expect(
+            try client.request("POST", "/objects/Employee", headers: ["Idempotency-Key": "\"add-2\""], json: create)
+                .status == 201)
+        #expect(try employeeCount(client) == before + 2)
+        // Undo, repeated with its key, undoes one group.
+        let undo = try client.request("POST", "/actions/undo", headers: ["Idempotency-Key": "undo-1"])
+        #expect(undo.status == 200)
+        #expect(try client.request("POST", "/actions/undo", headers: ["Idempotency-Key": "undo-1"]).status == 200)
+        #expect(try employeeCount(client) == before + 1)
+        // An error answer is kept too: the repeat is not carried out either.
+        let missing = try client.request(
+            "PUT", "/objects/Employee/9999/lastName", headers: ["Idempotency-Key": "put-1"], json: #""X""#)
+        #expect(missing.status == 404)
+        let missingAgain = try client.request(
+            "PUT", "/objects/Employee/9999/lastName", headers: ["Idempotency-Key": "put-1"], json: #""X""#)
+        #expect(missingAgain.status == 404)
+        #expect(missingAgain.header("Idempotent-Replayed") == "true")
+    }
+
+    @Test func aRepeatedRequestIsCarriedOutOnce() throws {
+        try withService { client in try checkRepeatsAreAnsweredOnce(client) }
+    }
+
+    /// With a journal, a change is answered once durable (the connection suspended until its group commit): the
+    /// answer kept is the one sent then.
+    @Test func aRepeatedRequestIsCarriedOutOnceWhenAnsweredAfterItsGroupCommit() throws {
+        let path = NSTemporaryDirectory() + "bindery-idempotency-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let document = try Document(
+            fixtureDirectory: packageRoot + "/Fixtures/employees", dataDirectory: path,
+            options: .init(fsync: .batch))
+        defer { document.close() }
+        try withService(document: document) { client in try checkRepeatsAreAnsweredOnce(client) }
+    }
+
+    @Test func aKeyMustBeVisibleASCII() throws {
+        try withService { client in
+            for key in ["", "a b", String(repeating: "k", count: 256), "é"] {
+                let response = try client.request("POST", "/actions/undo", headers: ["Idempotency-Key": key])
+                #expect(response.status == 400, "\(key)")
+                #expect(response.text.contains("bad-idempotency-key"))
+            }
+            // Reads ignore it.
+            #expect(try client.request("GET", "/healthz", headers: ["Idempotency-Key": "a b"]).status == 200)
+        }
+    }
+}
