@@ -185,6 +185,7 @@
   let syncFailure = null; // the error of the last sync when it failed (the page is not in step), else null
   let syncRetry = null; // a sync the server asked to retry later (503 with Retry-After)
   let pollLive = false; // the change feed's long-poll is answering
+  let commitWhenBack = false; // Commit was pressed while the server could not be reached: made once it is back
 
   function requestSync() {
     if (syncing) {
@@ -203,6 +204,10 @@
           if (unsentEdits.size) {
             await sendUnsentEdits();
             syncAgain = true; // show them as the server now has them
+          }
+          if (commitWhenBack) {
+            await sendUnsentCommit();
+            syncAgain = true;
           }
           if (unsentFilter !== null) {
             await sendUnsentFilter();
@@ -268,6 +273,23 @@
     if (sent) appendNote(`${sent} edit(s) typed while the server could not be reached were sent`);
   }
 
+  // Makes the commit pressed while the server could not be reached, after the edits typed meanwhile went.
+  async function sendUnsentCommit() {
+    commitWhenBack = false;
+    try {
+      await api('POST', ctl(EMP, '/commitEditing'));
+      typing.clear();
+      showNotice(null);
+      appendNote('The commit pressed while the server could not be reached was made');
+    } catch (e) {
+      if (!(e instanceof APIError)) {
+        commitWhenBack = true;
+        throw e;
+      }
+      showError(e);
+    }
+  }
+
   // Sets the filter typed while the server could not be reached, unless the box has changed since (its own request
   // then decides). A refusal is shown, and the box then follows the controller's filter again (render).
   async function sendUnsentFilter() {
@@ -293,6 +315,7 @@
     syncFailure = e;
     if (!(e instanceof APIError)) {
       setConnection('offline', failureLabel(e), '', { retry: !pollLive });
+      connectionLost();
       return;
     }
     showError(e, { connection: true });
@@ -662,7 +685,11 @@
     // A field that says what the server refused (or what does not read) is an edit too: Discard takes it
     // back, and Commit points at it.
     const editing =
-      Object.keys(state.edits).length > 0 || dirty.size > 0 || invalid.size > 0 || (state.emp && state.emp.isEditing);
+      Object.keys(state.edits).length > 0 ||
+      dirty.size > 0 ||
+      invalid.size > 0 ||
+      unsentEdits.size > 0 ||
+      (state.emp && state.emp.isEditing);
     el.edited.hidden = !editing;
     el.form.classList.toggle('is-editing', !!editing);
     el.commit.disabled = noSelection || !editing;
@@ -1205,6 +1232,7 @@
     dirty.clear();
     typing.clear();
     unsentEdits.clear();
+    commitWhenBack = false;
     clearFieldErrors();
   }
 
@@ -1304,17 +1332,37 @@
     }
   });
 
+  const COMMIT_WHEN_BACK = 'Not committed yet: the server could not be reached. The commit is made when it is back.';
+
   async function commit() {
     await flushEdits();
-    if (invalid.size) {
-      // A field says something the server would not take: fix it (or discard) first.
-      const [key] = invalid.keys();
-      field[key].focus();
+    // A field says something the server would not take: fix it (or discard) first. One whose edit is only unsent
+    // is not refused.
+    const [refusedKey] = [...invalid.keys()].filter((key) => !unsentEdits.has(key));
+    if (refusedKey) {
+      field[refusedKey].focus();
       return;
     }
+    if (unsentEdits.size) {
+      // Edits typed while the server could not be reached go first, then the commit (requestSync).
+      commitWhenBack = true;
+      showNotice(COMMIT_WHEN_BACK);
+      requestSync();
+      return;
+    }
+    commitWhenBack = false;
     await mutate(() =>
       guarded(async () => {
-        await api('POST', ctl(EMP, '/commitEditing'));
+        try {
+          await api('POST', ctl(EMP, '/commitEditing'));
+        } catch (e) {
+          if (!(e instanceof APIError)) {
+            // No answer: made once the server is back (requestSync).
+            commitWhenBack = true;
+            showNotice(COMMIT_WHEN_BACK);
+          }
+          throw e;
+        }
         // What was typed is in the model now: the fields show the model again, focused or not.
         typing.clear();
         showError(null);
@@ -1820,11 +1868,12 @@
     if (stopped || !state.ready || syncing || !pollLive || document.visibilityState === 'hidden') return;
     const started = generation;
     try {
+      const signal = AbortSignal.timeout(PROBE_TIMEOUT);
       const [dep, depNames, emp, edits] = await Promise.all([
-        api('GET', ctl(DEP)),
-        api('GET', ctl(DEP, '/arrangedObjects/name')),
-        api('GET', ctl(EMP)),
-        api('GET', ctl(EMP, '/edits')),
+        api('GET', ctl(DEP), undefined, { signal }),
+        api('GET', ctl(DEP, '/arrangedObjects/name'), undefined, { signal }),
+        api('GET', ctl(EMP), undefined, { signal }),
+        api('GET', ctl(EMP, '/edits'), undefined, { signal }),
       ]);
       if (started !== generation || syncing || inflightEdits.size || dirty.size) return; // the page's own change
       const shown = state.emp || {};
@@ -1836,7 +1885,15 @@
       if (moved) requestSync();
     } catch (e) {
       if (e instanceof APIError && e.code === 'no-such-controller') requestSync();
+      else if (!(e instanceof APIError)) connectionLost();
     }
+  }
+
+  // A request got no answer while the change feed's long-poll still counts as live: that poll may wait for a
+  // connection that is gone (offline, a stalled link) until its time-out. It is ended, so that the page says
+  // Reconnecting (with Retry now) and probes the server every few seconds instead.
+  function connectionLost() {
+    if (pollLive && pollAbort) pollAbort.abort();
   }
 
   async function pollChanges(since) {
@@ -1849,7 +1906,8 @@
     while (!stopped) {
       pollAbort = new AbortController();
       const abort = pollAbort;
-      const probeTimer = failed ? setTimeout(() => abort.abort(), PROBE_TIMEOUT) : null;
+      // A probe answers at once, a long-poll within POLL_TIMEOUT: one silent for longer has lost its connection.
+      const probeTimer = setTimeout(() => abort.abort(), failed ? PROBE_TIMEOUT : POLL_TIMEOUT * 1000 + PROBE_TIMEOUT);
       try {
         if (failed) setConnection('offline', 'Reconnecting', '', { retry: true, count: '…' });
         const res = await fetch(`/changes?since=${since}&timeout=${failed || busy ? 0 : POLL_TIMEOUT}`, {
@@ -1874,12 +1932,12 @@
           continue;
         }
         if (res.status === 503) {
-          // Busy (too-many-waiters, server-busy): the server's own message, and its Retry-After.
+          // Busy (too-many-waiters, server-busy): its Retry-After, with the server's own message in the chip's
+          // title. Only the change feed waits: reads, edits and commits go on, so nothing says they fail.
           const refusal = new APIError(503, body, 'GET', '/changes', { retryAfter: retryAfterOf(res) });
           pollLive = false;
           busy = true;
-          showError(refusal, { connection: true });
-          await countdown((refusal.retryAfter || 1) * 1000, 'Server busy, retrying', refusal.message, { retry: false });
+          await countdown((refusal.retryAfter || 1) * 1000, 'Change feed busy, retrying', refusal.message, { retry: false });
           continue;
         }
         busy = false;

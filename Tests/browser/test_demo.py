@@ -1244,6 +1244,51 @@ def test_an_edit_typed_while_the_server_is_away_is_sent_when_it_is_back(start_se
         b.quit()
 
 
+def test_a_commit_pressed_while_the_server_is_away_is_made_when_it_is_back(start_server):
+    srv, b, p = offline_on_steve_jobs(start_server)
+    try:
+        p.type_into("lastName", "Wozniak")
+        p.field("lastName").send_keys(Keys.TAB)
+        p.wait(lambda: "Not sent yet" in p.el("field-lastName-error").text)
+        p.wait(lambda: p.el("commit").is_enabled(), message="the unsent edit can be committed")
+        p.el("commit").click()
+        p.wait(lambda: "The commit is made when it is back" in p.el("notice").text)
+        start_server.restart(srv)
+        steve = next(o["$id"] for o in srv.get("/objects/Employee?keys=firstName")["objects"] if o["firstName"] == "Steve")
+        p.wait(lambda: srv.get(f"/objects/{steve}/lastName") == "Wozniak", timeout=WAIT, message="committed")
+        emp = p.controllers()["employees"]
+        assert srv.request("GET", f"/controllers/{emp}/edits") == (200, {})
+        p.wait(lambda: "The commit pressed while the server could not be reached was made" in p.el("feed").text)
+        p.wait(lambda: not p.el("notice").is_displayed())
+    finally:
+        b.quit()
+
+
+def test_a_lost_network_is_noticed_within_seconds_and_retried(start_server):
+    srv = start_server()
+    b = new_browser()
+    try:
+        p = open_on_steve_jobs(b, srv)
+        p.wait(lambda: connection(p) == ("live", "Live"))
+        b.execute_cdp_cmd("Network.enable", {})
+        offline = {"offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1}
+        b.execute_cdp_cmd("Network.emulateNetworkConditions", offline)
+        # The long-poll in flight would wait out its 25 s; the page's next look at its controllers (every 3 s)
+        # fails, and the page says so, with Retry now.
+        started = time.time()
+        p.wait(lambda: connection(p)[0] == "offline", timeout=WAIT, message="offline noticed")
+        assert time.time() - started < 7
+        p.wait(lambda: p.el("retry").is_displayed())
+        b.execute_cdp_cmd("Network.emulateNetworkConditions", {**offline, "offline": False})
+        p.wait(lambda: connection(p) == ("live", "Live"), timeout=WAIT, message="live again")
+        steve = srv.employee_named("Steve", "Jobs")
+        srv.put(f"/objects/{steve}/firstName", "Steven")
+        p.wait(lambda: p.value("firstName") == "Steven", timeout=LIVE)
+        assert p.console_errors(allowed=("ERR_INTERNET_DISCONNECTED", "Failed to fetch")) == []
+    finally:
+        b.quit()
+
+
 def test_a_filter_typed_while_the_server_is_away_is_set_when_it_is_back(start_server):
     srv, b, p = offline_on_steve_jobs(start_server)
     try:
