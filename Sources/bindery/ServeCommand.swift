@@ -84,6 +84,8 @@ struct ServeCommand: ParsableCommand {
     var cors = "*"
 
     func validate() throws {
+        guard !data.isEmpty else { throw ValidationError("--data must name a folder") }
+        guard !fixture.isEmpty else { throw ValidationError("--fixture must name a folder") }
         guard maxBody > 0 else { throw ValidationError("--max-body must be positive") }
         guard maxUnsent > 0 else { throw ValidationError("--max-unsent must be positive") }
         guard maxReceiving > 0 else { throw ValidationError("--max-receiving must be positive") }

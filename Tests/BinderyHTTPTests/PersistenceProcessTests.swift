@@ -307,6 +307,8 @@ struct PersistenceProcessTests {
         (["--threads", "4294967296"], "--threads must be from 1 to 4096"), (["--port", "-1"], "'-1' is invalid"),
         (["--history", "-5"], "--history must be positive"),
         (["--max-controllers", "-1"], "--max-controllers must not be negative"),
+        (["--max-receiving", "0"], "--max-receiving must be positive"), (["--data", ""], "--data must name a folder"),
+        (["--fixture", ""], "--fixture must name a folder"),
     ])
     func aFlagOutOfItsRangeIsRefusedWithTheReason(arguments: [String], reason: String) throws {
         try withTemporaryDataDirectory { data in

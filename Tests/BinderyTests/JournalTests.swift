@@ -217,6 +217,16 @@ struct JournalTests {
         #expect(journal.writeFailure == nil)
         #expect(journal.failure == nil)
         #expect(reports.lines.withLock { $0.count } == 2)
+        // A client alternating a change too large for the disk with one that fits flips the state each time: told
+        // at most once a minute, so that it cannot fill the disk the log may share.
+        for seq in 3...12 {
+            disk.fill(true)
+            _ = try? journal.append(record(Int64(seq)))
+            disk.fill(false)
+            try journal.append(record(Int64(seq)))
+        }
+        #expect(reports.lines.withLock { $0.count } == 2, "\(reports.lines.withLock { $0 })")
+        #expect(journal.writeFailure == nil)
     }
 
     /// With `never`, a rotation flushes the old segment before the new one is made durable: a machine crash must not

@@ -22,6 +22,9 @@ func withTemporaryDirectory<T>(_ body: (String) throws -> T) throws -> T {
 final class Reports: Sendable {
     private let lines = Mutex<[String]>([])
     var all: [String] { lines.withLock { $0 } }
+    /// The lines that tell a problem recovered (`Document.problemsRecoveredAtOpen` counts them): all but the one that
+    /// says the last run was not closed cleanly.
+    var problems: [String] { all.filter { !$0.contains("was not closed cleanly") } }
     var report: @Sendable (String) -> Void { { line in self.lines.withLock { $0.append(line) } } }
 }
 

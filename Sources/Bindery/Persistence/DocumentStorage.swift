@@ -26,6 +26,8 @@ final class DocumentStorage: Sendable {
     let journal: Journal
     /// Whether the last run on this directory stopped without a clean close (a crash, kill -9, power loss).
     let recoveredFromCrash: Bool
+    /// Journal records replayed at the start (on the newest snapshot).
+    let replayedAtOpen: Int
     /// The store's seq right after this run seeded it from the fixture (nil: it was loaded from the directory).
     let seededSeq: Int64?
     /// The directory's locks (`DataDirectory.lock()`), held while the storage lives.
@@ -136,6 +138,7 @@ final class DocumentStorage: Sendable {
                 (file, size) = try Journal.openSegment(directory, firstSeq: firstSeq)
             }
         }
+        replayedAtOpen = replayed
         if closedCleanly {
             // Once the store is loaded (a start refused before leaves the marker, so the next start still knows the
             // last run closed cleanly), and before anything is journaled: from now on a crash must be noticed at the

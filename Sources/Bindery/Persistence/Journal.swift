@@ -61,6 +61,11 @@ final class Journal: Sendable {
     /// lock, which every such write holds); `isWriteFailing` says whether it is set, without the lock.
     private let latestWriteFailure = Mutex<ObjectGraphError?>(nil)
     private let isWriteFailing = Atomic<Bool>(false)
+    /// When a failure of writes was last told, whether the last line told was one, and the changes of state not told
+    /// since (see `noteWrite`).
+    private let stateReports = Mutex((failureToldAt: UInt64?.none, failureToldLast: false, untold: 0))
+    /// Seconds between two lines telling that writes fail.
+    static let stateReportInterval = 60.0
     /// When `recheckWriteFailure` last tried a write (`DispatchTime` nanoseconds; 0: never), and how long it waits
     /// between tries.
     private let lastProbe = Atomic<UInt64>(0)
@@ -678,11 +683,30 @@ final class Journal: Sendable {
         guard isWriteFailing.exchange(failure != nil, ordering: .acquiringAndReleasing) != (failure != nil) else {
             return
         }
-        if let failure {
-            report("a change could not be journaled (\(failure.message)); changes are refused until one can be")
-        } else {
-            report(recovered)
+        // At most one failure line every `stateReportInterval`, and a recovery line only after a failure line that
+        // was told: a client alternating a change too large for a full disk with one that fits flips the state at
+        // each pair, and would otherwise write two lines per pair to the disk the log may share.
+        let now = DispatchTime.now().uptimeNanoseconds
+        let line: String? = stateReports.withLock { told in
+            guard let failure else {
+                guard told.failureToldLast else {
+                    told.untold += 1
+                    return nil
+                }
+                told.failureToldLast = false
+                return recovered
+            }
+            if let last = told.failureToldAt, Double(now &- last) < Self.stateReportInterval * 1e9 {
+                told.untold += 1
+                return nil
+            }
+            let untold = told.untold
+            told = (now, true, 0)
+            return "a change could not be journaled (\(failure.message)): it is refused (503 storage-error), as is "
+                + "every change that cannot be written"
+                + (untold > 0 ? " (\(untold) changes between failing and succeeding writes were not logged)" : "")
         }
+        if let line { report(line) }
     }
 
     /// With `always` and `never`: why the latest write failed (a full disk, 503 `storage-error`), while no write
