@@ -1227,12 +1227,17 @@ def offline_on_steve_jobs(start_server):
     return srv, b, p
 
 
+def type_while_away(p, key, text):
+    """Types `text` into the field of `key` and leaves it, the server away: the edit waits, named at its field."""
+    p.type_into(key, text)
+    p.field(key).send_keys(Keys.TAB)
+    p.wait(lambda: "Not sent yet" in p.el(f"field-{key}-error").text)
+
+
 def test_an_edit_typed_while_the_server_is_away_is_sent_when_it_is_back(start_server):
     srv, b, p = offline_on_steve_jobs(start_server)
     try:
-        p.type_into("firstName", "Steven")
-        p.field("firstName").send_keys(Keys.TAB)
-        p.wait(lambda: "Not sent yet" in p.el("field-firstName-error").text)
+        type_while_away(p, "firstName", "Steven")
         start_server.restart(srv)
         emp = p.controllers()["employees"]
         p.wait(lambda: srv.request("GET", f"/controllers/{emp}/edits") == (200, {"firstName": "Steven"}),
@@ -1247,9 +1252,7 @@ def test_an_edit_typed_while_the_server_is_away_is_sent_when_it_is_back(start_se
 def test_a_commit_pressed_while_the_server_is_away_is_made_when_it_is_back(start_server):
     srv, b, p = offline_on_steve_jobs(start_server)
     try:
-        p.type_into("lastName", "Wozniak")
-        p.field("lastName").send_keys(Keys.TAB)
-        p.wait(lambda: "Not sent yet" in p.el("field-lastName-error").text)
+        type_while_away(p, "lastName", "Wozniak")
         p.wait(lambda: p.el("commit").is_enabled(), message="the unsent edit can be committed")
         p.el("commit").click()
         p.wait(lambda: "The commit is made when it is back" in p.el("notice").text)
