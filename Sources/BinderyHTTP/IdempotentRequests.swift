@@ -105,12 +105,12 @@ final class IdempotentRequests: Sendable {
     func waitForAnswer(key: String, connection: HTTPSuspendedConnection) {
         let answer: HTTPResponse? = state.withLock { state in
             guard var entry = state.entries[key] else { return Self.gone }
-            if let answer = entry.answer { return answer }
+            if let answer = entry.answer { return Self.replayed(answer) }
             entry.waiting.append(connection)
             state.entries[key] = entry
             return nil
         }
-        if let answer { connection.resume(with: Self.replayed(answer)) }
+        if let answer { connection.resume(with: answer) }
     }
 
     /// The answer to a repeat whose first request got a 5xx meanwhile (its entry was dropped): it may be sent again.
