@@ -12,7 +12,8 @@ import Synchronization
 /// sends a new key with every change it makes.
 ///
 /// Keys are kept in memory only (not across a restart) for `lifetime`, at most `maxEntries` of them and answers of
-/// `maxAnswerBytes` together, the oldest answered ones going first. A 5xx answer is not kept: what it refused may be
+/// `maxAnswerBytes` together (with their keys and targets; a body is kept as a hash), the oldest answered ones going
+/// first. A 5xx answer is not kept: what it refused may be
 /// tried again (the change was not made, or was rolled back with the journal).
 final class IdempotentRequests: Sendable {
     /// What a request with a key is to do.
@@ -27,12 +28,26 @@ final class IdempotentRequests: Sendable {
         case mismatch
     }
 
-    /// What makes two requests the same one.
+    /// What makes two requests the same one: the body by its hash (the process's seeded `Hasher`), so that a kept
+    /// key holds no body.
     struct Fingerprint: Equatable {
         let method: String
         let path: String
         let query: String?
-        let body: [UInt8]
+        let bodyHash: Int
+        let bodySize: Int
+
+        init(method: String, path: String, query: String?, body: [UInt8]) {
+            self.method = method
+            self.path = path
+            self.query = query
+            var hasher = Hasher()
+            body.withUnsafeBytes { hasher.combine(bytes: $0) }
+            bodyHash = hasher.finalize()
+            bodySize = body.count
+        }
+
+        var size: Int { method.utf8.count + path.utf8.count + (query?.utf8.count ?? 0) + 64 }
     }
 
     private struct Entry {
@@ -40,6 +55,9 @@ final class IdempotentRequests: Sendable {
         let started: ContinuousClock.Instant
         var answer: HTTPResponse?
         var waiting: [HTTPSuspendedConnection] = []
+        /// Repeats told to wait (`start` answered `.wait`) that have not called `waitForAnswer` yet: the entry is
+        /// not evicted meanwhile, or they would find no answer.
+        var repeatsComing = 0
         var bytes: Int
     }
 
@@ -67,15 +85,18 @@ final class IdempotentRequests: Sendable {
     func start(key: String, fingerprint: Fingerprint) -> Start {
         state.withLock { state in
             Self.evict(&state, now: .now)
-            guard let entry = state.entries[key] else {
-                state.entries[key] = Entry(
-                    fingerprint: fingerprint, started: .now, bytes: key.utf8.count + fingerprint.body.count)
+            guard var entry = state.entries[key] else {
+                let bytes = key.utf8.count + fingerprint.size
+                state.entries[key] = Entry(fingerprint: fingerprint, started: .now, bytes: bytes)
                 state.order.append(key)
-                state.bytes += key.utf8.count + fingerprint.body.count
+                state.bytes += bytes
                 return .first
             }
             guard entry.fingerprint == fingerprint else { return .mismatch }
-            return entry.answer.map { .replay(Self.replayed($0)) } ?? .wait
+            if let answer = entry.answer { return .replay(Self.replayed(answer)) }
+            entry.repeatsComing += 1
+            state.entries[key] = entry
+            return .wait
         }
     }
 
@@ -104,10 +125,12 @@ final class IdempotentRequests: Sendable {
     /// once there is one.
     func waitForAnswer(key: String, connection: HTTPSuspendedConnection) {
         let answer: HTTPResponse? = state.withLock { state in
+            // Gone only when the first request's answer was a 5xx (an entry with repeats coming is not evicted).
             guard var entry = state.entries[key] else { return Self.gone }
-            if let answer = entry.answer { return Self.replayed(answer) }
-            entry.waiting.append(connection)
+            entry.repeatsComing -= 1
             state.entries[key] = entry
+            if let answer = entry.answer { return Self.replayed(answer) }
+            state.entries[key]?.waiting.append(connection)
             return nil
         }
         if let answer { connection.resume(with: answer) }
@@ -135,7 +158,8 @@ final class IdempotentRequests: Sendable {
     }
 
     /// Drops answered entries from the oldest while there are too many, they hold too much, or they are too old.
-    /// Entries still being answered are passed over (kept, moved to the end of the order).
+    /// Entries still being answered, or with repeats told to wait, are passed over (kept, moved to the end of the
+    /// order); they hold no answer and no body, so the limits are met without them.
     private static func evict(_ state: inout State, now: ContinuousClock.Instant) {
         var passedOver: [String] = []
         while state.head < state.order.count {
@@ -149,7 +173,7 @@ final class IdempotentRequests: Sendable {
                     || now - entry.started > lifetime
             else { break }
             state.head += 1
-            if entry.answer == nil {
+            if entry.answer == nil || entry.repeatsComing > 0 {
                 passedOver.append(key)
             } else {
                 state.entries[key] = nil

@@ -64,6 +64,29 @@ struct IdempotencyTests {
         try withService(document: document) { client in try checkRepeatsAreAnsweredOnce(client) }
     }
 
+    /// What a key keeps is its answer (and a hash of its body): requests with large bodies and small answers do not
+    /// push out the keys of others.
+    @Test func largeBodiesDoNotPushOutOtherKeys() throws {
+        try withService { client in
+            let create = #"{"firstName": "Ada", "lastName": "Kept", "department": {"$ref": "Department/1"}}"#
+            #expect(
+                try client.request("POST", "/objects/Employee", headers: ["Idempotency-Key": "kept"], json: create)
+                    .status == 201)
+            let before = try employeeCount(client)
+            let large = [UInt8](repeating: 0x20, count: (1 << 20) - 4)  // 1 MiB: JSON white space, then null
+            for index in 0..<70 {
+                let answer = try client.request(
+                    "POST", "/actions/noSuchAction", headers: ["Idempotency-Key": "large-\(index)"],
+                    body: large + Array("null".utf8))
+                #expect(answer.status == 404)
+            }
+            let again = try client.request(
+                "POST", "/objects/Employee", headers: ["Idempotency-Key": "kept"], json: create)
+            #expect(again.header("Idempotent-Replayed") == "true")
+            #expect(try employeeCount(client) == before)
+        }
+    }
+
     @Test func aKeyMustBeVisibleASCII() throws {
         try withService { client in
             for key in ["", "a b", String(repeating: "k", count: 256), "é"] {
