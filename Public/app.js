@@ -276,14 +276,15 @@
   // Makes the commit pressed while the server could not be reached, after the edits typed meanwhile went.
   async function sendUnsentCommit() {
     commitWhenBack = false;
+    showNotice(null); // made now, or refused (said above the form), or waiting again (said again)
     try {
       await api('POST', ctl(EMP, '/commitEditing'));
       typing.clear();
-      showNotice(null);
       appendNote('The commit pressed while the server could not be reached was made');
     } catch (e) {
       if (!(e instanceof APIError)) {
         commitWhenBack = true;
+        showNotice(COMMIT_WHEN_BACK);
         throw e;
       }
       showError(e);

@@ -1292,6 +1292,19 @@ def test_a_lost_network_is_noticed_within_seconds_and_retried(start_server):
         b.quit()
 
 
+def test_a_commit_pressed_while_away_and_refused_when_back_says_so_once(start_server):
+    srv, b, p = offline_on_steve_jobs(start_server)
+    try:
+        type_while_away(p, "salary", "-5")
+        p.el("commit").click()
+        p.wait(lambda: "The commit is made when it is back" in p.el("notice").text)
+        start_server.restart(srv)
+        p.wait(lambda: "Not saved" in p.el("error").text, timeout=WAIT, message="the commit is refused")
+        p.wait(lambda: not p.el("notice").is_displayed(), message="the notice goes with the refusal")
+    finally:
+        b.quit()
+
+
 def test_a_filter_typed_while_the_server_is_away_is_set_when_it_is_back(start_server):
     srv, b, p = offline_on_steve_jobs(start_server)
     try:
