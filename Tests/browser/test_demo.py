@@ -1234,6 +1234,14 @@ def type_while_away(p, key, text):
     p.wait(lambda: "Not sent yet" in p.el(f"field-{key}-error").text)
 
 
+def commit_while_away(p, key, text):
+    """`type_while_away`, then Commit: the page says the commit is made when the server is back."""
+    type_while_away(p, key, text)
+    p.wait(lambda: p.el("commit").is_enabled(), message="the unsent edit can be committed")
+    p.el("commit").click()
+    p.wait(lambda: "The commit is made when it is back" in p.el("notice").text)
+
+
 def test_an_edit_typed_while_the_server_is_away_is_sent_when_it_is_back(start_server):
     srv, b, p = offline_on_steve_jobs(start_server)
     try:
@@ -1252,10 +1260,7 @@ def test_an_edit_typed_while_the_server_is_away_is_sent_when_it_is_back(start_se
 def test_a_commit_pressed_while_the_server_is_away_is_made_when_it_is_back(start_server):
     srv, b, p = offline_on_steve_jobs(start_server)
     try:
-        type_while_away(p, "lastName", "Wozniak")
-        p.wait(lambda: p.el("commit").is_enabled(), message="the unsent edit can be committed")
-        p.el("commit").click()
-        p.wait(lambda: "The commit is made when it is back" in p.el("notice").text)
+        commit_while_away(p, "lastName", "Wozniak")
         start_server.restart(srv)
         steve = next(o["$id"] for o in srv.get("/objects/Employee?keys=firstName")["objects"] if o["firstName"] == "Steve")
         p.wait(lambda: srv.get(f"/objects/{steve}/lastName") == "Wozniak", timeout=WAIT, message="committed")
@@ -1295,9 +1300,7 @@ def test_a_lost_network_is_noticed_within_seconds_and_retried(start_server):
 def test_a_commit_pressed_while_away_and_refused_when_back_says_so_once(start_server):
     srv, b, p = offline_on_steve_jobs(start_server)
     try:
-        type_while_away(p, "salary", "-5")
-        p.el("commit").click()
-        p.wait(lambda: "The commit is made when it is back" in p.el("notice").text)
+        commit_while_away(p, "salary", "-5")
         start_server.restart(srv)
         p.wait(lambda: "Not saved" in p.el("error").text, timeout=WAIT, message="the commit is refused")
         p.wait(lambda: not p.el("notice").is_displayed(), message="the notice goes with the refusal")
