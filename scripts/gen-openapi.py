@@ -420,7 +420,9 @@ headers = {
 IDEMPOTENCY_KEY = param("Idempotency-Key", "header", "A key for this request (1 to 255 visible ASCII characters, quoted or not): "
     "a request repeating it with the same method, target and body within 5 minutes is not carried out again but gets the first "
     "answer again (Idempotent-Replayed: true), waiting for it when the first is still being answered; with another method, "
-    "target or body it is 422 idempotency-key-reused. Kept in memory (10,000 keys, 64 MiB of answers); 5xx answers are not kept")
+    "target or body it is 422 idempotency-key-reused; another key form is 400 bad-idempotency-key. Kept in memory (10,000 keys, "
+    "64 MiB of answers); 5xx answers are not kept",
+    {"type": "string", "pattern": "^(\"[!-~]{1,255}\"|[!-~]{1,255})$"})
 for item in paths.values():
     for method, operation in item.items():
         if method not in ("get", "head", "options"):

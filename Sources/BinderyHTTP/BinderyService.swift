@@ -195,7 +195,7 @@ public final class BinderyService: HTTPResponder {
     private func respondOnce(to request: consuming HTTPRequest, segments: [String], key: String) -> HTTPHandlerResult {
         // The draft's sf-string is quoted; a bare token is taken too.
         let key =
-            key.count >= 2 && key.hasPrefix("\"") && key.hasSuffix("\"") ? String(key.dropFirst().dropLast()) : key
+            key.count > 2 && key.hasPrefix("\"") && key.hasSuffix("\"") ? String(key.dropFirst().dropLast()) : key
         guard IdempotentRequests.isValid(key) else {
             return .response(
                 .error(

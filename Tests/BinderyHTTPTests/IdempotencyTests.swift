@@ -94,6 +94,8 @@ struct IdempotencyTests {
                 #expect(response.status == 400, "\(key)")
                 #expect(response.text.contains("bad-idempotency-key"))
             }
+            // A quoted key is the key within the quotes; two quotes alone are a key of two characters.
+            #expect(try client.request("POST", "/actions/undo", headers: ["Idempotency-Key": "\"\""]).status != 400)
             // Reads ignore it.
             #expect(try client.request("GET", "/healthz", headers: ["Idempotency-Key": "a b"]).status == 200)
         }
