@@ -99,6 +99,10 @@ struct ServeCommand: ParsableCommand {
         guard maxControllers >= 0 else { throw ValidationError("--max-controllers must not be negative") }
     }
 
+    /// The start's refusals for a store that cannot be read as it is (damage, or files of another version or model),
+    /// which the operator resolves by moving the directory aside.
+    static let unreadableStoreCodes: Set = ["bad-snapshot", "journal-corrupt", "journal-gap", "journal-replay-failed"]
+
     func run() throws {
         let document: Document
         do {
@@ -106,7 +110,14 @@ struct ServeCommand: ParsableCommand {
                 fixtureDirectory: fixture, dataDirectory: data,
                 options: .init(fsync: Bindery.FsyncPolicy(rawValue: fsync.rawValue) ?? .batch, undoDepth: undoDepth))
         } catch {
-            FileHandle.standardError.write(Data("bindery: \(error.message)\n".utf8))
+            var text = "bindery: \(error.message)\n"
+            if Self.unreadableStoreCodes.contains(error.code) {
+                text +=
+                    "bindery: the data directory \(data) is left as it is. To serve again, move it aside (keep it: "
+                    + "what it holds may still be recovered from it) and start with --data naming a copy of a backup, "
+                    + "or an empty folder, which is seeded from the fixture.\n"
+            }
+            FileHandle.standardError.write(Data(text.utf8))
             throw ExitCode.failure
         }
         let observations = ObservationCenter(

@@ -163,6 +163,28 @@ struct PersistenceProcessTests {
         }
     }
 
+    /// A data directory whose store cannot be read refuses the start (exit 1), says why, and says what an operator
+    /// can do; the directory is left as it is.
+    @Test func aDamagedStoreRefusesTheStartAndSaysWhatToDo() throws {
+        try withTemporaryDataDirectory { data in
+            let (started, _, _) = try ServerProcess.start(data: data)
+            #expect(try #require(started).terminate() == 0)
+            let names = try FileManager.default.contentsOfDirectory(atPath: data).filter { $0.hasPrefix("snapshot-") }
+            #expect(!names.isEmpty)
+            for name in names {
+                let path = data + "/" + name
+                var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+                bytes[bytes.count / 2] ^= 0xFF
+                try Data(bytes).write(to: URL(fileURLWithPath: path))
+            }
+            let (refused, status, message) = try ServerProcess.start(data: data)
+            refused?.kill9()
+            #expect(refused == nil && status == 1)
+            #expect(message.contains("can be read"), "\(message)")
+            #expect(message.contains("is left as it is") && message.contains("move it aside"), "\(message)")
+        }
+    }
+
     /// An event stream the client closes is how streams end, not an error: libmicrohttpd's line about the socket
     /// being gone is kept out of the log (its other lines are not).
     @Test func aClosedEventStreamLeavesNoErrorInTheLog() throws {
