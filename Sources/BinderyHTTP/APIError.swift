@@ -80,6 +80,11 @@ public struct APIError: Error, Sendable {
         APIError(status: 400, code: "bad-query", message: message)
     }
 
+    /// 503 `server-busy` with `Retry-After: 1`: the server cannot take the request now, and a retry may succeed.
+    public static func serverBusy(_ message: String) -> APIError {
+        APIError(status: 503, code: "server-busy", message: message, headers: [("Retry-After", "1")])
+    }
+
     public static func bodyTooLarge(limit: Int) -> APIError {
         APIError(
             status: 413, code: "body-too-large", message: "The request body is larger than \(limit) bytes.",

@@ -331,20 +331,16 @@ public final class BinderyService: HTTPResponder {
 
     public func respondToUnsentLimit(limit: Int, held: Int) -> HTTPResponse {
         .error(
-            APIError(
-                status: 503, code: "server-busy",
-                message: "The server holds \(held) bytes of answers that clients have not read yet, and this answer "
-                    + "would take it past its limit of \(limit); retry shortly.",
-                headers: [("Retry-After", "1")]))
+            .serverBusy(
+                "The server holds \(held) bytes of answers that clients have not read yet, and this answer would take "
+                    + "it past its limit of \(limit); retry shortly."))
     }
 
     public func respondToReceivingLimit(_ request: HTTPRequest, limit: Int) -> HTTPResponse {
         .error(
-            APIError(
-                status: 503, code: "server-busy",
-                message: "The server is receiving other request bodies, and this one would take them past the limit "
-                    + "of \(limit) bytes (--max-receiving); nothing was changed, retry shortly.",
-                headers: [("Retry-After", "1")]))
+            .serverBusy(
+                "The server is receiving other request bodies, and this one would take them past the limit of "
+                    + "\(limit) bytes (--max-receiving); nothing was changed, retry shortly."))
     }
 
     /// Counts the response and adds the headers every response carries: `X-Store-Seq` (a handler that knows the

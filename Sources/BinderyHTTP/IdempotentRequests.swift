@@ -138,10 +138,7 @@ final class IdempotentRequests: Sendable {
 
     /// The answer to a repeat whose first request got a 5xx meanwhile (its entry was dropped): it may be sent again.
     private static let gone = HTTPResponse.error(
-        APIError(
-            status: 503, code: "server-busy",
-            message: "The first request with this Idempotency-Key failed; send it again.",
-            headers: [("Retry-After", "1")]))
+        .serverBusy("The first request with this Idempotency-Key failed; send it again."))
 
     private static func replayed(_ answer: HTTPResponse) -> HTTPResponse {
         var answer = answer
