@@ -128,10 +128,9 @@ final class IdempotentRequests: Sendable {
             // Gone only when the first request's answer was a 5xx (an entry with repeats coming is not evicted).
             guard var entry = state.entries[key] else { return Self.gone }
             entry.repeatsComing -= 1
+            if entry.answer == nil { entry.waiting.append(connection) }
             state.entries[key] = entry
-            if let answer = entry.answer { return Self.replayed(answer) }
-            state.entries[key]?.waiting.append(connection)
-            return nil
+            return entry.answer.map(Self.replayed)
         }
         if let answer { connection.resume(with: answer) }
     }
