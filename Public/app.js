@@ -361,6 +361,7 @@
     state.emp = emp.data;
     state.employees = emps.data || [];
     state.selection = selection.data || {};
+    if (selecting && selecting.settledAt !== null && started >= selecting.settledAt) selecting = null;
     state.edits = edits.data || {};
     state.people = new Map(
       ((people.data && people.data.objects) || []).map((o) => [o.$id, { firstName: o.firstName, lastName: o.lastName }]),
@@ -654,6 +655,11 @@
   // typed into it belongs to them.
   let formSubject = null;
   const subjectOf = (ids) => JSON.stringify([...ids].sort());
+  // A selection change on its way (a slow link): the rows show it at once, but the form holds the values of the
+  // employees selected before until the server has taken it and they are read again. After a moment the form says
+  // so and takes no typing, which would otherwise go to employees no longer shown as selected.
+  const SELECTING_SHOWN_AFTER = 300; // ms: a quick answer never flashes the form
+  let selecting = null; // { shown, settledAt }: settledAt is the generation whose sync shows the new selection
 
   function renderForm() {
     // Selected elsewhere (another client, or the selected employee went away): what was typed for the
@@ -668,8 +674,11 @@
     const selection = state.selection || {};
     const count = ((state.emp && state.emp.selectionIndexes) || []).length;
     const noSelection = count === 0 || isMarker(selection.firstName) && selection.firstName.$marker === 'NoSelection';
-    el.fieldset.disabled = noSelection;
+    const loading = !!(selecting && selecting.shown);
+    el.fieldset.disabled = noSelection || loading;
     el.form.classList.toggle('is-empty', noSelection);
+    if (loading) el.form.setAttribute('aria-busy', 'true');
+    else el.form.removeAttribute('aria-busy');
 
     for (const key of FIELDS) {
       const input = field[key];
@@ -693,10 +702,11 @@
       (state.emp && state.emp.isEditing);
     el.edited.hidden = !editing;
     el.form.classList.toggle('is-editing', !!editing);
-    el.commit.disabled = noSelection || !editing;
+    el.commit.disabled = noSelection || loading || !editing;
     el.discard.disabled = !editing;
 
-    if (noSelection) el.summary.textContent = state.depSelection.length ? 'Nothing selected' : '';
+    if (loading) el.summary.textContent = 'Loading…';
+    else if (noSelection) el.summary.textContent = state.depSelection.length ? 'Nothing selected' : '';
     else if (count > 1) el.summary.textContent = `${count} employees`;
     else {
       const e = state.employees[state.emp.selectionIndexes[0]];
@@ -1404,6 +1414,10 @@
   async function selectDepartmentNow(index) {
     if (index < 0 || index >= state.departments.length) return;
     if (state.depSelection.length === 1 && state.depSelection[0] === index) return;
+    await whileSelecting(() => changeDepartment(index));
+  }
+
+  async function changeDepartment(index) {
     await flushEdits();
     // Pending edits belong to the employees selected now. Changing the master changes the detail's
     // content and selection but keeps its pending edits, which would then apply to other employees:
@@ -1415,27 +1429,57 @@
         return true;
       }),
     );
-    if (!committed) return;
+    if (!committed) return false;
     const before = state.depSelection;
     state.depSelection = [index];
     state.anchor = null;
     state.lead = null;
     renderDepartments();
-    const done = await mutate(() =>
-      guarded(async () => {
-        // By object: another client may have renamed (so moved) a department since the page drew the list.
-        await selectExisting(DEP, [idOf(state.departments[index])].filter((x) => x));
-        showError(null);
-        clearFieldErrors();
-        return true;
-      }),
-    );
+    // By object: another client may have renamed (so moved) a department since the page drew the list.
+    const done = await select(DEP, [idOf(state.departments[index])].filter((x) => x));
     // The selection is the server's controller's: when it did not take the change (the server is away),
     // the highlight goes back to what the controller has, so that the list and the form agree.
     if (!done && state.depSelection.length === 1 && state.depSelection[0] === index) {
       state.depSelection = before;
       renderDepartments();
     }
+    return done;
+  }
+
+  // Selects the objects ids in a controller; answers whether the server took it.
+  function select(name, ids) {
+    return mutate(() =>
+      guarded(async () => {
+        await selectExisting(name, ids);
+        showError(null);
+        clearFieldErrors();
+        return true;
+      }),
+    );
+  }
+
+  // Runs a change of selection (run answers whether the server took it), the form loading meanwhile.
+  async function whileSelecting(run) {
+    const token = { shown: false, settledAt: null };
+    selecting = token;
+    const timer = setTimeout(() => {
+      token.shown = true;
+      if (selecting === token) renderForm();
+    }, SELECTING_SHOWN_AFTER);
+    let done = false;
+    try {
+      done = await run();
+    } finally {
+      clearTimeout(timer);
+      if (selecting === token) {
+        if (done) token.settledAt = generation; // mutate has bumped it: the sync it asked for shows the selection
+        else {
+          selecting = null; // not taken: the form shows the selection it holds again
+          if (token.shown) renderForm();
+        }
+      }
+    }
+    return done;
   }
 
   async function selectEmployees(indexes) {
@@ -1453,14 +1497,7 @@
       emp.selectedBefore = current; // what the pending edits are for, until the server has taken the change
     }
     renderEmployees(); // optimistic; the sync that follows renders the form from the new selection
-    const done = await mutate(() =>
-      guarded(async () => {
-        await selectExisting(EMP, ids);
-        showError(null);
-        clearFieldErrors();
-        return true;
-      }),
-    );
+    const done = await whileSelecting(() => select(EMP, ids));
     if (emp) delete emp.selectedBefore;
     // Not taken (the server is away): the rows show the controller's selection again, the one the form
     // shows, rather than a selection the page does not have.

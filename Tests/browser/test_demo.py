@@ -718,6 +718,41 @@ def test_a_to_many_set_as_a_whole_is_shown_by_what_it_gained_and_lost(page, serv
         server.put(f'/objects/{newcomer["$id"]}/manager', newcomer.get("manager"))
 
 
+def test_a_slow_selection_shows_the_form_loading_until_it_is_taken(server):
+    b = new_browser()
+    slow = {"offline": False, "latency": 1000, "downloadThroughput": -1, "uploadThroughput": -1}
+    try:
+        p = Page(b, server).open()
+        p.select_department("Engineering")
+        p.select_employee("Grace Hopper")
+        other = next(n for n in p.employee_names() if n != "Grace Hopper")
+        b.execute_cdp_cmd("Network.enable", {})
+        b.execute_cdp_cmd("Network.emulateNetworkConditions", slow)
+        form = b.find_element(By.ID, "employee-form")
+        p.click(lambda: p.employee_row(other))
+        # The row is selected at once; the form still holds Grace's values until the server has taken the
+        # change, and says so rather than take typing meant for the employee just clicked.
+        p.wait(lambda: form.get_attribute("aria-busy") == "true", timeout=1.5, message="the form says it is loading")
+        assert p.selected_employees() == [other]
+        assert not p.field("firstName").is_enabled()
+        assert b.find_element(By.ID, "selection-summary").text == "Loading…"
+        first = other.split(" ")[0]
+        p.wait(lambda: p.value("firstName") == first, timeout=WAIT + 4, message=f"form shows {other}")
+        p.wait(lambda: form.get_attribute("aria-busy") != "true")
+        assert p.field("firstName").is_enabled()
+        # Another department: its employees and their selection come with the answer, the form waits for them.
+        other_department = next(n for n in p.department_names() if n != "Engineering")
+        p.click(lambda: p.department_row(other_department))
+        p.wait(lambda: form.get_attribute("aria-busy") == "true", timeout=1.5, message="loading the department")
+        p.wait(lambda: p.b.find_element(By.ID, "employees-subtitle").text.startswith(f"in {other_department}"),
+               timeout=WAIT + 4)
+        p.wait(lambda: form.get_attribute("aria-busy") != "true", timeout=WAIT + 4)
+        assert p.console_errors() == []
+    finally:
+        b.execute_cdp_cmd("Network.emulateNetworkConditions", {**slow, "latency": 0})
+        b.quit()
+
+
 def test_reconnects_with_back_off_and_resyncs_after_410(server, start_server):
     small = start_server("--history", "3")  # keeps only the last 3 changes
     b = new_browser()
