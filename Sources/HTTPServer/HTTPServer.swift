@@ -21,7 +21,9 @@ public struct HTTPServerError: Error, Sendable, CustomStringConvertible {
 /// sent. A responder may suspend a connection and answer it later from any thread; `stop()` answers every suspended
 /// connection before the daemon stops.
 public final class HTTPServer: Sendable {
-    /// `@unchecked Sendable`: the daemon pointer is used only by `stop()`, once, after the state moved to stopping.
+    /// `@unchecked Sendable`: while the server runs, the pointer is used only by the acceptor's thread
+    /// (`MHD_add_connection`, which libmicrohttpd allows from any thread) and `stop()`'s connection count; `stop()`
+    /// stops the acceptor before `MHD_stop_daemon`, once, after the state moved to stopping.
     private struct Daemon: @unchecked Sendable {
         let pointer: OpaquePointer
         let acceptor: HTTPAcceptor
@@ -165,8 +167,9 @@ public final class HTTPServer: Sendable {
     }
 
     /// Answers every suspended connection with its shutdown response, ends every stream, waits (up to `grace` seconds) for those
-    /// answers to go out, then stops the daemon. After `beginDraining()` it first waits, up to `drain` seconds more,
-    /// for every connection to close (each closes after its next answer; an idle one holds the stop that long).
+    /// answers to go out, then stops the daemon. After `beginDraining()` it also waits, before stopping the daemon and
+    /// up to `drain` seconds more, for every connection to close (each closes after its next answer; an idle one holds
+    /// the stop that long).
     /// Safe to call more than once.
     public func stop(grace: Double = 5, drain: Double = 1) {
         let daemon: Daemon? = state.withLock { state in
@@ -609,6 +612,9 @@ public final class HTTPServer: Sendable {
         return ResolvedAddress(bytes: bytes, family: first.pointee.ai_family)
     }
 
+    /// Raises the soft limit on open files to the hard one: every connection is a descriptor and the server may hold
+    /// 20,000 (waiting long-polls), while a soft limit of a few thousand would make new clients wait unanswered in the
+    /// listen backlog.
     private static func raiseFileLimit() {
         var limit = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }

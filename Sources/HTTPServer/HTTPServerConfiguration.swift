@@ -8,7 +8,7 @@ public struct HTTPServerConfiguration: Sendable {
     public var threads: Int
     /// The largest request body accepted; a larger one is drained and answered 413.
     public var maxBodySize: Int
-    /// Connections held at once, suspended ones included; split across the worker threads.
+    /// Connections held at once, suspended ones included, over all worker threads (the acceptor enforces it).
     public var connectionLimit: Int
     /// Seconds after which an idle (not suspended) connection is closed.
     public var idleTimeout: Int

@@ -127,10 +127,3 @@ public enum ISO8601 {
         }
     }
 }
-
-extension Date {
-    /// This date rounded to whole milliseconds, the precision Bindery keeps.
-    public var roundedToMilliseconds: Date {
-        Date(timeIntervalSince1970: (timeIntervalSince1970 * 1000).rounded() / 1000)
-    }
-}

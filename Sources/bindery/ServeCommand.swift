@@ -5,14 +5,10 @@ import Dispatch
 import Foundation
 import HTTPServer
 
-/// `bindery serve`: runs the service until SIGINT or SIGTERM.
+/// `bindery serve`: runs the service until SIGINT, SIGTERM or SIGHUP.
 struct ServeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve", abstract: "Serve a fixture's model over HTTP.")
-
-    enum FsyncPolicy: String, ExpressibleByArgument, CaseIterable {
-        case always, batch, never
-    }
 
     @Option(help: "The fixture folder: model.json (required), data.json, controllers.json, defaults.json.")
     var fixture = "Fixtures/employees"
@@ -108,7 +104,7 @@ struct ServeCommand: ParsableCommand {
         do {
             document = try Document(
                 fixtureDirectory: fixture, dataDirectory: data,
-                options: .init(fsync: Bindery.FsyncPolicy(rawValue: fsync.rawValue) ?? .batch, undoDepth: undoDepth))
+                options: .init(fsync: fsync, undoDepth: undoDepth))
         } catch {
             var text = "bindery: \(error.message)\n"
             if Self.unreadableStoreCodes.contains(error.code) {
@@ -145,7 +141,6 @@ struct ServeCommand: ParsableCommand {
             maxBodySize: maxBody, maxUnsentBytes: maxUnsent)
         configuration.maxReceivingBytes = maxReceiving
         let server = HTTPServer(configuration: configuration, responder: service)
-        Self.raiseOpenFileLimit()
         MemoryTrim.start()
         // A start refused from here on served nothing: a directory it seeded is left as it was found.
         do {
@@ -176,15 +171,7 @@ struct ServeCommand: ParsableCommand {
         FileHandle.standardOutput.write(Data("bindery listening on http://\(shownHost):\(server.port ?? port)\n".utf8))
         dispatchMain()
     }
-
-    /// Raises the soft limit on open files to the hard one: every connection is a descriptor and the server may hold
-    /// 20,000 (waiting long-polls), while a soft limit of a few thousand would make new clients wait unanswered in the
-    /// listen backlog.
-    private static func raiseOpenFileLimit() {
-        var limit = rlimit()
-        let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
-        guard getrlimit(resource, &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
-        limit.rlim_cur = limit.rlim_max
-        _ = setrlimit(resource, &limit)
-    }
 }
+
+/// `--fsync always|batch|never`, by the policy's own names.
+extension FsyncPolicy: ExpressibleByArgument {}

@@ -62,7 +62,6 @@ final class ComparisonPredicate: Sendable {
 
     private var caseInsensitive: Bool { options.contains(.caseInsensitive) }
     private var diacriticInsensitive: Bool { options.contains(.diacriticInsensitive) }
-    private var folds: Bool { caseInsensitive || diacriticInsensitive }
 
     /// Makes the comparison; throws the regular-expression error of a constant `MATCHES` pattern.
     init(

@@ -177,9 +177,7 @@ public final class ObjectStore: Sendable {
         }
         try transaction.validate()
         let seq = state.seq + transaction.seqStep
-        guard let record = transaction.changeRecord(seq: seq) else {
-            return TransactionResult(value: value, record: nil, seq: state.seq)
-        }
+        let record = transaction.changeRecord(seq: seq)
         try hooks.willCommit?(record)
         transaction.commit(seq: seq)
         hooks.capture?(record, ReadView(state: state))

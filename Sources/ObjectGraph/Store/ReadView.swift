@@ -94,14 +94,6 @@ public struct ReadView: KeyPathResolving {
         }
     }
 
-    /// The JSON form of every object of `entity`, in insertion order (see `json(of:keys:)`).
-    public func jsonOfObjects(of entity: String, keys: [String]? = nil) throws(ObjectGraphError) -> [PropertyListValue]
-    {
-        var result: [PropertyListValue] = []
-        for handle in try handles(of: entity) { result.append(try json(of: handle, keys: keys)) }
-        return result
-    }
-
     /// The whole graph as `{"seq": N, "objects": [...]}`: the `data.json` format, loadable by `replaceGraph`.
     ///
     /// Objects come entity by entity (sorted by name), each entity in insertion order; derived keys only

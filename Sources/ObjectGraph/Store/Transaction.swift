@@ -220,9 +220,9 @@ public final class Transaction {
         replacedProperties = []
     }
 
-    /// The change record of the transaction as committed with `seq` (nil when nothing changed).
-    func changeRecord(seq: Int64) -> ChangeRecord? {
-        guard !steps.isEmpty || takesSeq else { return nil }
+    /// The change record of the transaction as committed with `seq`; only for one that changed something or takes a
+    /// seq (`hasChanges || takesSeq`).
+    func changeRecord(seq: Int64) -> ChangeRecord {
         let start = resetIndex ?? 0
         var changes: [Change] = []
         changes.reserveCapacity(steps.count - start)
