@@ -99,7 +99,7 @@ final class DocumentStorage: Sendable {
         var firstSeq: Int64
         var size = 0
         var replayed = 0
-        var earlierFormat = false
+        var versions = SnapshotVersions.answered
         var segmentHeaders = true
         if snapshots.isEmpty && segments.isEmpty {
             try seed()
@@ -114,7 +114,7 @@ final class DocumentStorage: Sendable {
             (file, size) = try Journal.openSegment(directory, firstSeq: firstSeq)
         } else {
             seededSeq = nil
-            (snapshotSeq, earlierFormat, segmentHeaders) = try Self.loadNewestSnapshot(
+            (snapshotSeq, versions, segmentHeaders) = try Self.loadNewestSnapshot(
                 snapshots, in: directory, into: store, report: report)
             if recoveredFromCrash && (segments.last ?? 0) <= snapshotSeq {
                 // A run always has a segment after its newest snapshot (it is opened before the old ones go): none
@@ -126,7 +126,7 @@ final class DocumentStorage: Sendable {
             }
             (savedSeq, uneditedContentSeq) = Self.savedState(in: directory)
             replayed = try Self.replay(
-                segments, in: directory, into: store, headersExpected: segmentHeaders, ownVersions: earlierFormat,
+                segments, in: directory, into: store, headersExpected: segmentHeaders, versions: versions,
                 report: report)
             let seq = store.seq
             if let last = segments.last, last <= seq + 1 {
@@ -151,7 +151,8 @@ final class DocumentStorage: Sendable {
             snapshotSeq: snapshotSeq,
             // A snapshot of an earlier format is replaced at the first commit: its versions are converted at each
             // start, and until one says the segments have headers an emptied segment goes unnoticed.
-            recordsSinceSnapshot: earlierFormat || !segmentHeaders ? max(replayed, options.snapshotRecords) : replayed,
+            recordsSinceSnapshot: versions != .answered || !segmentHeaders
+                ? max(replayed, options.snapshotRecords) : replayed,
             snapshotRecords: options.snapshotRecords,
             snapshotBytes: options.snapshotBytes, deliver: { store.deliverCommitted(through: $0) },
             rollBack: { [rolledBack] in
@@ -232,11 +233,9 @@ final class DocumentStorage: Sendable {
             try directory.checkInPlace()
             let durable = ObjectStore(model: store.model)
             let (snapshots, segments) = try directory.contents()
-            let earlierFormat = try loadNewestSnapshot(snapshots, in: directory, into: durable, report: report)
-                .earlierFormat
+            let versions = try loadNewestSnapshot(snapshots, in: directory, into: durable, report: report).versions
             try replay(
-                segments, in: directory, into: durable, headersExpected: false, ownVersions: earlierFormat,
-                report: report)
+                segments, in: directory, into: durable, headersExpected: false, versions: versions, report: report)
             let before = store.seq
             try store.restore(binarySnapshot: durable.read { $0.binarySnapshot() })
             store.discardUndelivered(after: durable.seq)
@@ -249,21 +248,21 @@ final class DocumentStorage: Sendable {
     }
 
     /// Restores the newest snapshot that reads back intact (reporting the others); returns its seq, or 0 when there
-    /// is none, and whether it is of an earlier format (`ObjectStore.restore(binarySnapshot:)`), whose versions are
-    /// then still the objects' own (`replay` with `ownVersions` converts them). Throws when snapshots exist but none
-    /// is intact.
+    /// is none, and what its versions are (`ObjectStore.restore(binarySnapshot:convertingEarlierVersions:)`): an
+    /// earlier format's are still the objects' own (`replay` converts them). Throws when snapshots exist but none is
+    /// intact.
     private static func loadNewestSnapshot(
         _ snapshots: [Int64], in directory: DataDirectory, into store: ObjectStore, report: (String) -> Void
-    ) throws(ObjectGraphError) -> (seq: Int64, earlierFormat: Bool, segmentHeaders: Bool) {
+    ) throws(ObjectGraphError) -> (seq: Int64, versions: SnapshotVersions, segmentHeaders: Bool) {
         var failures: [String] = []
         for seq in snapshots.reversed() {
             let path = directory.file(DataDirectory.snapshotName(seq))
             do throws(ObjectGraphError) {
                 let bytes = try FileIO.read(path)
                 let payload = try SnapshotFile.payload(of: bytes, path: path)
-                let earlierFormat = try store.restore(binarySnapshot: payload, convertingEarlierVersions: false)
+                let versions = try store.restore(binarySnapshot: payload, convertingEarlierVersions: false)
                 for failure in failures { report(failure + "; loaded \(path) instead") }
-                return (store.seq, earlierFormat, SnapshotFile.isFollowedBySegmentHeaders(bytes))
+                return (store.seq, versions, SnapshotFile.isFollowedBySegmentHeaders(bytes))
             } catch {
                 failures.append(error.message)
             }
@@ -273,7 +272,7 @@ final class DocumentStorage: Sendable {
                 status: 500, code: "bad-snapshot",
                 message: "No snapshot in \(directory.path) can be read: " + failures.joined(separator: "; "))
         }
-        return (0, false, false)
+        return (0, .answered, false)
     }
 
     /// Applies every journal record after the store's seq, segment by segment; returns how many were applied.
@@ -284,12 +283,13 @@ final class DocumentStorage: Sendable {
     /// (one an earlier version wrote may not); with `headersExpected` (the snapshot says every segment after it was
     /// opened with one), a last segment without it lost its bytes: reported, as a torn tail is.
     ///
-    /// `ownVersions`: the store's versions are an earlier format's own ones; the records move them as that version
-    /// did, and they are then made what it answered (`ObjectStore.restore(binarySnapshot:convertingEarlierVersions:)`).
+    /// `versions`: those of the snapshot loaded; an earlier format's are the objects' own, which the records move as
+    /// that version did, and they are then made what it answered
+    /// (`ObjectStore.restore(binarySnapshot:convertingEarlierVersions:)`).
     @discardableResult
     private static func replay(
         _ segments: [Int64], in directory: DataDirectory, into store: ObjectStore, headersExpected: Bool,
-        ownVersions: Bool, report: (String) -> Void
+        versions: SnapshotVersions, report: (String) -> Void
     ) throws(ObjectGraphError) -> Int {
         var applied = 0
         for (position, firstSeq) in segments.enumerated() {
@@ -360,7 +360,7 @@ final class DocumentStorage: Sendable {
                         message: "\(path): record \(record.seq) follows \(store.seq); records are missing.")
                 }
                 do throws(ObjectGraphError) {
-                    try store.apply(record, ownVersionsOnly: ownVersions)
+                    try store.apply(record, versions: versions)
                 } catch {
                     throw ObjectGraphError(
                         status: 500, code: "journal-replay-failed",
@@ -390,7 +390,7 @@ final class DocumentStorage: Sendable {
                 "\(path): \(damage.reason) at byte \(damage.offset); cut off \(dropped) byte\(dropped == 1 ? "" : "s") "
                     + "(the store recovers up to seq \(store.seq))")
         }
-        if ownVersions { store.addDerivedReadsToVersions() }
+        if versions != .answered { store.addDerivedReadsToVersions() }
         return applied
     }
 

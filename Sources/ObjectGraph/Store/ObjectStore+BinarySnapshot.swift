@@ -13,6 +13,19 @@ import PropertyList
 /// version is (an object's own last change: the versions of what its derived keys read were added when it was read),
 /// and `"BNDSNAP1"`, as 2 without contentSeq; both still read, their versions made what those versions answered,
 /// and a contentSeq missing taken to be the seq.
+/// What the versions of a snapshot are, and how the journal records after it moved them (its format says;
+/// `ObjectStore.restore(binarySnapshot:convertingEarlierVersions:)`, `ObjectStore.apply(_:versions:)`).
+public enum SnapshotVersions: Sendable, Equatable {
+    /// The ETags answered (`BNDSNAP3`): records move them by today's rule.
+    case answered
+    /// Each object's own last change (`BNDSNAP2`): a record moved the versions of the objects it changed, a
+    /// whole-graph change every object's but those it left as they were.
+    case own
+    /// Each object's own last change, written before a whole-graph change kept any version (`BNDSNAP1`): such a
+    /// change moved every object's.
+    case ownBeforeKeptVersions
+}
+
 extension ReadView {
     /// The store as a binary snapshot (see the extension's comment); O(objects), under the store's lock.
     public func binarySnapshot() -> [UInt8] {
@@ -89,20 +102,19 @@ extension ObjectStore {
         return try? seqs.get()
     }
 
-    /// Reads the magic and the seqs; a snapshot without `contentSeq` has its seq for it. `ownVersions`: the versions
-    /// are the objects' own (an earlier format).
+    /// Reads the magic and the seqs; a snapshot without `contentSeq` has its seq for it.
     private static func readHeader(
         _ reader: inout BinarySnapshotReader
-    ) throws(ObjectGraphError) -> (seq: Int64, contentSeq: Int64, ownVersions: Bool) {
+    ) throws(ObjectGraphError) -> (seq: Int64, contentSeq: Int64, versions: SnapshotVersions) {
         var magic: [UInt8] = []
         for _ in 0..<8 { magic.append(try reader.byte()) }
         switch magic {
         case binarySnapshotMagic, binarySnapshotMagicWithOwnVersions:
             let seq = try reader.int64()
-            return (seq, try reader.int64(), magic == binarySnapshotMagicWithOwnVersions)
+            return (seq, try reader.int64(), magic == binarySnapshotMagic ? .answered : .own)
         case binarySnapshotMagicWithoutContentSeq:
             let seq = try reader.int64()
-            return (seq, seq, true)
+            return (seq, seq, .ownBeforeKeptVersions)
         default:
             throw BinarySnapshotReader.bad("not a Bindery snapshot.")
         }
@@ -116,15 +128,15 @@ extension ObjectStore {
     /// row reference is range-checked; the values are trusted (they were validated when they were committed, and the
     /// file's checksum vouches for them). On error nothing changes.
     ///
-    /// Answers whether the snapshot is of an earlier format (`BNDSNAP2`, `BNDSNAP1`): its versions are then made
-    /// what that version answered. Journal records that version wrote after it are replayed on the objects' own
-    /// versions, as that version moved them: restore with `convertingEarlierVersions` false, `apply` each record
-    /// with `ownVersionsOnly`, then `addDerivedReadsToVersions()` once.
+    /// Answers what the snapshot's versions are (its format says): those of an earlier format are made what that
+    /// version answered. Journal records that version wrote after it are replayed on the objects' own versions, as
+    /// that version moved them: restore with `convertingEarlierVersions` false, `apply` each record with the versions
+    /// answered here, then `addDerivedReadsToVersions()` once.
     @discardableResult
     public func restore(
         binarySnapshot bytes: [UInt8], convertingEarlierVersions: Bool = true
-    ) throws(ObjectGraphError) -> Bool {
-        try read { (view: ReadView) throws(ObjectGraphError) -> Bool in
+    ) throws(ObjectGraphError) -> SnapshotVersions {
+        try read { (view: ReadView) throws(ObjectGraphError) -> SnapshotVersions in
             let state = view.state
             let loaded = try bytes.withUnsafeBytes { raw in
                 Result { () throws(ObjectGraphError) in
@@ -136,8 +148,8 @@ extension ObjectStore {
             state.seq = loaded.seq
             state.contentSeq = loaded.contentSeq
             state.lastAssignedID = loaded.lastAssignedID
-            if loaded.ownVersions && convertingEarlierVersions { state.addDerivedReadsToVersions() }
-            return loaded.ownVersions
+            if loaded.versions != .answered && convertingEarlierVersions { state.addDerivedReadsToVersions() }
+            return loaded.versions
         }
     }
 
@@ -151,9 +163,9 @@ extension ObjectStore {
     private static func readTables(
         _ reader: inout BinarySnapshotReader, model: ObjectModel
     ) throws(ObjectGraphError) -> (
-        tables: [EntityTable], seq: Int64, contentSeq: Int64, lastAssignedID: Int64, ownVersions: Bool
+        tables: [EntityTable], seq: Int64, contentSeq: Int64, lastAssignedID: Int64, versions: SnapshotVersions
     ) {
-        let (seq, contentSeq, ownVersions) = try readHeader(&reader)
+        let (seq, contentSeq, versions) = try readHeader(&reader)
         let lastAssignedID = try reader.int64()
         guard Int(try reader.uint32()) == model.entities.count else {
             throw BinarySnapshotReader.bad("it was written for another model (entity count differs).")
@@ -206,7 +218,7 @@ extension ObjectStore {
                 }
             }
         }
-        return (tables, seq, contentSeq, lastAssignedID, ownVersions)
+        return (tables, seq, contentSeq, lastAssignedID, versions)
     }
 
     private static func checkSchema(

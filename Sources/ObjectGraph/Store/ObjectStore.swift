@@ -106,9 +106,9 @@ public final class ObjectStore: Sendable {
     /// not make a data directory unloadable after a crash when the same data in a snapshot loads (Core Data loads
     /// such objects too, and validates them when they are saved). On error nothing changes.
     ///
-    /// `ownVersionsOnly`: the record moves the versions of the objects it changed and no others, as versions before
-    /// `BNDSNAP3` moved (`restore(binarySnapshot:convertingEarlierVersions:)`).
-    public func apply(_ record: ChangeRecord, ownVersionsOnly: Bool = false) throws(ObjectGraphError) {
+    /// `versions`: those of the snapshot the record follows (`restore(binarySnapshot:convertingEarlierVersions:)`),
+    /// which the record moves as the version that wrote it did.
+    public func apply(_ record: ChangeRecord, versions: SnapshotVersions = .answered) throws(ObjectGraphError) {
         try state.withLock { (state: inout GraphState) throws(ObjectGraphError) in
             guard record.firstSeq == state.seq + 1 else {
                 throw ObjectGraphError(
@@ -116,7 +116,8 @@ public final class ObjectStore: Sendable {
                     message: "Change record \(record.seq) does not follow the store's seq \(state.seq).")
             }
             let transaction = Transaction(state: state)
-            transaction.movesReadersVersions = !ownVersionsOnly
+            transaction.movesReadersVersions = versions == .answered
+            transaction.keepsUnchangedVersions = versions != .ownBeforeKeptVersions
             do throws(ObjectGraphError) {
                 for change in record.changes { try transaction.replay(change) }
                 state.lastAssignedID = max(state.lastAssignedID, record.lastAssignedID)

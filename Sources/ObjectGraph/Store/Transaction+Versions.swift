@@ -28,7 +28,7 @@ extension Transaction {
         for table in state.tables {
             for row in 0..<table.rowCount where table.alive[row] { table.versions[row] = seq }
         }
-        guard !keptVersions.isEmpty else { return }
+        guard keepsUnchangedVersions, !keptVersions.isEmpty else { return }
         var moved = Set(steps[(resetIndex + 1)...].compactMap(\.target))
         if movesReadersVersions {
             moved.formUnion(derivedKeyReaders(of: replacedProperties + changedProperties(from: resetIndex + 1)))

@@ -25,8 +25,11 @@ public final class Transaction {
     /// How far the commit moves the store's seq: 1, or more for `ObjectStore.advanceSeq(by:)` (seqs skipped).
     var seqStep: Int64 = 1
     /// False while journal records are replayed on versions of an earlier format, which are the objects' own
-    /// (`ObjectStore.apply(_:ownVersionsOnly:)`): the commit moves the changed objects' versions, not their readers'.
+    /// (`ObjectStore.apply(_:versions:)`): the commit moves the changed objects' versions, not their readers'.
     var movesReadersVersions = true
+    /// False while journal records are replayed as the earliest format's writer moved versions: a `replaceGraph`
+    /// moves every object's, also those it left as they were (`keptVersions`).
+    var keepsUnchangedVersions = true
     let startLastAssignedID: Int64
 
     init(state: GraphState) {
