@@ -216,6 +216,8 @@ struct CollectionOperatorTests {
     @Test func operatorErrors() throws {
         let store = try store()
         expectError("type-mismatch") { _ = try store.value("people.@sum.name", of: "Group/g") }
+        // Refused by the model's types, also where the collection is empty (evaluation would find nothing to refuse).
+        expectError("type-mismatch") { _ = try store.value("people.@avg.group", of: "Group/empty") }
         expectError("undefined-key", status: 404) { _ = try store.value("name.@count", of: "Group/g") }
         expectError("undefined-key", status: 404) { _ = try store.value("company.@count", of: "Group/g") }
         expectError("bad-key-path", status: 400) { _ = try store.value("people.@median.age", of: "Group/g") }

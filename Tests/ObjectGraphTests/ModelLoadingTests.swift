@@ -93,6 +93,43 @@ struct ModelLoadingTests {
         #expect(error?.message.contains("Employee has no key \"salry\"") == true)
     }
 
+    /// Types an operator cannot take are refused at start, not at every read of a non-empty collection.
+    @Test(arguments: [
+        ("@sum.name", "@sum needs numbers, not string"), ("@avg.hired", "@avg needs numbers, not date"),
+        ("@sum.group", "@sum needs numbers, not objects (G)"), ("@max.group", "@max needs values, not objects (G)"),
+        ("@min.group.members", "@min needs values, not collections"),
+    ])
+    func collectionOperatorsOfTheWrongTypeAreRefused(path: String, expected: String) throws {
+        let json = """
+            {"entities": {"G": {"relationships": {"members": {"destination": "P", "toMany": true, "inverse": "group"}},
+                "derived": {"d": "members.\(path)"}},
+              "P": {"attributes": {"name": {"type": "string"}, "hired": {"type": "date"}, "age": {"type": "integer"}},
+                "relationships": {"group": {"destination": "G", "inverse": "members"}}}}}
+            """
+        let error = expectError("invalid-model") { _ = try model(json) }
+        #expect(
+            error?.message.contains("entity G, key d: key path \"members.\(path)\": \(expected)") == true,
+            "\(error?.message ?? "")")
+        for fine in ["@sum.age", "@avg.age", "@max.name", "@min.hired", "@max.age"] {
+            _ = try model(json.replacingOccurrences(of: "members.\(path)", with: "members.\(fine)"))
+        }
+    }
+
+    /// A long chain of derived keys (each read by the one before) is refused with a message, not a stack overflow.
+    @Test func aLongChainOfDerivedKeysIsRefused() throws {
+        func chain(_ length: Int) -> String {
+            let keys = (0..<length).map { "\"d\($0)\": \"\($0 == length - 1 ? "x" : "d\($0 + 1)")\"" }
+            return #"{"entities": {"E": {"attributes": {"x": {"type": "integer"}}, "derived": {"#
+                + keys.joined(separator: ", ") + "}}}}"
+        }
+        #expect(try model(chain(100)).entity(named: "E")?.derivedKeys.count == 100)
+        let error = expectError("invalid-model") { _ = try model(chain(10_000)) }
+        #expect(
+            error?.message.contains("a chain of derived keys, each read by the one before, may be at most 100 long")
+                == true, "\(error?.message ?? "")")
+        #expect(error?.message.hasPrefix("model.json: entity E, key d") == true)
+    }
+
     @Test func derivedKeysMayUseOtherDerivedKeys() throws {
         let json = """
             {"entities": {"E": {"attributes": {"x": {"type": "integer"}}, "derived": {"a": "b", "b": "x"}}}}

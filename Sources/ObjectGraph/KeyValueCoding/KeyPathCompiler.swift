@@ -66,6 +66,7 @@ struct KeyPathCompiler {
             let rest = keys[index...]
             guard !rest.isEmpty else { throw .operatorWithoutKeyPath(key, in: keyPath) }
             let (restSteps, restType) = try compile(rest, from: element, keyPath: keyPath)
+            try checkOperand(of: op, restType)
             steps.append(.collectionOperator(op, rest: restSteps))
             switch op {
             case .count: return (steps, .scalar(.integer))
@@ -81,6 +82,25 @@ struct KeyPathCompiler {
             }
         }
         return (steps, current)
+    }
+
+    /// Refuses, as evaluation does for every collection but an empty one, an operator whose operand's type it cannot
+    /// take: `@sum` and `@avg` take numbers (booleans count as 0 and 1), `@min` and `@max` values (not objects or
+    /// collections). A model's derived key so made is a bad model, found at start rather than at every read.
+    private func checkOperand(of op: CollectionOperator, _ type: StaticType) throws(ObjectGraphError) {
+        let numeric = op == .sum || op == .avg
+        guard numeric || op == .min || op == .max else { return }
+        let found: String
+        switch type {
+        case .dynamic: return
+        case .scalar(let attributeType):
+            guard numeric, ![.integer, .real, .boolean].contains(attributeType) else { return }
+            found = attributeType.rawValue
+        case .entity(let entity): found = "objects (\(entities[entity].name))"
+        case .collection: found = "collections"
+        }
+        throw .typeMismatch(
+            op.rawValue, of: nil, "\(op.rawValue) needs \(numeric ? "numbers" : "values"), not \(found).")
     }
 
     func type(of key: String, on type: StaticType) throws(ObjectGraphError) -> StaticType {

@@ -317,6 +317,15 @@ private final class DerivedKeyResolver {
             throw ObjectGraphError.badKeyPath(description.keyPath, "derived keys depend on each other in a cycle.")
         }
         defer { visiting.remove([entity, derived]) }
+        // Compiling recurses once per derived key a key path goes through (as evaluating does): bounded like a key
+        // path's keys, so that a long chain is refused, not a stack overflow.
+        guard visiting.count <= KeyPathCompiler.maximumKeys else {
+            failedAt = (entity, derived)
+            throw ObjectGraphError.badKeyPath(
+                description.keyPath,
+                "a chain of derived keys, each read by the one before, may be at most \(KeyPathCompiler.maximumKeys) long."
+            )
+        }
         let compiler = KeyPathCompiler(entities: entities) { e, d throws(ObjectGraphError) in
             try self.resolve(e, d)
         }
