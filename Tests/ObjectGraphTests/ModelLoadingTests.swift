@@ -65,6 +65,10 @@ struct ModelLoadingTests {
         ),
         (#"{"entities": {"E": {"attributes": {"x": {"type": "integer", "min": 5, "default": 1}}}}}"#, "\"default\""),
         (#"{"entities": {"E": {"attributes": {"x": {"type": "boolean", "min": 1}}}}}"#, "\"min\" applies to"),
+        (
+            #"{"entities": {"E": {"attributes": {"x": {"type": "string", "maxLength": 3, "enum": ["big", "large"]}}}}}"#,
+            "\"enum\" value \"large\""
+        ),
         (#"{"entities": {"E": {"derived": {"d": "nope"}}}}"#, "entity E, key d: key path \"nope\""),
         (#"{"entities": {"E": {"derived": {"a": "b", "b": "a"}}}}"#, "cycle"),
         (#"{"entities": {"E": {"relationships": {"r": {"destination": "F", "inverse": "x"}}}}}"#, "not an entity"),

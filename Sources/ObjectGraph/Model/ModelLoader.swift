@@ -149,6 +149,12 @@ struct ModelLoader {
                 allowed.append(converted)
             }
             attribute.allowedValues = allowed
+            // A member the other constraints refuse can never be set: a mistake, as such a default is.
+            for value in allowed {
+                if let violation = attribute.violation(of: value, in: nil) {
+                    throw fail("\"enum\" value \(value.jsonString()): \(violation.message)")
+                }
+            }
         }
         if let value = spec["default"], !value.isNull {
             let converted: PropertyListValue
