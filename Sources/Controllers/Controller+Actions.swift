@@ -30,11 +30,12 @@ extension Controller {
 
     /// Checks that the filter and the sort keys (`ordering`) can be evaluated on the content, for requests that set
     /// them (an array's or a tree's).
-    func checkArrangement(ordering: SortOrdering, view: ReadView) throws {
+    func checkArrangement(ordering: SortOrdering, view: ReadView, checkingContent: Bool = true) throws {
         if let entity = contentEntity {
             try view.model.checkArrangement(
                 filter: description.filterPredicate, sortKeys: ordering.descriptors.map(\.key), on: entity)
         }
+        guard checkingContent else { return }
         // One limit for all the `MATCHES` of the check: a filter each of whose matches backtracks just under its own
         // limit would hold the store's lock for as long on every re-arrangement.
         try RegularExpression.withTotalLimit {

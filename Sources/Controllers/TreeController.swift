@@ -462,10 +462,9 @@ final class TreeController: Controller {
             field: "childrenKeyPath")
     }
 
-    /// Checks what only the built tree and the model tell: its size, that `childrenKeyPath` is a to-many of its
-    /// entity, and that `countKeyPath` and `leafKeyPath` are key paths of it.
+    /// Checks what the model tells: that `childrenKeyPath` is a to-many of its entity, and that `countKeyPath` and
+    /// `leafKeyPath` are key paths of it.
     func checkDeclaration(model: ObjectModel) throws {
-        if isTruncated { throw tooManyNodes }
         guard let entity = contentEntity else { return }
         guard model.relationship(from: entity, keyPath: childrenKeyPath)?.isToMany == true else {
             throw ControllerDescription.bad(

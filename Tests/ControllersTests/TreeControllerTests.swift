@@ -131,6 +131,26 @@ struct TreeControllerTests {
         #expect(!h.registry.contains("web"))
     }
 
+    /// A declared tree is not refused for what the store holds, which may have grown since the fixture was written (a
+    /// start refused for it would not come back): past the node limit it shows no children where they would pass it,
+    /// as a tree that grew so.
+    @Test func tree_declaredPastTheNodeLimit_keptWithTheChildrenCut() throws {
+        var objects: [PropertyListValue] = [["$id": "Department/1", "name": "Sales"]]
+        for index in 0..<12 {
+            objects.append([
+                "$id": .string("Employee/\(index)"), "firstName": "F", "lastName": .string("L\(index)"),
+                "department": ref("Department/1"),
+            ])
+        }
+        let h = try Harness(objects: .array(objects))
+        let state = try h.registry.create(
+            json: ["name": "web", "kind": "tree", "content": "Employee", "childrenKeyPath": "department.employees"],
+            declared: true)
+        #expect(h.registry.contains("web"))
+        let nodes = try #require(state["nodeCount"]?.integerValue)
+        #expect(nodes > 12 && nodes <= 200_000)
+    }
+
     @Test func tree_rootsFromFilter_childrenNested_withIndexPaths() throws {
         let h = try harness()
         let roots = try h.value("arrangedObjects", of: "org")
