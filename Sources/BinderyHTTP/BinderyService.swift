@@ -259,11 +259,16 @@ public final class BinderyService: HTTPResponder {
             return .response(.error(.methodNotAllowed(request.method, allowed: allowed)))
         case .notFound:
             if request.method == "GET" || request.method == "HEAD" {
-                if let file = staticFiles?.response(
-                    for: segments, path: request.rawPath, query: request.rawQuery,
-                    ifNoneMatch: request.header("If-None-Match"))
-                {
-                    return .response(file)
+                do {
+                    if let file = try staticFiles?.response(
+                        for: segments, path: request.rawPath, query: request.rawQuery,
+                        ifNoneMatch: request.header("If-None-Match"))
+                    {
+                        return .response(file)
+                    }
+                } catch {
+                    return .response(
+                        .error(.serverBusy("\(request.rawPath) cannot be read now (\(error.reason)); try again.")))
                 }
             } else if staticFiles?.hasFile(at: segments) == true {
                 return .response(.error(.methodNotAllowed(request.method, allowed: ["GET", "HEAD"])))

@@ -14,7 +14,7 @@ import Synchronization
 /// being handled, answered or suspended (long-polls) are not waiting for a request and have no deadline.
 ///
 /// Within the deadline, such clients could still hold every connection: past nine tenths of `connectionLimit`, and
-/// when the limit is reached, the connections that have waited longest for a request (at least a second: a client
+/// when the limit is reached (or the descriptors left for connections: `full`), the connections that have waited longest for a request (at least a second: a client
 /// trickling its head, or an idle kept-alive one) are shut down until eight tenths are left (`shed`), so that new
 /// clients find room. Long-polls, streams and requests being handled are never shed.
 ///
@@ -128,30 +128,33 @@ final class HeaderDeadlines: @unchecked Sendable {
         }
     }
 
-    /// The limit was reached (a new connection was refused): sheds at once, at most every 0.1 s.
+    /// The limit was reached (a new connection was refused), or the descriptors left for connections, which a
+    /// process whose limit on open files is low reaches first: sheds at once, at most every 0.1 s.
     func full() {
         let now = Self.now()
         let last = lastShed.load(ordering: .relaxed)
         guard now > last + 100_000_000,
             lastShed.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged
         else { return }
-        shed(above: connectionLimit - 1)
+        shed(above: nil)
     }
 
     /// With more than `highWater` connections held, shuts down the ones that have waited longest for a request (at
-    /// least a second) until eight tenths of the limit are left, or none that waited is.
-    private func shed(above highWater: Int) {
+    /// least a second) until eight tenths of the limit are left, or none that waited is. Nil: the process holds as
+    /// many as it can now (`full`), which may be fewer than the limit: eight tenths of those held are left.
+    private func shed(above highWater: Int?) {
         let now = Self.now()
         clocks.withLock { clocks in
             let held = clocks.values.count { !$0.isShutDown.load(ordering: .relaxed) }
-            guard held > highWater else { return }
+            if let highWater, held <= highWater { return }
+            let capacity = highWater == nil ? min(held, connectionLimit) : connectionLimit
             var waiting: [(clock: Clock, since: UInt64)] = []
             for clock in clocks.values where !clock.isShutDown.load(ordering: .relaxed) {
                 let since = clock.waitingSince.load(ordering: .relaxed)
                 if since != 0, now > since, now - since >= 1_000_000_000 { waiting.append((clock, since)) }
             }
             waiting.sort { $0.since < $1.since }
-            for (clock, since) in waiting.prefix(held - connectionLimit * 8 / 10) {
+            for (clock, since) in waiting.prefix(held - capacity * 8 / 10) {
                 Self.shutDown(clock, waitingSince: since)
             }
         }

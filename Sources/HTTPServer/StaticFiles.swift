@@ -19,14 +19,21 @@ public struct StaticFiles: Sendable {
         self.root = String(cString: resolved)
     }
 
-    /// The response for a GET of these decoded path segments, or nil when there is no such file here.
+    /// A file that is there but cannot be opened now: the process or the system has no descriptor (or memory) left.
+    public struct Unavailable: Error {
+        /// The system's words.
+        public let reason: String
+    }
+
+    /// The response for a GET of these decoded path segments, or nil when there is no such file here; throws
+    /// `Unavailable` when it cannot be opened for want of descriptors or memory (not a missing file: try again).
     ///
     /// `path` is the request's path as sent: a folder's `index.html` is served at the folder's path with a slash at
     /// its end (`/docs/`, so that the page's relative links resolve inside the folder), and a request without it is
     /// redirected there (301, keeping `query` as sent); a file's path with a slash at its end names nothing.
-    public func response(for segments: [String], path: String, query: String? = nil, ifNoneMatch: String?)
-        -> HTTPResponse?
-    {
+    public func response(
+        for segments: [String], path: String, query: String? = nil, ifNoneMatch: String?
+    ) throws(Unavailable) -> HTTPResponse? {
         guard let (resolved, isFolder) = resolvedPath(of: segments) else { return nil }
         guard isFolder == path.hasSuffix("/") else {
             // One slash first: `//docs/` would be another host's `/docs/` to a browser.
@@ -36,7 +43,10 @@ public struct StaticFiles: Sendable {
         var info = stat()
         // Non-blocking: opening a FIFO for reading would wait for a writer (it is then refused as not regular).
         let descriptor = open(resolved, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard descriptor >= 0 else { return nil }
+        guard descriptor >= 0 else {
+            guard [EMFILE, ENFILE, ENOMEM].contains(errno) else { return nil }
+            throw Unavailable(reason: String(cString: strerror(errno)))
+        }
         guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
             close(descriptor)
             return nil

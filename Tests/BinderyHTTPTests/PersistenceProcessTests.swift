@@ -28,10 +28,12 @@ struct ServerProcess {
 
     /// Starts the server and waits for its `listening` line; nil (with the exit status) when it exits first.
     /// With `fileSizeLimit` (in 512-byte blocks), no file it writes can grow past that size (`ulimit -S -f`, with
-    /// SIGXFSZ ignored, so that a write past it fails with EFBIG as on a full disk; `prlimit` can lift it).
-    /// `arguments` come last (a flag given twice takes its last value).
+    /// SIGXFSZ ignored, so that a write past it fails with EFBIG as on a full disk; `prlimit` can lift it). With
+    /// `openFiles`, its limit on open files (soft and hard). `arguments` come last (a flag given twice takes its last
+    /// value).
     static func start(
-        data: String, fsync: String = "always", fileSizeLimit: Int? = nil, arguments extra: [String] = []
+        data: String, fsync: String = "always", fileSizeLimit: Int? = nil, openFiles: Int? = nil,
+        arguments extra: [String] = []
     ) throws -> (ServerProcess?, Int32, String) {
         let process = Process()
         let binary = binderyBinary ?? "/nonexistent"
@@ -41,10 +43,13 @@ struct ServerProcess {
                 fsync,
                 "--public", packageRoot + "/Public", "--threads", "4",
             ] + extra
-        if let fileSizeLimit {
+        let limits =
+            (fileSizeLimit.map { ["trap '' XFSZ; ulimit -S -f \($0)"] } ?? [])
+            + (openFiles.map { ["ulimit -n \($0)"] } ?? [])
+        if !limits.isEmpty {
             process.executableURL = URL(fileURLWithPath: "/bin/sh")
             process.arguments =
-                ["-c", "trap '' XFSZ; ulimit -S -f \(fileSizeLimit); exec \"$0\" \"$@\"", binary] + arguments
+                ["-c", limits.joined(separator: "; ") + "; exec \"$0\" \"$@\"", binary] + arguments
         } else {
             process.executableURL = URL(fileURLWithPath: binary)
             process.arguments = arguments

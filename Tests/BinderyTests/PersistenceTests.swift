@@ -1,9 +1,10 @@
-import Bindery
 import Foundation
 import ObjectGraph
 import PropertyList
 import Synchronization
 import Testing
+
+@testable import Bindery
 
 #if canImport(Glibc)
     import Glibc
@@ -324,6 +325,44 @@ struct PersistenceTests {
                 let changed = format == "BNDSNAP1" || id == "Employee/4" || id == "Department/1"
                 #expect(version == (changed ? 2 : 1), "\(id)")
             }
+        }
+    }
+
+    /// A save whose directory sync fails after `saved.bin` was renamed is all or nothing: the saved snapshot before is
+    /// put back, so that `revertToSaved` (now, and after a restart) goes back to the last save that was answered.
+    @Test func aSaveWhoseDirectorySyncFailsPutsTheSavedSnapshotBack() throws {
+        try withTemporaryDirectory { path in
+            let document = try openDocument(path)
+            try document.set(111, "salary", of: "Employee/1")
+            try document.save()
+            let directory = DataDirectory(path: path)
+            let saved = path + "/" + DataDirectory.savedName
+            let (snapshots, _) = try directory.contents()
+            let before = try #require(snapshots.last)
+            let later = before + 5
+            try Data("a later snapshot".utf8).write(
+                to: URL(fileURLWithPath: directory.file(DataDirectory.snapshotName(later))))
+            func inode(_ file: String) throws -> UInt64 {
+                var status = stat()
+                guard stat(file, &status) == 0 else { throw FileIO.error("stat", file) }
+                return UInt64(status.st_ino)
+            }
+            let failing = { (_: String) throws(ObjectGraphError) in
+                throw ObjectGraphError(status: 503, code: "storage-error", message: "fsync failed (injected).")
+            }
+            #expect(throws: ObjectGraphError.self) {
+                try DocumentStorage.markSaved(later, in: directory, sync: failing)
+            }
+            #expect(try inode(saved) == inode(directory.file(DataDirectory.snapshotName(before))))
+            #expect(try FileIO.list(path).filter { $0.hasSuffix(".tmp") } == [])
+            try DocumentStorage.markSaved(later, in: directory)
+            #expect(try inode(saved) == inode(directory.file(DataDirectory.snapshotName(later))))
+            // With no saved snapshot before, a failed one leaves none.
+            unlink(saved)
+            #expect(throws: ObjectGraphError.self) {
+                try DocumentStorage.markSaved(before, in: directory, sync: failing)
+            }
+            #expect(access(saved, F_OK) != 0)
         }
     }
 

@@ -44,7 +44,7 @@ private final class TestResponder: HTTPResponder {
                         self.waiting.withLock { $0.append(connection) }
                     }))
         case "static":
-            if let file = staticFiles?.response(
+            if let file = try? staticFiles?.response(
                 for: Array(segments.dropFirst()), path: request.rawPath, query: request.rawQuery,
                 ifNoneMatch: request.header("If-None-Match"))
             {

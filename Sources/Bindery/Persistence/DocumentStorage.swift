@@ -384,7 +384,9 @@ final class DocumentStorage: Sendable {
                         + "refusing to drop acknowledged changes.")
             }
             let file = try FileIO.open(path, O_WRONLY)
-            guard ftruncate(file.fd, off_t(damage.offset)) == 0 else { throw FileIO.error("ftruncate", path) }
+            if let code = FileIO.truncate(file.fd, to: damage.offset) {
+                throw FileIO.error("ftruncate", path, errno: code)
+            }
             if let code = FileIO.sync(file.fd) { throw FileIO.error("fdatasync", path, errno: code) }
             report(
                 "\(path): \(damage.reason) at byte \(damage.offset); cut off \(dropped) byte\(dropped == 1 ? "" : "s") "
@@ -572,19 +574,45 @@ final class DocumentStorage: Sendable {
     }
 
     /// Makes `saved.bin` a hard link to the snapshot of `seq` (atomically replacing the previous one).
-    private static func markSaved(_ seq: Int64, in directory: DataDirectory) throws(ObjectGraphError) {
+    ///
+    /// All or nothing: when the directory cannot be synced after the rename, the saved snapshot before is put back (a
+    /// save answered as failed must not change what `revertToSaved` goes back to, now or after a restart). `sync` is
+    /// the directory's sync (a parameter for the tests).
+    static func markSaved(
+        _ seq: Int64, in directory: DataDirectory,
+        sync: (String) throws(ObjectGraphError) -> Void = FileIO.syncDirectory
+    ) throws(ObjectGraphError) {
         try directory.checkInPlace()
         let target = directory.file(DataDirectory.savedName)
         let temporary = target + ".tmp"
+        let previous = target + ".previous.tmp"  // a `.tmp`: removed at start if a crash leaves it
         unlink(temporary)
+        unlink(previous)
         guard link(directory.file(DataDirectory.snapshotName(seq)), temporary) == 0 else {
             throw FileIO.error("link", temporary)
         }
-        guard rename(temporary, target) == 0 else { throw FileIO.error("rename", temporary) }
+        let kept = link(target, previous) == 0
+        let wasNone = !kept && errno == ENOENT
+        guard rename(temporary, target) == 0 else {
+            let failure = FileIO.error("rename", temporary)
+            unlink(previous)
+            throw failure
+        }
         // When both names already led to that snapshot (a save with no change since the last), `rename` succeeds
         // and leaves both: the temporary one would hold the snapshot's space after it is removed.
         unlink(temporary)
-        try FileIO.syncDirectory(directory.path)
+        do throws(ObjectGraphError) {
+            try sync(directory.path)
+        } catch {
+            if kept {
+                rename(previous, target)
+            } else if wasNone {
+                unlink(target)
+            }
+            try? sync(directory.path)
+            throw error
+        }
+        unlink(previous)
     }
 
     /// The seq `saved.bin` holds, and the newest content seq at which the store equalled it: the snapshot's own,

@@ -275,9 +275,9 @@ final class Journal: Sendable {
                 // request's; unlike a failed flush, the next change is tried again.
                 var failure = FileIO.error("write", file.path, errno: code)
                 failure.status = 503
-                if ftruncate(file.fd, off_t(size)) != 0 {
+                if let code = FileIO.truncate(file.fd, to: size) {
                     state.withLock { state in
-                        state.lifecycle = .failed(FileIO.error("ftruncate", file.path))
+                        state.lifecycle = .failed(FileIO.error("ftruncate", file.path, errno: code))
                         if rollsBack, !state.rolledBack { state.rollingBack = true }
                     }
                     markFailed()
@@ -293,7 +293,7 @@ final class Journal: Sendable {
         let failure = needsSync ? syncFile(file.fd).map { FileIO.error("fdatasync", file.path, errno: $0) } : nil
         if failure != nil, !frames.isEmpty {
             // Best effort: the journal fails either way, and what a failed flush left on the disk is unknown.
-            _ = ftruncate(file.fd, off_t(size))
+            _ = FileIO.truncate(file.fd, to: size)
         }
         // Before anything is acknowledged: the segment still linked, and the snapshot it follows still there (one
         // `access` per flush; a removed one is written again, as a removed segment is recovered).
@@ -328,8 +328,8 @@ final class Journal: Sendable {
         }
         // The frames are cut back off: when only the snapshot went, the segment is still read at a start, and must
         // hold no change that was refused (`always`, `never`) or that the recovering snapshot makes durable instead.
-        if discarded, !frames.isEmpty, ftruncate(file.fd, off_t(size)) != 0 {
-            fail(FileIO.error("ftruncate", file.path))
+        if discarded, !frames.isEmpty, let code = FileIO.truncate(file.fd, to: size) {
+            fail(FileIO.error("ftruncate", file.path, errno: code))
         }
         if let failure {
             markFailed()
@@ -745,8 +745,8 @@ final class Journal: Sendable {
         else { return false }
         let page = [UInt8](repeating: 0xFF, count: 4096)
         guard page.withUnsafeBytes({ writeFile(file.fd, $0) }) == nil else { return false }
-        guard ftruncate(file.fd, off_t(size)) == 0 else {
-            fail(FileIO.error("ftruncate", file.path))
+        if let code = FileIO.truncate(file.fd, to: size) {
+            fail(FileIO.error("ftruncate", file.path, errno: code))
             return false
         }
         return true

@@ -26,11 +26,12 @@ package final class OwnedFileDescriptor: Sendable {
 /// The few POSIX file operations persistence needs, with errors that name the file.
 package enum FileIO {
     /// `storage-error` naming the operation, the file and `errno`'s text: 503 when the storage cannot take it now (a
-    /// full disk or quota, a file size limit, a read-only or failing device), which an operator can remedy and a
-    /// client try again (with `Retry-After`); 500 otherwise.
+    /// full disk or quota, a file size limit, a read-only or failing device, no descriptor or memory left), which an
+    /// operator can remedy and a client try again (with `Retry-After`); 500 otherwise.
     package static func error(_ operation: String, _ path: String, errno code: Int32 = errno) -> ObjectGraphError {
         ObjectGraphError(
-            status: [ENOSPC, EDQUOT, EFBIG, EROFS, EIO].contains(code) ? 503 : 500, code: "storage-error",
+            status: [ENOSPC, EDQUOT, EFBIG, EROFS, EIO, EMFILE, ENFILE, ENOMEM].contains(code) ? 503 : 500,
+            code: "storage-error",
             message: "\(operation) \(path) failed: \(String(cString: strerror(code))).")
     }
 
@@ -85,6 +86,15 @@ package enum FileIO {
     /// `fdatasync`, retried on EINTR; returns `errno` on failure, else nil.
     package static func sync(_ fd: Int32) -> Int32? {
         while fdatasync(fd) != 0 {
+            if errno == EINTR { continue }
+            return errno
+        }
+        return nil
+    }
+
+    /// `ftruncate`, retried on EINTR; returns `errno` on failure, else nil.
+    package static func truncate(_ fd: Int32, to size: Int) -> Int32? {
+        while ftruncate(fd, off_t(size)) != 0 {
             if errno == EINTR { continue }
             return errno
         }

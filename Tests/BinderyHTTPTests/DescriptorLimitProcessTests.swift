@@ -1,0 +1,101 @@
+import Foundation
+import HTTPTestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The real executable with a low limit on open files (README: connections and descriptors).
+@Suite(.enabled(if: binderyBinary != nil, "needs the bindery executable in the build folder"), .serialized)
+struct DescriptorLimitProcessTests {
+    /// Idle kept-alive clients holding every descriptor left for connections do not keep new clients out until
+    /// their idle timeout (60 s): a refused connection sheds those that waited longest, and a retry gets in.
+    @Test func idleClientsAtTheDescriptorLimitMakeRoomForNewOnes() throws {
+        try withTemporaryDataDirectory { data in
+            let (started, status, message) = try ServerProcess.start(data: data, openFiles: 128)
+            let server = try #require(started, "exit \(status): \(message)")
+            defer { _ = server.terminate() }
+            var client = server.client
+            client.timeout = 2
+            var held: [Int32] = []
+            defer { for socket in held { close(socket) } }
+            // Kept-alive connections, each answered once and then idle, until the server closes the next at once.
+            var refused = false
+            while !refused && held.count < 200 {
+                let socket = try client.connect()
+                held.append(socket)
+                refused =
+                    (try? client.send(client.keptAliveRequest("GET", "/healthz"), on: socket)) == nil
+                    || client.receiveResponse(on: socket)?.status != 200
+            }
+            #expect(refused, "\(held.count) connections held")
+            #expect(held.count > 60)
+            usleep(1_200_000)  // the held ones have waited a second for their next request
+            var answered = false
+            let deadline = Date().addingTimeInterval(5)
+            while !answered && Date() < deadline {
+                answered = (try? client.request("GET", "/healthz"))?.status == 200
+                if !answered { usleep(100_000) }
+            }
+            #expect(answered, "a new client was kept out")
+        }
+    }
+
+    /// With every descriptor taken (clients that do not read the large files they asked for, each holding one open),
+    /// a file that is there is `503 server-busy`, not `404`, and a change that needs a file (a save) is
+    /// `503 storage-error` with `Retry-After`: both pass once descriptors are free again.
+    @Test func filesThatCannotBeOpenedForWantOfDescriptorsAre503() throws {
+        try withTemporaryDataDirectory { data in
+            let folder = data + "-public"
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: folder) }
+            try Data("small".utf8).write(to: URL(fileURLWithPath: folder + "/small.txt"))
+            let big = open(folder + "/big.bin", O_CREAT | O_WRONLY, 0o644)
+            #expect(ftruncate(big, 64 << 20) == 0)  // larger than what the sockets' buffers take
+            close(big)
+            let (started, status, message) = try ServerProcess.start(
+                data: data, openFiles: 128, arguments: ["--public", folder])
+            let server = try #require(started, "exit \(status): \(message)")
+            defer { _ = server.terminate() }
+            var client = server.client
+            client.timeout = 2
+            let probe = try client.connect()
+            defer { close(probe) }
+            try client.send(client.keptAliveRequest("GET", "/healthz"), on: probe)
+            #expect(client.receiveResponse(on: probe)?.status == 200)
+            var held: [Int32] = []
+            defer { for socket in held { close(socket) } }
+            while held.count < 200, let socket = try? client.connect() {
+                held.append(socket)
+                guard (try? client.send(client.keptAliveRequest("GET", "/big.bin"), on: socket)) != nil else { break }
+            }
+            // The status line of each answer (those of the big file are not read further).
+            let statuses = held.map { socket -> String in
+                var buffer = [UInt8](repeating: 0, count: 12)
+                let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, Int32(MSG_WAITALL)) }
+                return count == 12 ? String(decoding: buffer[9..<12], as: UTF8.self) : "none"
+            }
+            #expect(!statuses.contains("404"), "\(statuses)")
+            #expect(statuses.contains("503"), "\(statuses)")
+            try client.send(client.keptAliveRequest("GET", "/small.txt"), on: probe)
+            let small = client.receiveResponse(on: probe)
+            #expect(small?.status == 503)
+            #expect(small?.header("Retry-After") == "1")
+            try client.send(client.keptAliveRequest("POST", "/actions/save"), on: probe)
+            let save = client.receiveResponse(on: probe)
+            #expect(save?.status == 503, "\(save.map { String(decoding: $0.body, as: UTF8.self) } ?? "")")
+            #expect(save?.header("Retry-After") == "1")
+            for socket in held { close(socket) }
+            held = []
+            var saved = false
+            let deadline = Date().addingTimeInterval(5)
+            while !saved && Date() < deadline {
+                saved = (try? client.request("POST", "/actions/save"))?.status == 200
+                if !saved { usleep(100_000) }
+            }
+            #expect(saved)
+            #expect(try client.request("GET", "/small.txt").status == 200)
+        }
+    }
+}
