@@ -355,6 +355,11 @@ struct PersistenceTests {
             }
             #expect(try inode(saved) == inode(directory.file(DataDirectory.snapshotName(before))))
             #expect(try FileIO.list(path).filter { $0.hasSuffix(".tmp") } == [])
+            // The same snapshot again (a save with no change since the last): nothing left behind either.
+            #expect(throws: ObjectGraphError.self) {
+                try DocumentStorage.markSaved(before, in: directory, sync: failing)
+            }
+            #expect(try FileIO.list(path).filter { $0.hasSuffix(".tmp") } == [])
             try DocumentStorage.markSaved(later, in: directory)
             #expect(try inode(saved) == inode(directory.file(DataDirectory.snapshotName(later))))
             // With no saved snapshot before, a failed one leaves none.

@@ -606,6 +606,7 @@ final class DocumentStorage: Sendable {
         } catch {
             if kept {
                 rename(previous, target)
+                unlink(previous)  // left by `rename` when both named one file (a save with no change since the last)
             } else if wasNone {
                 unlink(target)
             }
