@@ -14,9 +14,9 @@ import Synchronization
 /// being handled, answered or suspended (long-polls) are not waiting for a request and have no deadline.
 ///
 /// Within the deadline, such clients could still hold every connection: past nine tenths of `connectionLimit`, and
-/// when the limit is reached (or the descriptors left for connections: `full`), the connections that have waited longest for a request (at least a second: a client
-/// trickling its head, or an idle kept-alive one) are shut down until eight tenths are left (`shed`), so that new
-/// clients find room. Long-polls, streams and requests being handled are never shed.
+/// when the limit is reached (or the descriptors left for connections: `full`), the connections that have waited
+/// longest for a request (at least a second: a client trickling its head, or an idle kept-alive one) are shut down
+/// until eight tenths are left (`shed`), so that new clients find room. Long-polls, streams and requests being handled are never shed.
 ///
 /// `@unchecked Sendable`: besides its locked and atomic state it holds a dispatch timer, which is set up in `init`
 /// and only cancelled, in `deinit`; dispatch sources are safe to use from any thread.

@@ -1,18 +1,5 @@
 import PropertyList
 
-/// A compact binary form of the whole store for the document's snapshots: written straight from the column tables
-/// and read straight back into them, so a million objects load in well under a second (the JSON snapshot of
-/// `ReadView.snapshot()` goes through `replaceGraph` and is several times slower).
-///
-/// Layout (little-endian): `"BNDSNAP3"`, seq (i64), contentSeq (i64), lastAssignedID (i64), the entity count (u32),
-/// then per entity (model order): its name, attribute names (slot order), relationship names each with a to-many flag
-/// byte, the live row count (u32), then per live row in insertion order: id, version (i64), attribute values, to-one
-/// destination rows (i32, -1 for nil), and per to-many a count and its destination rows. Rows are renumbered densely
-/// (tombstones are left out). Strings are a u32 byte count and UTF-8; values are a tag byte and a payload. The format
-/// holds no checksum: the file that carries it does. Earlier versions wrote `"BNDSNAP2"`, the same but for what a
-/// version is (an object's own last change: the versions of what its derived keys read were added when it was read),
-/// and `"BNDSNAP1"`, as 2 without contentSeq; both still read, their versions made what those versions answered,
-/// and a contentSeq missing taken to be the seq.
 /// What the versions of a snapshot are, and how the journal records after it moved them (its format says;
 /// `ObjectStore.restore(binarySnapshot:convertingEarlierVersions:)`, `ObjectStore.apply(_:versions:)`).
 public enum SnapshotVersions: Sendable, Equatable {
@@ -26,6 +13,19 @@ public enum SnapshotVersions: Sendable, Equatable {
     case ownBeforeKeptVersions
 }
 
+/// A compact binary form of the whole store for the document's snapshots: written straight from the column tables
+/// and read straight back into them, so a million objects load in well under a second (the JSON snapshot of
+/// `ReadView.snapshot()` goes through `replaceGraph` and is several times slower).
+///
+/// Layout (little-endian): `"BNDSNAP3"`, seq (i64), contentSeq (i64), lastAssignedID (i64), the entity count (u32),
+/// then per entity (model order): its name, attribute names (slot order), relationship names each with a to-many flag
+/// byte, the live row count (u32), then per live row in insertion order: id, version (i64), attribute values, to-one
+/// destination rows (i32, -1 for nil), and per to-many a count and its destination rows. Rows are renumbered densely
+/// (tombstones are left out). Strings are a u32 byte count and UTF-8; values are a tag byte and a payload. The format
+/// holds no checksum: the file that carries it does. Earlier versions wrote `"BNDSNAP2"`, the same but for what a
+/// version is (an object's own last change: the versions of what its derived keys read were added when it was read),
+/// and `"BNDSNAP1"`, as 2 without contentSeq; both still read, their versions made what those versions answered,
+/// and a contentSeq missing taken to be the seq.
 extension ReadView {
     /// The store as a binary snapshot (see the extension's comment); O(objects), under the store's lock.
     public func binarySnapshot() -> [UInt8] {
