@@ -149,9 +149,7 @@ extension BinderyService {
         }
         // A stream when the client names it, and not below JSON: a client that prefers JSON (a generated one sends
         // `application/json,text/event-stream;q=0.9`) gets the long-poll's answer, which ends.
-        if let quality = query.acceptQuality(of: "text/event-stream"), quality > 0,
-            quality >= query.acceptQuality(of: "application/json") ?? 0
-        {
+        if query.prefersToJSON(["text/event-stream"]) {
             // Optional white space around a field value is not part of it (RFC 9110 §5.5).
             if let text = query.header("Last-Event-ID")?.trimmingCharacters(in: .whitespaces) {
                 // The ids this service sends are seqs: any other would resume from an unknown place, silently.

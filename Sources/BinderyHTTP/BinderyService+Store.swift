@@ -20,14 +20,13 @@ extension BinderyService {
     private static func exportStore(
         _ request: RouteRequest, document: Document, slowAnswers: DispatchQueue
     ) throws -> HTTPHandlerResult {
-        // The XML property list when the client names it (or `application/xml`) and does not name JSON higher.
+        // The XML property list when the client prefers it (or `application/xml`) to JSON.
         let http = request.request
-        let plist = max(http.acceptQuality(of: plistType) ?? 0, http.acceptQuality(of: "application/xml") ?? 0)
-        let json = ["application/json", "application/*", "*/*"].compactMap { http.acceptQuality(of: $0) }.max() ?? 0
-        let asPlist = plist > 0 && plist >= http.acceptQuality(of: "application/json") ?? 0
+        let asPlist = http.prefersToJSON([plistType, "application/xml"])
+        let orJSON = http.acceptsJSON
         let export: @Sendable () -> HTTPResponse = {
             do throws(APIError) {
-                return try exportResponse(asPlist: asPlist, orJSON: json > 0, document: document)
+                return try exportResponse(asPlist: asPlist, orJSON: orJSON, document: document)
             } catch {
                 return .error(error)
             }

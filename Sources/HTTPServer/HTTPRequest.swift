@@ -41,15 +41,21 @@ public struct HTTPRequest: Sendable {
         return found
     }
 
-    /// The quality (`q`, 0 to 1) the `Accept` header gives the media type `type` by name (`text/event-stream`), or
-    /// nil when it does not name it (wildcards such as `*/*` are not counted): the highest where it is named twice.
-    /// `q=0` means "not acceptable" (RFC 9110 §12.5.1); a `q` that does not read as a number counts as 1.
-    public func acceptQuality(of type: String) -> Double? {
+    /// How the `Accept` header takes the media type `type` (`text/event-stream`): the quality (`q`, 0 to 1) of the
+    /// most specific range it matches (RFC 9110 §12.5.1: the type itself, then `text/*`, then `*/*`; the highest
+    /// where one is given twice), 0 when none does, and whether that range names the type itself; nil without the
+    /// header. `q=0` means "not acceptable"; a `q` that does not read as a number counts as 1.
+    public func acceptance(of type: String) -> (quality: Double, named: Bool)? {
         guard let accept = header("Accept") else { return nil }
-        var quality: Double?
+        let family = String(type.prefix { $0 != "/" }) + "/*"
+        var best: (specificity: Int, quality: Double)?
         for range in Self.splitOutsideQuotes(accept, at: ",") {
             let parts = Self.splitOutsideQuotes(range, at: ";").map(trimmingWhitespace)
-            guard let name = parts.first, equalIgnoringASCIICase(name, type) else { continue }
+            guard let name = parts.first else { continue }
+            let specificity =
+                equalIgnoringASCIICase(name, type)
+                ? 3 : equalIgnoringASCIICase(name, family) ? 2 : name == "*/*" ? 1 : 0
+            guard specificity > 0 else { continue }
             var q = 1.0
             for parameter in parts.dropFirst() {
                 let pair = parameter.split(separator: "=", maxSplits: 1).map(trimmingWhitespace)
@@ -57,10 +63,30 @@ public struct HTTPRequest: Sendable {
                     q = min(max(value, 0), 1)
                 }
             }
-            quality = max(quality ?? 0, q)
+            if let current = best,
+                current.specificity > specificity
+                    || (current.specificity == specificity && current.quality >= q)
+            {
+                continue
+            }
+            best = (specificity, q)
         }
-        return quality
+        return (best?.quality ?? 0, best?.specificity == 3)
     }
+
+    /// Whether the `Accept` header asks for one of `types` (alternatives to JSON) rather than JSON: one is acceptable
+    /// (`acceptance(of:)`) with a `q` above JSON's, or equal to it where the client names it (a wildcard alone, or no
+    /// header, chooses JSON).
+    public func prefersToJSON(_ types: [String]) -> Bool {
+        let json = acceptance(of: "application/json")?.quality ?? 1
+        return types.contains { type in
+            guard let taken = acceptance(of: type), taken.quality > 0 else { return false }
+            return taken.quality > json || (taken.quality == json && taken.named)
+        }
+    }
+
+    /// Whether the client takes JSON (no `Accept` header, or one that JSON matches with a `q` above 0).
+    public var acceptsJSON: Bool { (acceptance(of: "application/json")?.quality ?? 1) > 0 }
 
     /// `text` split at `separator` where it is not inside a quoted string (RFC 9110 §5.6.4, backslash escapes too).
     static func splitOutsideQuotes(_ text: some StringProtocol, at separator: Character) -> [Substring] {

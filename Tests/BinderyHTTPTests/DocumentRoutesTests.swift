@@ -419,14 +419,19 @@ struct DocumentRoutesTests {
             #expect(plist.header("Content-Type") == "application/x-plist")
             #expect(plist.header("Vary") == "Accept" && export.header("Vary") == "Accept")
             #expect(plist.text.contains("<plist version=\"1.0\">"))
-            // Named with q=0, or below JSON, the plist is not chosen.
-            for accept in ["application/x-plist;q=0", "application/x-plist;q=0.5, application/json"] {
+            // Named with q=0, or below JSON (named or by a wildcard), the plist is not chosen.
+            for accept in [
+                "application/x-plist;q=0", "application/x-plist;q=0.5, application/json",
+                "application/x-plist;q=0.5, */*;q=0.9", "*/*",
+            ] {
                 let json = try client.request("GET", "/store", headers: ["Accept": accept])
-                #expect(json.header("Content-Type") == "application/json")
+                #expect(json.header("Content-Type") == "application/json", "\(accept)")
             }
-            let preferred = try client.request(
-                "GET", "/store", headers: ["Accept": "application/json;q=0.5, application/xml"])
-            #expect(preferred.header("Content-Type") == "application/x-plist")
+            // Preferred, or taken by a wildcard where JSON is refused, it is.
+            for accept in ["application/json;q=0.5, application/xml", "application/json;q=0, */*"] {
+                let preferred = try client.request("GET", "/store", headers: ["Accept": accept])
+                #expect(preferred.header("Content-Type") == "application/x-plist", "\(accept)")
+            }
             let imported = try client.request(
                 "PUT", "/store", headers: ["Content-Type": "application/x-plist"], body: plist.body)
             #expect(imported.status == 200)

@@ -709,21 +709,43 @@ struct HTTPServerTests {
         }
     }
 
-    @Test func acceptQualityReadsNamedMediaRanges() {
+    @Test func acceptanceReadsTheMostSpecificMediaRange() {
         func request(_ accept: String?) -> HTTPRequest {
             HTTPRequest(method: "GET", rawPath: "/", headers: accept.map { [("accept", $0)] } ?? [])
         }
-        #expect(request(nil).acceptQuality(of: "text/event-stream") == nil)
-        #expect(request("*/*").acceptQuality(of: "text/event-stream") == nil)
-        #expect(request("Text/Event-Stream").acceptQuality(of: "text/event-stream") == 1)
-        #expect(request("text/event-stream;q=0").acceptQuality(of: "text/event-stream") == 0)
-        #expect(request("a/b, text/event-stream ; Q = 0.5 ;x=y").acceptQuality(of: "text/event-stream") == 0.5)
-        #expect(request("text/event-stream;q=0, text/event-stream;q=0.2").acceptQuality(of: "text/event-stream") == 0.2)
-        #expect(request("text/event-stream;q=nan").acceptQuality(of: "text/event-stream") == 1)
-        #expect(request("text/event-stream-x").acceptQuality(of: "text/event-stream") == nil)
+        func quality(_ accept: String?) -> Double? { request(accept).acceptance(of: "text/event-stream")?.quality }
+        #expect(quality(nil) == nil)
+        #expect(request("*/*").acceptance(of: "text/event-stream")! == (1, false))
+        #expect(request("Text/Event-Stream").acceptance(of: "text/event-stream")! == (1, true))
+        #expect(quality("a/b") == 0)
+        #expect(quality("text/event-stream;q=0") == 0)
+        #expect(quality("a/b, text/event-stream ; Q = 0.5 ;x=y") == 0.5)
+        #expect(quality("text/event-stream;q=0, text/event-stream;q=0.2") == 0.2)
+        #expect(quality("text/event-stream;q=nan") == 1)
+        #expect(quality("text/event-stream-x") == 0)
+        // The most specific range wins, whatever the order and the qualities (RFC 9110 §12.5.1).
+        #expect(quality("*/*, text/event-stream;q=0") == 0)
+        #expect(quality("text/*;q=0.4, */*;q=0.9") == 0.4)
+        #expect(quality("*/*;q=0.3") == 0.3)
         // A quoted parameter value may hold the separators.
-        #expect(request(#"text/event-stream;foo="a,b;c";q=0"#).acceptQuality(of: "text/event-stream") == 0)
-        #expect(request(#"a/b;x="q\",\"", text/event-stream;q=0.3"#).acceptQuality(of: "text/event-stream") == 0.3)
+        #expect(quality(#"text/event-stream;foo="a,b;c";q=0"#) == 0)
+        #expect(quality(#"a/b;x="q\",\"", text/event-stream;q=0.3"#) == 0.3)
+    }
+
+    /// An alternative to JSON is chosen when the client prefers it: a higher `q`, or the same where it is named (a
+    /// wildcard alone, or no header, chooses JSON); JSON refused (`q=0`) leaves what a wildcard takes.
+    @Test(
+        arguments: [
+            (nil, false, true), ("*/*", false, true), ("text/event-stream", true, false),
+            ("text/event-stream, */*", true, true), ("application/json,text/event-stream;q=0.9", false, true),
+            ("text/event-stream;q=0.5, */*;q=0.9", false, true), ("application/json;q=0, */*", true, false),
+            ("application/json;q=0", false, false), ("text/*", true, false), ("application/*", false, true),
+            ("text/event-stream;q=0", false, false),
+        ] as [(String?, Bool, Bool)])
+    func anAlternativeToJSONIsChosenByPreference(accept: String?, prefersStream: Bool, acceptsJSON: Bool) {
+        let request = HTTPRequest(method: "GET", rawPath: "/", headers: accept.map { [("accept", $0)] } ?? [])
+        #expect(request.prefersToJSON(["text/event-stream"]) == prefersStream)
+        #expect(request.acceptsJSON == acceptsJSON)
     }
 
     @Test func undecodablePathHasNoSegments() {
