@@ -42,7 +42,7 @@ public enum ISO8601 {
         var second = 0
         var milliseconds = 0
         var offsetSeconds = 0
-        if scanner.take(UInt8(ascii: "T")) || scanner.take(UInt8(ascii: " ")) {
+        if scanner.take(UInt8(ascii: "T")) || scanner.take(UInt8(ascii: "t")) || scanner.take(UInt8(ascii: " ")) {
             guard let h = scanner.number(digits: 2), scanner.take(UInt8(ascii: ":")), let m = scanner.number(digits: 2),
                 h < 24, m < 60
             else { return nil }

@@ -77,6 +77,8 @@ struct JSONCodecTests {
         #expect(ISO8601.date(from: "2026-1-2") == nil)
         #expect(ISO8601.date(from: "yesterday") == nil)
         #expect(ISO8601.date(from: "2026-01-02T03:04:05.5Zjunk") == nil)
+        // RFC 3339 §5.6 allows a lower-case "t" and "z".
+        #expect(ISO8601.date(from: "2026-01-02t03:04z") == ISO8601.date(from: "2026-01-02T03:04Z"))
     }
 
     /// A leap second is the next minute's first second wherever it falls, the end of a year (where real ones fall)
