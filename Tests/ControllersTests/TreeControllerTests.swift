@@ -113,7 +113,9 @@ struct TreeControllerTests {
         #expect(try h.value("nodeCount", of: "chain") == 65)
     }
 
-    @Test func tree_childrenKeyPathMeetingTheSameObjects_refusedPastTheNodeLimit() throws {
+    /// Twelve employees in one department: a tree whose children are each one's department's employees reaches
+    /// them along 12! paths.
+    func departmentOfTwelve() throws -> Harness {
         var objects: [PropertyListValue] = [["$id": "Department/1", "name": "Sales"]]
         for index in 0..<12 {
             objects.append([
@@ -121,7 +123,11 @@ struct TreeControllerTests {
                 "department": ref("Department/1"),
             ])
         }
-        let h = try Harness(objects: .array(objects))
+        return try Harness(objects: .array(objects))
+    }
+
+    @Test func tree_childrenKeyPathMeetingTheSameObjects_refusedPastTheNodeLimit() throws {
+        let h = try departmentOfTwelve()
         let error = expectError("bad-controller", status: 400) {
             try h.make([
                 "name": "web", "kind": "tree", "content": "Employee", "childrenKeyPath": "department.employees",
@@ -135,14 +141,7 @@ struct TreeControllerTests {
     /// start refused for it would not come back): past the node limit it shows no children where they would pass it,
     /// as a tree that grew so.
     @Test func tree_declaredPastTheNodeLimit_keptWithTheChildrenCut() throws {
-        var objects: [PropertyListValue] = [["$id": "Department/1", "name": "Sales"]]
-        for index in 0..<12 {
-            objects.append([
-                "$id": .string("Employee/\(index)"), "firstName": "F", "lastName": .string("L\(index)"),
-                "department": ref("Department/1"),
-            ])
-        }
-        let h = try Harness(objects: .array(objects))
+        let h = try departmentOfTwelve()
         let state = try h.registry.create(
             json: ["name": "web", "kind": "tree", "content": "Employee", "childrenKeyPath": "department.employees"],
             declared: true)
