@@ -264,7 +264,7 @@ struct ModelLoader {
         }
         for e in entities.indices {
             for d in entities[e].derivedKeys.indices {
-                let (steps, type) = resolver.results[e][d]!
+                let (steps, type, _) = resolver.results[e][d]!
                 entities[e].derivedKeys[d].steps = steps
                 entities[e].derivedKeys[d].resultType = type
             }
@@ -302,11 +302,16 @@ struct ModelLoader {
     }
 }
 
-/// Compiles derived key paths in dependency order, refusing cycles (`a` derived from `b` derived from `a`).
+/// Compiles derived key paths in dependency order, refusing cycles (`a` derived from `b` derived from `a`) and chains
+/// longer than `KeyPathCompiler.maximumKeys` (`a` reads `b`, which reads `c`, ...): evaluating one recurses once per
+/// derived key it goes through, as compiling it does, and a long chain would overflow a thread's stack.
 private final class DerivedKeyResolver {
     let entities: [EntityDescription]
-    var results: [[([KeyStep], StaticType)?]]
+    /// Each resolved derived key's steps and type, and the length of the longest chain of derived keys it begins.
+    var results: [[(steps: [KeyStep], type: StaticType, chain: Int)?]]
     var visiting: Set<[Int]> = []
+    /// For each key path being compiled (innermost last), the longest chain among the derived keys it reads so far.
+    private var longestRead: [Int] = []
     /// The derived key whose key path failed (it may be a dependency of the one being resolved).
     var failedAt: (Int, Int)?
 
@@ -316,35 +321,49 @@ private final class DerivedKeyResolver {
     }
 
     func resolve(_ entity: Int, _ derived: Int) throws(ObjectGraphError) -> StaticType {
-        if let (_, type) = results[entity][derived] { return type }
+        if let result = results[entity][derived] {
+            noteRead(chain: result.chain)
+            return result.type
+        }
         let description = entities[entity].derivedKeys[derived]
         guard visiting.insert([entity, derived]).inserted else {
             failedAt = (entity, derived)
             throw ObjectGraphError.badKeyPath(description.keyPath, "derived keys depend on each other in a cycle.")
         }
         defer { visiting.remove([entity, derived]) }
-        // Compiling recurses once per derived key a key path goes through (as evaluating does): bounded like a key
-        // path's keys, so that a long chain is refused, not a stack overflow.
-        guard visiting.count <= KeyPathCompiler.maximumKeys else {
-            failedAt = (entity, derived)
-            throw ObjectGraphError.badKeyPath(
-                description.keyPath,
-                "a chain of derived keys, each read by the one before, may be at most \(KeyPathCompiler.maximumKeys) long."
-            )
-        }
+        // Checked before compiling too: the recursion of a chain not resolved yet is as deep as the chain.
+        guard visiting.count <= KeyPathCompiler.maximumKeys else { throw tooLong(entity, derived) }
         let compiler = KeyPathCompiler(entities: entities) { e, d throws(ObjectGraphError) in
             try self.resolve(e, d)
         }
+        longestRead.append(0)
+        let compiled: ([KeyStep], StaticType)
         do {
-            let result = try compiler.compile(description.keyPath, from: .entity(entity))
-            results[entity][derived] = result
-            return result.1
+            compiled = try compiler.compile(description.keyPath, from: .entity(entity))
         } catch {
+            longestRead.removeLast()
             guard failedAt == nil else { throw error }
             failedAt = (entity, derived)
             throw ObjectGraphError(
                 status: 500, code: "invalid-model",
                 message: "key path \"\(description.keyPath)\": \(error.message)")
         }
+        let chain = longestRead.removeLast() + 1
+        guard chain <= KeyPathCompiler.maximumKeys else { throw tooLong(entity, derived) }
+        results[entity][derived] = (compiled.0, compiled.1, chain)
+        noteRead(chain: chain)
+        return compiled.1
+    }
+
+    /// The key path being compiled reads a derived key that begins a chain this long.
+    private func noteRead(chain: Int) {
+        if let last = longestRead.indices.last { longestRead[last] = max(longestRead[last], chain) }
+    }
+
+    private func tooLong(_ entity: Int, _ derived: Int) -> ObjectGraphError {
+        failedAt = (entity, derived)
+        return ObjectGraphError.badKeyPath(
+            entities[entity].derivedKeys[derived].keyPath,
+            "a chain of derived keys, each read by the one before, may be at most \(KeyPathCompiler.maximumKeys) long.")
     }
 }
