@@ -112,15 +112,25 @@ final class HTTPAcceptor: Sendable {
                 }
                 continue
             }
+            // `accept` takes its descriptor when it is called, and waits: connections shed or closed meanwhile may
+            // have freed lower ones, and the lowest is taken instead of refusing the client.
+            var descriptor = accepted
+            if descriptor >= descriptorCeiling {
+                let lower = fcntl(descriptor, F_DUPFD_CLOEXEC, 0)
+                if lower >= 0 {
+                    close(descriptor)
+                    descriptor = lower
+                }
+            }
             // The limit is enforced here, not by libmicrohttpd: a 0.9.75 worker that reached its own share of the
             // limit could deadlock on one of its mutexes at shutdown (MHD_stop_daemon never returned). Only this
             // thread adds connections, so the count cannot rise between the check and the add.
-            if Int(bindery_mhd_connection_count(daemon)) >= limit || accepted >= descriptorCeiling {
-                close(accepted)
+            if Int(bindery_mhd_connection_count(daemon)) >= limit || descriptor >= descriptorCeiling {
+                close(descriptor)
                 whenFull()
                 continue
             }
-            let client = load.steer(accepted)
+            let client = load.steer(descriptor)
             _ = fcntl(client, F_SETFD, FD_CLOEXEC)
             _ = fcntl(client, F_SETFL, fcntl(client, F_GETFL) | O_NONBLOCK)
             _ = withUnsafeMutablePointer(to: &storage) {
