@@ -660,6 +660,8 @@
   // so and takes no typing, which would otherwise go to employees no longer shown as selected.
   const SELECTING_SHOWN_AFTER = 300; // ms: a quick answer never flashes the form
   let selecting = null; // { shown, settledAt }: settledAt is the generation whose sync shows the new selection
+  let loadingShown = false;
+  let focusedWhenLoading = null; // the field that had the focus when the form began loading: it gets it back after
 
   function renderForm() {
     // Selected elsewhere (another client, or the selected employee went away): what was typed for the
@@ -675,6 +677,10 @@
     const count = ((state.emp && state.emp.selectionIndexes) || []).length;
     const noSelection = count === 0 || isMarker(selection.firstName) && selection.firstName.$marker === 'NoSelection';
     const loading = !!(selecting && selecting.shown);
+    if (loading && !loadingShown) {
+      const active = document.activeElement;
+      focusedWhenLoading = active && el.fieldset.contains(active) ? active : null;
+    }
     el.fieldset.disabled = noSelection || loading;
     el.form.classList.toggle('is-empty', noSelection);
     if (loading) el.form.setAttribute('aria-busy', 'true');
@@ -704,6 +710,16 @@
     el.form.classList.toggle('is-editing', !!editing);
     el.commit.disabled = noSelection || loading || !editing;
     el.discard.disabled = !editing;
+
+    // The field the user was in (Enter on a row puts the focus in First name) gets the focus back, unless the user
+    // has gone elsewhere meanwhile (disabling the field left the focus on the table or on nothing).
+    if (!loading && loadingShown && focusedWhenLoading) {
+      const back = focusedWhenLoading;
+      focusedWhenLoading = null;
+      const now = document.activeElement;
+      if (usable(back) && (!now || now === document.body || now === el.grid)) back.focus();
+    }
+    loadingShown = loading;
 
     if (loading) el.summary.textContent = 'Loading…';
     else if (noSelection) el.summary.textContent = state.depSelection.length ? 'Nothing selected' : '';

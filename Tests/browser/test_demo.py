@@ -740,6 +740,15 @@ def test_a_slow_selection_shows_the_form_loading_until_it_is_taken(server):
         p.wait(lambda: p.value("firstName") == first, timeout=WAIT + 4, message=f"form shows {other}")
         p.wait(lambda: form.get_attribute("aria-busy") != "true")
         assert p.field("firstName").is_enabled()
+        # From the keyboard: the next row, then Enter to edit it; the field loses the focus while the form loads
+        # and gets it back after.
+        grid = b.find_element(By.ID, "employees-grid")
+        b.execute_script("arguments[0].focus()", grid)
+        grid.send_keys(Keys.ARROW_DOWN)
+        b.switch_to.active_element.send_keys(Keys.ENTER)
+        p.wait(lambda: form.get_attribute("aria-busy") == "true", timeout=1.5, message="loading the next row")
+        p.wait(lambda: form.get_attribute("aria-busy") != "true", timeout=WAIT + 4)
+        p.wait(lambda: b.switch_to.active_element == p.field("firstName"), message="the focus is back in First name")
         # Another department: its employees and their selection come with the answer, the form waits for them.
         other_department = next(n for n in p.department_names() if n != "Engineering")
         p.click(lambda: p.department_row(other_department))
