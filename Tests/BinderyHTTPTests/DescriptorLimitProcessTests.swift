@@ -40,9 +40,9 @@ struct DescriptorLimitProcessTests {
         }
     }
 
-    /// With every descriptor taken (clients that do not read the large files they asked for, each holding one open),
-    /// a file that is there is `503 server-busy`, not `404`, and a change that needs a file (a save) is
-    /// `503 storage-error` with `Retry-After`: both pass once descriptors are free again.
+    /// With every descriptor taken (idle connections up to the ceiling, then clients that do not read the large files
+    /// they asked for, each holding one open), a file that is there is `503 server-busy`, not `404`, and a change that
+    /// needs a file (a save) is `503 storage-error` with `Retry-After`: both pass once descriptors are free again.
     @Test func filesThatCannotBeOpenedForWantOfDescriptorsAre503() throws {
         try withTemporaryDataDirectory { data in
             let folder = data + "-public"
@@ -58,24 +58,31 @@ struct DescriptorLimitProcessTests {
             defer { _ = server.terminate() }
             var client = server.client
             client.timeout = 2
-            let probe = try client.connect()
-            defer { close(probe) }
-            try client.send(client.keptAliveRequest("GET", "/healthz"), on: probe)
-            #expect(client.receiveResponse(on: probe)?.status == 200)
+            // Connections first, each answered once, until the server refuses the next: they hold every descriptor
+            // below the 32 kept for files. Then each asks for the large file and reads none of it.
             var held: [Int32] = []
             defer { for socket in held { close(socket) } }
             while held.count < 200, let socket = try? client.connect() {
                 held.append(socket)
-                guard (try? client.send(client.keptAliveRequest("GET", "/big.bin"), on: socket)) != nil else { break }
+                guard (try? client.send(client.keptAliveRequest("GET", "/healthz"), on: socket)) != nil,
+                    client.receiveResponse(on: socket)?.status == 200
+                else { break }
             }
-            // The status line of each answer (those of the big file are not read further).
+            for socket in held { _ = try? client.send(client.keptAliveRequest("GET", "/big.bin"), on: socket) }
+            // The status line of each answer, left unread (MSG_PEEK).
             let statuses = held.map { socket -> String in
                 var buffer = [UInt8](repeating: 0, count: 12)
-                let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, Int32(MSG_WAITALL)) }
+                let count = buffer.withUnsafeMutableBytes {
+                    recv(socket, $0.baseAddress, $0.count, Int32(MSG_WAITALL | MSG_PEEK))
+                }
                 return count == 12 ? String(decoding: buffer[9..<12], as: UTF8.self) : "none"
             }
             #expect(!statuses.contains("404"), "\(statuses)")
-            #expect(statuses.contains("503"), "\(statuses)")
+            #expect(statuses.filter { $0 == "200" }.count <= 40, "\(statuses)")
+            // A connection answered 503 goes on: another file, and a save, while the descriptors are still held.
+            let index = try #require(statuses.firstIndex(of: "503"), "\(statuses)")
+            let probe = held[index]
+            #expect(client.receiveResponse(on: probe)?.header("Retry-After") == "1")
             try client.send(client.keptAliveRequest("GET", "/small.txt"), on: probe)
             let small = client.receiveResponse(on: probe)
             #expect(small?.status == 503)
