@@ -34,22 +34,27 @@ SSE = {"text/event-stream": {"schema": {"type": "string", "description": "Server
         "a `: heartbeat` comment every 15 s of quiet (with an `id:` when the stream passed changes not for it); "
         "`event: error` with the error JSON before a stream that cannot go on ends"}}}
 PLIST = {"application/x-plist": {"schema": {"type": "string", "description": "The same graph as an XML property list"}}}
-# How the long-poll routes choose between their JSON answer and an event stream (BinderyService+Observing.swift `poll`,
-# README "Accept is read by media range and q"): HTTPRequest.acceptQuality matches a media type by its exact name only.
-SSE_NEGOTIATION = ("Content negotiation: the answer is a stream of server-sent events (`text/event-stream`) when `Accept` names "
-    "`text/event-stream` itself with a q above 0 and not below the q it gives `application/json` itself (0 when not named); "
-    "otherwise it is the long-poll's JSON answer, which ends after at most `timeout` seconds. So a tie streams: "
+# How the long-poll routes and GET /store choose between JSON and their alternative (BinderyService+Observing.swift
+# `poll`, BinderyService+Store.swift; README "Accept is read by media range and q"): HTTPRequest.acceptance gives each
+# type the q of the most specific range it matches, and prefersToJSON picks the alternative.
+SSE_NEGOTIATION = ("Content negotiation: each type takes the q of the most specific `Accept` range it matches (RFC 9110: "
+    "`text/event-stream`, then `text/*`, then `*/*`). The answer is a stream of server-sent events (`text/event-stream`) when "
+    "that type's q is above 0 and above the q of `application/json`, or equal to it and named itself; otherwise it is the "
+    "long-poll's JSON answer, which ends after at most `timeout` seconds. So a tie of named types streams: "
     "`Accept: application/json, text/event-stream` (in either order) gets a stream, which does not end by itself whatever `timeout` says, "
-    "while `application/json, text/event-stream;q=0.9` gets JSON. Wildcards (`*/*`, `text/*`) name neither type: no `Accept`, "
-    "`*/*` or `application/json` alone get the JSON answer, the safe choice for a client that wants one answer. "
+    "while `application/json, text/event-stream;q=0.9` gets JSON. A wildcard alone (`*/*`), no `Accept`, or `application/json` "
+    "alone get the JSON answer, the safe choice for a client that wants one answer. "
     "Both forms carry `Vary: Accept`. A 410 history-compacted or a bad `Last-Event-ID` is answered as JSON, before any stream starts.")
-STORE_NEGOTIATION = ("Content negotiation: an XML property list (`Content-Type: application/x-plist`) when `Accept` names "
-    "`application/x-plist` or `application/xml` with a q above 0 and not below the q it gives `application/json` itself (0 when "
-    "not named); otherwise JSON. So a tie gets XML: `Accept: application/json, application/x-plist` (in either order) is answered "
-    "in XML, while `application/json, application/x-plist;q=0.9` gets JSON. Wildcards (`*/*`, `application/*`) and `text/xml` "
-    "choose JSON: `Accept: application/json` alone (or no `Accept`) is the safe choice for JSON. A graph holding a string that "
+STORE_NEGOTIATION = ("Content negotiation: each type takes the q of the most specific `Accept` range it matches (RFC 9110). "
+    "An XML property list (`Content-Type: application/x-plist`) when `application/x-plist` or `application/xml` has a q above 0 "
+    "and above the q of `application/json`, or equal to it and named itself; otherwise JSON. So a tie of named types gets XML: "
+    "`Accept: application/json, application/x-plist` (in either order) is answered in XML, while "
+    "`application/json, application/x-plist;q=0.9` and `application/x-plist;q=0.5, */*;q=0.9` get JSON, and "
+    "`application/json;q=0, */*` gets XML. A wildcard alone (`*/*`, `application/*`) and `text/xml` choose JSON: "
+    "`Accept: application/json` alone (or no `Accept`) is the safe choice for JSON. A graph holding a string that "
     "XML 1.0 cannot carry (a control character other than tab, line feed and carriage return) is sent as JSON instead when "
-    "`Accept` takes JSON too (`application/json`, `application/*` or `*/*`), else 406 not-acceptable. The answer carries `Vary: Accept`.")
+    "`Accept` takes JSON (no `Accept`, or a range matching `application/json` with a q above 0), else 406 not-acceptable. "
+    "The answer carries `Vary: Accept`.")
 # Slash-separated key paths (README, API.md §4): the router reads the rest of the path as the key path.
 SLASH_KEY_PATHS = ("The slash form (`department/name`, sent with unencoded '/') is the same key path as the dotted one "
     "(`department.name`); OpenAPI path parameters cannot span segments, so only the dotted form fits this template.")
