@@ -146,6 +146,39 @@ struct ModelLoadingTests {
         }
     }
 
+    /// A derived key that, the derived keys it reads written out, would have more keys than a key path may is refused:
+    /// `p1` = `p0.p0`, `p2` = `p1.p1`, ... double at each step (a commit walks them all to find a change's readers).
+    @Test func aDerivedKeyWrittenOutPastAKeyPathsKeysIsRefused() throws {
+        func doubling(_ count: Int) -> String {
+            let keys = (0..<count).map { index in
+                "\"p\(index)\": \"\(index == 0 ? "manager" : "p\(index - 1).p\(index - 1)")\""
+            }
+            return #"{"entities": {"E": {"relationships": {"#
+                + #""manager": {"destination": "E", "inverse": "reports"}, "#
+                + #""reports": {"destination": "E", "toMany": true, "inverse": "manager"}}, "derived": {"#
+                + keys.joined(separator: ", ") + "}}}}"
+        }
+        #expect(try model(doubling(7)).entity(named: "E")?.derivedKeys.count == 7)  // p6: 64 keys
+        let error = expectError("invalid-model") { _ = try model(doubling(8)) }
+        #expect(
+            error?.message.hasPrefix(
+                "model.json: entity E, key p7: Key path \"p6.p6\": with the derived keys it reads written out, it "
+                    + "would have 128 keys; a key path may have at most 100.") == true, "\(error?.message ?? "")")
+    }
+
+    /// A chain too long is named by the key the loader was resolving, not by the one deep inside where the count ran
+    /// out (whose own key path may be a plain attribute).
+    @Test func aChainTooLongIsNamedByItsFirstKey() throws {
+        let keys = (0..<150).map { "\"c\($0)\": \"\($0 == 149 ? "x" : "c\($0 + 1)")\"" }
+        let json =
+            #"{"entities": {"E": {"attributes": {"x": {"type": "integer"}}, "derived": {"#
+            + keys.joined(separator: ", ") + "}}}}"
+        let error = expectError("invalid-model") { _ = try model(json) }
+        #expect(
+            error?.message.hasPrefix("model.json: entity E, key c0: Key path \"c1\"") == true, "\(error?.message ?? "")"
+        )
+    }
+
     @Test func derivedKeysMayUseOtherDerivedKeys() throws {
         let json = """
             {"entities": {"E": {"attributes": {"x": {"type": "integer"}}, "derived": {"a": "b", "b": "x"}}}}

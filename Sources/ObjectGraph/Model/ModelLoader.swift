@@ -264,7 +264,7 @@ struct ModelLoader {
         }
         for e in entities.indices {
             for d in entities[e].derivedKeys.indices {
-                let (steps, type, _) = resolver.results[e][d]!
+                let (steps, type, _, _) = resolver.results[e][d]!
                 entities[e].derivedKeys[d].steps = steps
                 entities[e].derivedKeys[d].resultType = type
             }
@@ -302,16 +302,23 @@ struct ModelLoader {
     }
 }
 
-/// Compiles derived key paths in dependency order, refusing cycles (`a` derived from `b` derived from `a`) and chains
-/// longer than `KeyPathCompiler.maximumKeys` (`a` reads `b`, which reads `c`, ...): evaluating one recurses once per
-/// derived key it goes through, as compiling it does, and a long chain would overflow a thread's stack.
+/// Compiles derived key paths in dependency order, refusing cycles (`a` derived from `b` derived from `a`), chains
+/// longer than `KeyPathCompiler.maximumKeys` (`a` reads `b`, which reads `c`, ...: evaluating one recurses once per
+/// derived key it goes through, as compiling it does, and a long chain would overflow a thread's stack), and derived
+/// keys that, the derived keys they read written out in full, would have more keys than a key path may
+/// (`p1` = `p0.p0`, `p2` = `p1.p1`, ... double at each step: what a commit walks to find the readers of a change,
+/// and what evaluating one walks, would grow without bound).
 private final class DerivedKeyResolver {
     let entities: [EntityDescription]
-    /// Each resolved derived key's steps and type, and the length of the longest chain of derived keys it begins.
-    var results: [[(steps: [KeyStep], type: StaticType, chain: Int)?]]
+    /// Each resolved derived key's steps and type, the length of the longest chain of derived keys it begins, and
+    /// its keys written out in full.
+    var results: [[(steps: [KeyStep], type: StaticType, chain: Int, keys: Int)?]]
     var visiting: Set<[Int]> = []
-    /// For each key path being compiled (innermost last), the longest chain among the derived keys it reads so far.
-    private var longestRead: [Int] = []
+    /// The derived keys being resolved, outermost first.
+    private var resolving: [(Int, Int)] = []
+    /// For each key path being compiled (innermost last), the longest chain among the derived keys it reads so far,
+    /// and the keys those derived keys add written out (each one's keys but the one naming it).
+    private var reads: [(longest: Int, added: Int)] = []
     /// The derived key whose key path failed (it may be a dependency of the one being resolved).
     var failedAt: (Int, Int)?
 
@@ -322,7 +329,7 @@ private final class DerivedKeyResolver {
 
     func resolve(_ entity: Int, _ derived: Int) throws(ObjectGraphError) -> StaticType {
         if let result = results[entity][derived] {
-            noteRead(chain: result.chain)
+            noteRead(result.chain, keys: result.keys)
             return result.type
         }
         let description = entities[entity].derivedKeys[derived]
@@ -330,34 +337,59 @@ private final class DerivedKeyResolver {
             failedAt = (entity, derived)
             throw ObjectGraphError.badKeyPath(description.keyPath, "derived keys depend on each other in a cycle.")
         }
-        defer { visiting.remove([entity, derived]) }
-        // Checked before compiling too: the recursion of a chain not resolved yet is as deep as the chain.
-        guard visiting.count <= KeyPathCompiler.maximumKeys else { throw tooLong(entity, derived) }
+        resolving.append((entity, derived))
+        defer {
+            visiting.remove([entity, derived])
+            resolving.removeLast()
+        }
+        // Checked before compiling too: the recursion of a chain not resolved yet is as deep as the chain (named by
+        // its first key, the one the loader asked for).
+        guard visiting.count <= KeyPathCompiler.maximumKeys else { throw tooLong(resolving[0].0, resolving[0].1) }
         let compiler = KeyPathCompiler(entities: entities) { e, d throws(ObjectGraphError) in
             try self.resolve(e, d)
         }
-        longestRead.append(0)
+        reads.append((0, 0))
         let compiled: ([KeyStep], StaticType)
         do {
             compiled = try compiler.compile(description.keyPath, from: .entity(entity))
         } catch {
-            longestRead.removeLast()
+            reads.removeLast()
             guard failedAt == nil else { throw error }
             failedAt = (entity, derived)
             throw ObjectGraphError(
                 status: 500, code: "invalid-model",
                 message: "key path \"\(description.keyPath)\": \(error.message)")
         }
-        let chain = longestRead.removeLast() + 1
+        let read = reads.removeLast()
+        let chain = read.longest + 1
         guard chain <= KeyPathCompiler.maximumKeys else { throw tooLong(entity, derived) }
-        results[entity][derived] = (compiled.0, compiled.1, chain)
-        noteRead(chain: chain)
+        let keys = Self.keyCount(compiled.0) + read.added
+        guard keys <= KeyPathCompiler.maximumKeys else {
+            failedAt = (entity, derived)
+            throw ObjectGraphError.badKeyPath(
+                description.keyPath,
+                "with the derived keys it reads written out, it would have \(keys) keys; a key path may have at most "
+                    + "\(KeyPathCompiler.maximumKeys).")
+        }
+        results[entity][derived] = (compiled.0, compiled.1, chain, keys)
+        noteRead(chain, keys: keys)
         return compiled.1
     }
 
-    /// The key path being compiled reads a derived key that begins a chain this long.
-    private func noteRead(chain: Int) {
-        if let last = longestRead.indices.last { longestRead[last] = max(longestRead[last], chain) }
+    /// The key path being compiled reads a derived key that begins a chain this long and has this many keys written
+    /// out (in place of the one key naming it).
+    private func noteRead(_ chain: Int, keys: Int) {
+        guard let last = reads.indices.last else { return }
+        reads[last].longest = max(reads[last].longest, chain)
+        reads[last].added += keys - 1
+    }
+
+    /// The keys of compiled steps (a collection operator's with those of the path after it).
+    private static func keyCount(_ steps: [KeyStep]) -> Int {
+        steps.reduce(0) { count, step in
+            if case .collectionOperator(_, let rest) = step { return count + 1 + keyCount(rest) }
+            return count + 1
+        }
     }
 
     private func tooLong(_ entity: Int, _ derived: Int) -> ObjectGraphError {
