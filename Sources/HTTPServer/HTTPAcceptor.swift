@@ -130,7 +130,7 @@ final class HTTPAcceptor: Sendable {
                 whenFull()
                 continue
             }
-            let client = load.steer(descriptor)
+            let client = load.steer(descriptor, below: descriptorCeiling)
             _ = fcntl(client, F_SETFD, FD_CLOEXEC)
             _ = fcntl(client, F_SETFL, fcntl(client, F_GETFL) | O_NONBLOCK)
             _ = withUnsafeMutablePointer(to: &storage) {

@@ -80,8 +80,9 @@ final class WorkerLoad: Sendable {
     ///
     /// The search starts past the last descriptor it made (`nextDescriptor`): the lowest free descriptors go to new
     /// connections, and each steered one leaves a free descriptor of the stuck worker behind, so a search from the
-    /// accepted descriptor would step over them one try at a time. Only the accepting thread steers.
-    func steer(_ socket: Int32) -> Int32 {
+    /// accepted descriptor would step over them one try at a time. Only the accepting thread steers. No duplicate is
+    /// kept at or past `ceiling`: the descriptors there are kept for files (`HTTPAcceptor`).
+    func steer(_ socket: Int32, below ceiling: Int32) -> Int32 {
         guard let worker = freeWorker(insteadOf: socket) else { return socket }
         var misses: [Int32] = []
         defer { for miss in misses { close(miss) } }
@@ -90,8 +91,9 @@ final class WorkerLoad: Sendable {
         for _ in 0..<Self.steeringTries {
             let offset = (worker - Int(bound) % slots.count + slots.count) % slots.count
             let duplicate = fcntl(socket, F_DUPFD_CLOEXEC, bound + Int32(offset))
-            guard duplicate >= 0 else {
-                // Past the descriptor limit: once more from just above the accepted descriptor.
+            guard duplicate >= 0, duplicate < ceiling else {
+                if duplicate >= 0 { close(duplicate) }
+                // Past the descriptor limit or the ceiling: once more from just above the accepted descriptor.
                 guard bound > socket + 1 else { break }
                 bound = socket + 1
                 continue
