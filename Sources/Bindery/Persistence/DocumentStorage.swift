@@ -593,6 +593,12 @@ final class DocumentStorage: Sendable {
         }
         let kept = link(target, previous) == 0
         let wasNone = !kept && errno == ENOENT
+        // What could not be kept could not be put back: the save is refused before anything changes.
+        guard kept || wasNone else {
+            let failure = FileIO.error("link", previous)
+            unlink(temporary)
+            throw failure
+        }
         guard rename(temporary, target) == 0 else {
             let failure = FileIO.error("rename", temporary)
             unlink(previous)
@@ -607,7 +613,7 @@ final class DocumentStorage: Sendable {
             if kept {
                 rename(previous, target)
                 unlink(previous)  // left by `rename` when both named one file (a save with no change since the last)
-            } else if wasNone {
+            } else {
                 unlink(target)
             }
             try? sync(directory.path)
