@@ -457,10 +457,14 @@ final class DocumentStorage: Sendable {
         progress.withLock { $0.uneditedContentSeq }
     }
 
-    /// The saved state's snapshot bytes (`saved.bin`), for `revertToSaved`.
+    /// The saved state's snapshot bytes (`saved.bin`), for `revertToSaved`. Read on the snapshot queue, as `save`
+    /// writes it: a save whose directory sync fails puts the previous `saved.bin` back there (`markSaved`), and the
+    /// new one, which it refuses, is never read in between.
     func savedSnapshot() throws(ObjectGraphError) -> [UInt8] {
         let path = directory.file(DataDirectory.savedName)
-        return try SnapshotFile.payload(of: try FileIO.read(path), path: path)
+        return try onSnapshotQueue { () throws(ObjectGraphError) in
+            try SnapshotFile.payload(of: try FileIO.read(path), path: path)
+        }
     }
 
     /// Marks the `revertToSaved` committed at `seq` as the saved state: the store equals the snapshot of
