@@ -194,8 +194,9 @@ public final class ControllerRegistry: Sendable {
                 context.now = clock()
                 defer { enqueue(context) }
                 let records = takeInbox()
-                // The registry's own work, whatever key-path allowance the caller's read runs within.
-                KeyPathAllowance.unlimited {
+                // The registry's own work, whatever key-path allowance the caller's read runs within; derived keys
+                // read by many objects (a sort by `department.payroll`) evaluated once per object under this read.
+                _ = KeyPathAllowance.caching {
                     for (index, record) in records.enumerated() {
                         context.seq = record.seq
                         context.recordIsLatest = index == records.count - 1
@@ -204,7 +205,7 @@ public final class ControllerRegistry: Sendable {
                 }
                 context.seq = seq
                 context.recordIsLatest = true
-                return try body(&registry, context)
+                return try KeyPathAllowance.cachingOutsideAnyAllowance { try body(&registry, context) }
             }
         }
     }

@@ -65,6 +65,20 @@ struct CollectionOperatorTests {
         #expect(try store.json("groups.people.@count", of: "Company/c") == 3)
     }
 
+    /// Under `caching` (controllers arranging their content, an export), a derived key that many objects read
+    /// (`group.totalAge`, the sum of the group's people) is evaluated once per object read, not once per reader.
+    @Test func cachingEvaluatesADerivedKeyOncePerObjectRead() throws {
+        let store = try store()
+        let people = ["Person/tom", "Person/dick", "Person/harry"]
+        let cached = try KeyPathAllowance.caching { try people.map { try store.json("group.totalAge", of: $0) } }
+        #expect(cached.value == [105, 105, 105])
+        #expect(cached.used == 3)
+        let uncached = try KeyPathAllowance.withLimit(perEvaluation: 1_000) {
+            try people.map { try store.json("group.totalAge", of: $0) }
+        }
+        #expect(uncached.used == 9)
+    }
+
     @Test func emptyCollections() throws {
         let store = try store()
         #expect(try store.json("people.@sum.age", of: "Group/empty") == 0)

@@ -32,10 +32,10 @@ extension GraphState {
                     dictionary[derived.name] = (try? json(evaluate(derived.steps, on: .object(handle)))) ?? .null
                 }
             }
-            if KeyPathAllowance.current == nil {
-                outsideAllowance()
+            if let allowance = KeyPathAllowance.current {
+                KeyPathAllowance.$current.withValue(allowance.forModelKeys, operation: outsideAllowance)
             } else {
-                KeyPathAllowance.$current.withValue(nil, operation: outsideAllowance)
+                outsideAllowance()
             }
         }
         return .dictionary(dictionary)
@@ -51,6 +51,10 @@ extension GraphState {
 
     /// Every live object, entity by entity (model order), each in insertion order.
     func exportObjects(includingDerived: Bool = false) -> [PropertyListValue] {
+        // Derived keys that read another object's (`department.payroll`) are evaluated once per object read.
+        if includingDerived && KeyPathAllowance.current == nil {
+            return KeyPathAllowance.cachingOutsideAnyAllowance { exportObjects(includingDerived: true) }
+        }
         var objects: [PropertyListValue] = []
         for entity in tables.indices {
             for row in tables[entity].liveRows {
