@@ -73,11 +73,14 @@ public final class KeyPathAllowance: @unchecked Sendable {
         }
     }
 
-    /// Runs `body` with no limit beyond each evaluation's (as outside any allowance) and a cache of derived keys'
-    /// values; answers its result and the to-many elements its evaluations produced. For the service's own
-    /// evaluations over many objects under one read of the store (controllers arranging their content, an export):
-    /// `department.payroll` is then evaluated once per department, not once per employee. Only where the store does
-    /// not change during `body`.
+    /// Runs `body` with no limit beyond each evaluation's (as outside any allowance, whatever allowance the caller
+    /// runs within) and a cache of derived keys' values; answers its result and the to-many elements its evaluations
+    /// produced. For the service's own evaluations over many objects under one read of the store (controllers
+    /// arranging their content, an export): `department.payroll` is then evaluated once per department, not once per
+    /// employee. The service's own work that a client's read happens to set off (controllers applying the commits
+    /// they have not seen yet) is not the client's to pay for, and an allowance that stopped it would leave it half
+    /// done (a filter that could not be evaluated drops its object). Only where the store does not change during
+    /// `body`.
     public static func caching<T>(_ body: () throws -> T) rethrows -> (value: T, used: Int) {
         try withLimit(perEvaluation: GraphState.maximumValues, cachingDerivedValues: true, body)
     }
@@ -92,13 +95,6 @@ public final class KeyPathAllowance: @unchecked Sendable {
     /// each evaluation's, and its own cache when the run keeps one, made once so that it serves every object.
     lazy var forModelKeys = KeyPathAllowance(
         total: nil, perEvaluation: GraphState.maximumValues, cachingDerivedValues: derivedValues != nil)
-
-    /// Runs `body` outside any allowance: the service's own work that a client's read happens to set off (controllers
-    /// applying the commits they have not seen yet) is not the client's to pay for, and an allowance that stopped it
-    /// would leave it half done (a filter that could not be evaluated drops its object).
-    public static func unlimited<T>(_ body: () throws -> T) rethrows -> T {
-        try $current.withValue(nil, operation: body)
-    }
 
     /// Takes `count` elements; false when the total cannot give them.
     func take(_ count: Int) -> Bool {
