@@ -177,6 +177,17 @@ struct CollectionOperatorTests {
         let store = try store()
         #expect(try store.json("people.@unionOfArrays.tags", of: "Group/g") == ["a", "b", "b"])
         #expect(try store.json("people.@distinctUnionOfArrays.tags", of: "Group/g") == ["a", "b"])
+        // The arrays' elements count as a to-many's do: 3 people and 3 tags.
+        let counted = try KeyPathAllowance.withLimit(perEvaluation: 6) {
+            try store.json("people.@unionOfArrays.tags", of: "Group/g")
+        }
+        #expect(counted.used == 6)
+        let error = expectError("bad-key-path", status: 400) {
+            _ = try KeyPathAllowance.withLimit(perEvaluation: 5) {
+                try store.json("people.@distinctUnionOfArrays.tags", of: "Group/g")
+            }
+        }
+        #expect(error?.message.contains("counts the elements of the arrays it collects") == true)
     }
 
     /// Numbers are the same by value in the distinct unions, as `NSNumber`s are: `3` and `3.0`.

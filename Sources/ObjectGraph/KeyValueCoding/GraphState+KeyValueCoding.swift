@@ -177,9 +177,9 @@ extension GraphState {
         case .distinctUnionOfObjects:
             return .collection(Self.distinct(values.filter { !$0.isNull }))
         case .unionOfArrays:
-            return .collection(try flatten(values, op))
+            return .collection(try flatten(values, op, evaluation: &evaluation))
         case .distinctUnionOfArrays:
-            return .collection(Self.distinct(try flatten(values, op)))
+            return .collection(Self.distinct(try flatten(values, op, evaluation: &evaluation)))
         }
     }
 
@@ -237,12 +237,29 @@ extension GraphState {
         return .value(best ?? .null)
     }
 
-    private func flatten(_ values: [KeyPathNode], _ op: CollectionOperator) throws(ObjectGraphError) -> [KeyPathNode] {
+    /// The collections' elements, one after another. The elements of arrays (values of `any` attributes, which no
+    /// to-many step counted) count against the evaluation's budget and allowance as a to-many's do.
+    private func flatten(
+        _ values: [KeyPathNode], _ op: CollectionOperator, evaluation: inout KeyPathEvaluation
+    ) throws(ObjectGraphError) -> [KeyPathNode] {
         var result: [KeyPathNode] = []
         for value in values {
             switch value {
             case .collection(let elements): result.append(contentsOf: elements)
-            case .value(.array(let elements)): result.append(contentsOf: elements.map(KeyPathNode.value))
+            case .value(.array(let elements)):
+                evaluation.budget -= elements.count
+                guard evaluation.budget >= 0 else {
+                    throw .badKeyPath(
+                        op.rawValue,
+                        "the key path reaches more than \(evaluation.limit) values (\(op.rawValue) counts the elements "
+                            + "of the arrays it collects).")
+                }
+                if let allowance = evaluation.allowance, !allowance.take(elements.count) {
+                    throw .badKeyPath(
+                        op.rawValue,
+                        "the key paths of this request reach more than \(allowance.total ?? 0) values together.")
+                }
+                result.append(contentsOf: elements.map(KeyPathNode.value))
             case .value(.null): continue
             default: throw typeMismatch(op, value, "collections")
             }
