@@ -94,19 +94,8 @@ extension GraphState {
             if relationship.isToMany {
                 let destination = relationship.destinationIndex
                 let rows = toManyRows(handle, relationship)
-                evaluation.budget -= rows.count
-                guard evaluation.budget >= 0 else {
-                    throw .badKeyPath(
-                        relationship.name,
-                        "the key path reaches more than \(evaluation.limit) values (each to-many relationship after "
-                            + "another multiplies them).")
-                }
-                if let allowance = evaluation.allowance, !allowance.take(rows.count) {
-                    throw .badKeyPath(
-                        relationship.name,
-                        "the key paths of this request reach more than \(allowance.total ?? 0) values together (each "
-                            + "to-many relationship after another multiplies them).")
-                }
+                try evaluation.take(
+                    rows.count, at: relationship.name, why: "each to-many relationship after another multiplies them")
                 return .collection(rows.map { .object(ObjectHandle(entity: destination, row: Int($0))) })
             }
             return toOne(handle, relationship).map(KeyPathNode.object) ?? .null
@@ -247,18 +236,9 @@ extension GraphState {
             switch value {
             case .collection(let elements): result.append(contentsOf: elements)
             case .value(.array(let elements)):
-                evaluation.budget -= elements.count
-                guard evaluation.budget >= 0 else {
-                    throw .badKeyPath(
-                        op.rawValue,
-                        "the key path reaches more than \(evaluation.limit) values (\(op.rawValue) counts the elements "
-                            + "of the arrays it collects).")
-                }
-                if let allowance = evaluation.allowance, !allowance.take(elements.count) {
-                    throw .badKeyPath(
-                        op.rawValue,
-                        "the key paths of this request reach more than \(allowance.total ?? 0) values together.")
-                }
+                try evaluation.take(
+                    elements.count, at: op.rawValue, why: "\(op.rawValue) counts the elements of the arrays it collects"
+                )
                 result.append(contentsOf: elements.map(KeyPathNode.value))
             case .value(.null): continue
             default: throw typeMismatch(op, value, "collections")

@@ -16,4 +16,17 @@ struct KeyPathEvaluation {
         limit = min(GraphState.maximumValues, allowance?.perEvaluation ?? GraphState.maximumValues)
         budget = limit
     }
+
+    /// Takes `count` values produced at `key` from the budget and from the allowance (if any); 400 `bad-key-path`
+    /// naming `key` beyond either, saying `why` so many came.
+    mutating func take(_ count: Int, at key: String, why: String) throws(ObjectGraphError) {
+        budget -= count
+        guard budget >= 0 else {
+            throw .badKeyPath(key, "the key path reaches more than \(limit) values (\(why)).")
+        }
+        if let allowance, !allowance.take(count) {
+            throw .badKeyPath(
+                key, "the key paths of this request reach more than \(allowance.total ?? 0) values together (\(why)).")
+        }
+    }
 }
