@@ -138,6 +138,41 @@ struct ObjectRoutesTests {
         }
     }
 
+    @Test func aControllerFilterThatBacktracksPastItsFirstThousandObjectsIsRefused() throws {
+        try withService { client in
+            // Content whose first thousand objects match at once, and whose later ones each reach the match limit:
+            // checked on the first thousand only, the filter was taken and paid every later one's limit at each
+            // arrangement (42 s over 20,000), and was arranged before it was checked. Each string differs (a
+            // string that reached the limit once is remembered, and throws at once after).
+            let backtracking = String(repeating: "a", count: 40)
+            for index in 0..<1_400 {
+                let lastName = index < 1_000 ? "L" : backtracking + "\(index)"
+                let body = #"{"firstName": "F", "lastName": "\#(lastName)", "department": {"$ref": "Department/1"}}"#
+                #expect(try client.request("POST", "/objects/Employee", json: body).status == 201)
+            }
+            let created = try client.request(
+                "POST", "/controllers",
+                json:
+                    #"{"name": "m", "kind": "array", "content": "Employee", "filterPredicate": "lastName MATCHES '(a+)+b'"}"#
+            )
+            #expect(created.status == 400)
+            #expect(created.errorCode == "bad-predicate")
+            #expect(created.json?["error"]?["message"]?.stringValue?.contains("all its matches") == true)
+            #expect(try client.request("GET", "/controllers/m").status == 404)
+            // So is the filter set on a controller that exists, which then keeps its own.
+            let plain = try client.request(
+                "POST", "/controllers",
+                json:
+                    #"{"name": "n", "kind": "array", "content": "Employee", "filterPredicate": "lastName MATCHES 'L'"}"#
+            )
+            #expect(plain.status == 201)
+            let changed = try client.request(
+                "PUT", "/controllers/n/filterPredicate", json: #""lastName MATCHES '(a+)+b'""#)
+            #expect(changed.errorCode == "bad-predicate")
+            #expect(try client.request("GET", "/controllers/n/arrangedObjects/@count").json == 1_000)
+        }
+    }
+
     /// Unknown keys in `filter` and `sort` are errors whatever the data: not only when an object reaches them.
     @Test func unknownKeysInFilterAndSortAreRefusedWhateverTheData() throws {
         try withService { client in

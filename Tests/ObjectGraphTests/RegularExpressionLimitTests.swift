@@ -45,6 +45,28 @@ struct RegularExpressionLimitTests {
         #expect(try !expression.matchesWhole(run))
     }
 
+    @Test func aStringThatReachedTheLimitOnceThrowsAtOnceAfter() throws {
+        let expression = try RegularExpression(Self.catastrophic)
+        #expect(throws: RegularExpression.LimitReached.self) { try expression.matchesWhole(Self.longRunOfA) }
+        // Each match of it would take its own limit's reports from a total one: 250 would use it up. Remembered,
+        // none does.
+        RegularExpression.withTotalLimit {
+            for _ in 0..<1_000 {
+                let error = #expect(throws: RegularExpression.LimitReached.self) {
+                    try expression.matchesWhole(Self.longRunOfA)
+                }
+                #expect(error?.isTotal == false)
+            }
+            #expect(!RegularExpression.isTotalLimitReached)
+        }
+        // Other strings are matched as before, and a limit reached on the shared allowance is not remembered.
+        #expect(try !expression.matchesWhole("aaaa"))
+        #expect(try expression.matchesWhole(Self.longRunOfA + "b"))
+        let run = try #require(Self.longestDecidedRun(of: expression))
+        _ = try? RegularExpression.withTotalLimit { for _ in 0..<10_000 { _ = try expression.matchesWhole(run) } }
+        #expect(try !expression.matchesWhole(run))
+    }
+
     /// The longest run of `a`s (up to 40) on which `expression` is decided within a single match's limit.
     static func longestDecidedRun(of expression: RegularExpression) -> String? {
         var longest: String?

@@ -9,7 +9,8 @@ import Foundation
 /// other place need be tried). A segment without `?` is found with `ByteSearch` (linear); one with `?` is tried at each
 /// place its first bytes occur, which can take the product of the lengths (`*a?a?…b*` over `aaaa…`), so those tries
 /// are counted and bounded as a regular expression's steps are: past the bound the match throws
-/// `RegularExpression.LimitReached` rather than hold the store's lock for minutes.
+/// `RegularExpression.LimitReached` rather than hold the store's lock for minutes (and the string is remembered, as
+/// a regular expression's is, to throw at once the next time).
 struct LikePattern: Sendable, Hashable {
     /// A run of literal bytes (NFC UTF-8, whole scalars) or one `?`.
     enum Piece: Sendable, Hashable {
@@ -21,6 +22,7 @@ struct LikePattern: Sendable, Hashable {
     let pattern: String
     /// The pattern split at its stars: one segment for a pattern without any.
     let segments: [[Piece]]
+    private let undecided = UndecidedStrings()
 
     init(_ pattern: String) {
         self.pattern = pattern
@@ -54,13 +56,23 @@ struct LikePattern: Sendable, Hashable {
 
     /// Whether the whole of `string` matches; throws `LimitReached` when that could not be decided within the bound.
     func matches(_ string: String) throws(RegularExpression.LimitReached) -> Bool {
+        if undecided.contains(string) { throw RegularExpression.LimitReached() }
+        if RegularExpression.isTotalLimitReached { throw RegularExpression.LimitReached(isTotal: true) }
         var composed = StringFolding.composed(string)
         var steps = Steps(allowance: Self.stepAllowance(for: composed.utf8.count))
         let result = composed.withUTF8 { text in
             Result { () throws(RegularExpression.LimitReached) in try matches(text, &steps) }
         }
-        return try result.get()
+        do {
+            return try result.get()
+        } catch {
+            if !error.isTotal { undecided.insert(string) }
+            throw error
+        }
     }
+
+    static func == (lhs: LikePattern, rhs: LikePattern) -> Bool { lhs.pattern == rhs.pattern }
+    func hash(into hasher: inout Hasher) { hasher.combine(pattern) }
 
     private func matches(_ text: UnsafeBufferPointer<UInt8>, _ steps: inout Steps) throws(RegularExpression
         .LimitReached) -> Bool

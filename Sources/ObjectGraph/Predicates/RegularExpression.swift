@@ -11,7 +11,8 @@ import Foundation
 /// match stopped by either throws `LimitReached`; it is never taken as "no match".
 ///
 /// Matches run inside `withTotalLimit(_:)` also draw on one allowance for all of them, so that many
-/// matches each just under their own limit (a filter over many objects) cannot add up to minutes either.
+/// matches each just under their own limit (a filter over many objects) cannot add up to minutes either. A string
+/// whose match reached its own limit is remembered (`UndecidedStrings`) and throws at once the next time.
 ///
 /// `@unchecked Sendable`: the wrapped expression is immutable after init and `NSRegularExpression` is documented as
 /// safe to use from several threads at once.
@@ -38,10 +39,16 @@ public final class RegularExpression: @unchecked Sendable, Hashable {
 
     /// Runs `body` with one allowance of `totalReports` progress reports for all the matches it makes on this thread,
     /// besides each match's own: for work done under the store's lock (a listing's filter, a controller's check of
-    /// a new filter), where many matches each just under their own limit would otherwise hold it for minutes.
+    /// a new filter), where many matches each just under their own limit would otherwise hold it for minutes. Once
+    /// the allowance is used up every match of the run throws at once, so the run must then fail as a whole. A run
+    /// inside another takes part in the outer one's allowance.
     public static func withTotalLimit<T>(_ body: () throws -> T) rethrows -> T {
-        try $totalAllowance.withValue(TotalAllowance(totalReports), operation: body)
+        if totalAllowance != nil { return try body() }
+        return try $totalAllowance.withValue(TotalAllowance(totalReports), operation: body)
     }
+
+    /// Whether the matches of this thread's `withTotalLimit` run have used up its allowance.
+    public static var isTotalLimitReached: Bool { (totalAllowance?.remaining ?? 0) < 0 }
 
     /// The longest `MATCHES` pattern a predicate may give, in UTF-16 units (400 `bad-predicate` beyond).
     public static let maximumPatternLength = 4_096
@@ -49,6 +56,7 @@ public final class RegularExpression: @unchecked Sendable, Hashable {
     /// The pattern as given.
     public let pattern: String
     private let expression: NSRegularExpression
+    private let undecided = UndecidedStrings()
 
     /// Compiles `pattern` anchored at both ends; throws when it is not a valid ICU regular expression.
     public init(_ pattern: String, caseInsensitive: Bool = false) throws {
@@ -66,6 +74,8 @@ public final class RegularExpression: @unchecked Sendable, Hashable {
     /// Whether the whole of `string` matches (not just a part of it); throws `LimitReached` when that could not be
     /// decided within the limits.
     public func matchesWhole(_ string: String) throws(LimitReached) -> Bool {
+        if undecided.contains(string) { throw LimitReached() }
+        if Self.isTotalLimitReached { throw LimitReached(isTotal: true) }
         let length = string.utf16.count
         let allowance = Self.stepAllowance(for: length)
         let total = Self.totalAllowance
@@ -90,7 +100,11 @@ public final class RegularExpression: @unchecked Sendable, Hashable {
             }
         }
         if matched { return true }
-        if let limitReached { throw limitReached }
+        if let limitReached {
+            // A limit of its own would be reached again; the shared one depends on the matches before.
+            if !limitReached.isTotal { undecided.insert(string) }
+            throw limitReached
+        }
         return false
     }
 
