@@ -654,6 +654,7 @@
   // The employees the form is for, as a set of ids (a rename that only reorders them changes nothing): what is
   // typed into it belongs to them.
   let formSubject = null;
+  const typedFor = new Map(); // key → the formSubject a text field was last typed in for
   const subjectOf = (ids) => JSON.stringify([...ids].sort());
   // A selection change on its way (a slow link): the rows show it at once, but the form holds the values of the
   // employees selected before until the server has taken it and they are read again. After a moment the form says
@@ -1314,8 +1315,16 @@
     // A date input fires `change` for every segment typed, so it waits like a text field (the
     // calendar's pick too); the others send on `change` (a checkbox, a select, a text field left).
     const wait = key === 'hireDate' ? 500 : 0;
-    if (!immediate) input.addEventListener('input', () => fieldChanged(key, 500));
+    if (!immediate) {
+      input.addEventListener('input', () => {
+        typedFor.set(key, formSubject);
+        fieldChanged(key, 500);
+      });
+    }
     input.addEventListener('change', () => {
+      // A text field's `change` when it is left (or disabled, as the form is while a selection loads) repeats its
+      // typing: typed for employees the form no longer shows, the text was dropped with them.
+      if (!immediate && typedFor.has(key) && typedFor.get(key) !== formSubject) return;
       if (input.type === 'checkbox') input.indeterminate = false;
       fieldChanged(key, wait);
     });
@@ -1613,6 +1622,8 @@
       return;
     } else if (event.key === 'Enter' && current.length) {
       event.preventDefault();
+      // While a selection loads the field is disabled: it gets the focus once the selection is shown.
+      if (loadingShown) focusedWhenLoading = field.firstName;
       field.firstName.focus();
       field.firstName.select();
       return;

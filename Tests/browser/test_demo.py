@@ -762,6 +762,46 @@ def test_a_slow_selection_shows_the_form_loading_until_it_is_taken(server):
         b.quit()
 
 
+def test_typing_as_a_slow_selection_starts_loading_goes_to_no_one_and_enter_then_edits_the_new_row(server):
+    b = new_browser()
+    slow = {"offline": False, "latency": 1000, "downloadThroughput": -1, "uploadThroughput": -1}
+    try:
+        p = Page(b, server).open()
+        p.select_department("Engineering")
+        p.select_employee("Grace Hopper")
+        grace = server.employee_named("Grace", "Hopper")
+        other = next(n for n in p.employee_names() if n != "Grace Hopper")
+        other_id = server.employee_named(*other.split(" ", 1))
+        b.execute_cdp_cmd("Network.enable", {})
+        b.execute_cdp_cmd("Network.emulateNetworkConditions", slow)
+        form = b.find_element(By.ID, "employee-form")
+        # Typed into Grace's values in the moment before the form says it is loading: disabling the field then
+        # fires its `change`, which recorded the text as an edit of the employee just clicked.
+        p.click(lambda: p.employee_row(other))
+        p.field("firstName").click()
+        p.field("firstName").send_keys("Q")
+        assert form.get_attribute("aria-busy") != "true", "typed before the form showed it was loading"
+        p.wait(lambda: form.get_attribute("aria-busy") == "true", timeout=1.5, message="the form says it is loading")
+        p.wait(lambda: form.get_attribute("aria-busy") != "true", timeout=WAIT + 4)
+        assert p.value("firstName") == other.split(" ")[0]
+        time.sleep(1.5)  # an edit would be on its way by now
+        assert p.edits() == {}
+        assert server.get(f"/objects/{other_id}/firstName") == other.split(" ")[0]
+        assert server.get(f"/objects/{grace}/firstName") == "Grace"
+        # From the keyboard, Enter pressed once the form shows it is loading: the focus comes to First name after.
+        grid = b.find_element(By.ID, "employees-grid")
+        b.execute_script("arguments[0].focus()", grid)
+        grid.send_keys(Keys.ARROW_DOWN)
+        p.wait(lambda: form.get_attribute("aria-busy") == "true", timeout=1.5, message="loading the next row")
+        b.switch_to.active_element.send_keys(Keys.ENTER)
+        p.wait(lambda: form.get_attribute("aria-busy") != "true", timeout=WAIT + 4)
+        p.wait(lambda: b.switch_to.active_element == p.field("firstName"), message="the focus is in First name")
+        assert p.console_errors() == []
+    finally:
+        b.execute_cdp_cmd("Network.emulateNetworkConditions", {**slow, "latency": 0})
+        b.quit()
+
+
 def test_reconnects_with_back_off_and_resyncs_after_410(server, start_server):
     small = start_server("--history", "3")  # keeps only the last 3 changes
     b = new_browser()
