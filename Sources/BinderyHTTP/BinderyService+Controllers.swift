@@ -36,11 +36,23 @@ extension BinderyService {
         router.add("GET", "/controllers/:name/arrangedObjects") { request in
             let offset = try nonNegativeInteger(request.request.queryValue("offset"), name: "offset") ?? 0
             let limit = try nonNegativeInteger(request.request.queryValue("limit"), name: "limit")
-            let (objects, count, seq) = try controllers.arrangedObjects(
-                controller: request.parameter("name"), offset: offset, limit: limit)
-            var response = HTTPResponse.json(objects, seq: seq)
-            response.headers.append(("X-Total-Count", String(count)))
-            return answer(response, whenDurable: seq, document: document)
+            let name = request.parameter("name")
+            let make = { @Sendable () throws -> (HTTPResponse, seq: Int64) in
+                let (objects, count, seq) = try controllers.arrangedObjects(
+                    controller: name, offset: offset, limit: limit)
+                var response = HTTPResponse.json(objects, seq: seq)
+                response.headers.append(("X-Total-Count", String(count)))
+                return (response, seq)
+            }
+            // A page of more than `slowListingSize` objects (every employee of a large store: 300,000 objects, 60 MB
+            // of JSON, about a second to build and encode) is made off the request threads, as such a listing is:
+            // on a libmicrohttpd worker it held every connection that worker serves, `/healthz` included.
+            let page = try controllers.arrangedPageSize(controller: name, offset: offset, limit: limit)
+            guard page > slowListingSize else {
+                let (response, seq) = try make()
+                return answer(response, whenDurable: seq, document: document)
+            }
+            return readOffRequestThreads(on: slowAnswers, document: document, make)
         }
         router.add("GET", "/controllers/:name/selectedObjects") { request in
             let (objects, seq) = try controllers.selectedObjects(controller: request.parameter("name"))
@@ -217,9 +229,20 @@ extension BinderyService {
         _ keyPath: String, of name: String, _ controllers: ControllerRegistry, document: Document,
         slowAnswers: DispatchQueue
     ) throws -> HTTPHandlerResult {
-        try readingKeyPaths(on: slowAnswers, document: document) {
+        let read = { @Sendable () throws -> (value: PropertyListValue, seq: Int64) in
             try controllers.valueAndSeq(forKeyPath: keyPath, controller: name)
         }
+        // KVC over the arranged objects of a large controller (`arrangedObjects.lastName` over 300,000 employees)
+        // reads a value of each: off the request threads too, as a large page of them is (`@count` is cheap).
+        if keyPath.hasPrefix("arrangedObjects."), keyPath != "arrangedObjects.@count",
+            try controllers.arrangedPageSize(controller: name) > slowListingSize
+        {
+            return readOffRequestThreads(on: slowAnswers, document: document) {
+                let (value, seq) = try read()
+                return (.json(value, seq: seq), seq)
+            }
+        }
+        return try readingKeyPaths(on: slowAnswers, document: document, read)
     }
 
     private static func indexes(_ json: PropertyListValue, key: String = "selectionIndexes") throws(APIError) -> [Int] {

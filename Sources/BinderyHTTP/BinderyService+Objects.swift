@@ -68,7 +68,7 @@ extension BinderyService {
 
     /// Listings of entities with more objects than this (filtered, sorted, or answering this many) are made off the
     /// request threads.
-    private static let slowListingSize = 1_000
+    static let slowListingSize = 1_000
     /// The to-many values a request's key paths may reach on a request thread (about 10 ms); past them it is made off
     /// the request threads (a listing, where it may reach `KeyPathAllowance.listingTotal`; an object's or a
     /// controller's key path, `readingKeyPaths`).
@@ -211,7 +211,7 @@ extension BinderyService {
 
     /// `answeredOffRequestThreads` for a read: `make` answers the response and the seq it shows, which is sent once
     /// that seq is durable (an error, or a flush that fails, as §2's JSON).
-    private static func readOffRequestThreads(
+    static func readOffRequestThreads(
         on slowAnswers: DispatchQueue, document: Document,
         _ make: @escaping @Sendable () throws -> (HTTPResponse, seq: Int64)
     ) -> HTTPHandlerResult {

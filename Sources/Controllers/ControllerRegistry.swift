@@ -638,6 +638,20 @@ public final class ControllerRegistry: Sendable {
         }
     }
 
+    /// How many objects (a tree: nodes) `arrangedObjects(controller:offset:limit:)` would answer, without building
+    /// them: whether to make the answer off the request threads.
+    public func arrangedPageSize(controller name: String, offset: Int = 0, limit: Int? = nil) throws -> Int {
+        try session { _, context in
+            let controller = try context.controller(name)
+            if let tree = controller as? TreeController {
+                return limit == 0 ? 0 : tree.nodeCount
+            }
+            let count = controller.arrangedIDs.count
+            let start = min(max(offset, 0), count)
+            return limit.map { min(max($0, 0), count - start) } ?? (count - start)
+        }
+    }
+
     /// The selected objects in their JSON form.
     public func selectedObjects(controller name: String) throws -> (value: PropertyListValue, seq: Int64) {
         try session { _, context in try Self.answering("selectedObjects")(try context.controller(name), context) }

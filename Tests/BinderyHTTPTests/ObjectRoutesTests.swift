@@ -110,6 +110,43 @@ struct ObjectRoutesTests {
         }
     }
 
+    /// A controller's large page of arranged objects, and a key path read on each of them, are made off the request
+    /// threads, as a large listing is: made on them, readers of two 300,000-object controllers held `/healthz` on a
+    /// new connection for 12–13 s. Shown as above by holding the queue for slow answers.
+    @Test(arguments: [
+        ("/controllers/all/arrangedObjects", "/controllers/all/arrangedObjects?limit=1000"),
+        ("/controllers/all/arrangedObjects/lastName", "/controllers/all/arrangedObjects/@count"),
+        ("/controllers/tree/arrangedObjects", "/controllers/tree/arrangedObjects?limit=0"),
+    ])
+    func largePagesOfArrangedObjectsAreReadOffTheRequestThreads(many: String, few: String) throws {
+        try withServiceParts { client, _, service in
+            for index in 0..<1_000 {
+                let body = #"{"firstName": "F", "lastName": "L\#(index)", "department": {"$ref": "Department/1"}}"#
+                #expect(try client.request("POST", "/objects/Employee", json: body).status == 201)
+            }
+            let all = #"{"name": "all", "kind": "array", "content": "Employee"}"#
+            #expect(try client.request("POST", "/controllers", json: all).status == 201)
+            let tree = #"{"name": "tree", "kind": "tree", "content": "Employee", "childrenKeyPath": "directReports"}"#
+            #expect(try client.request("POST", "/controllers", json: tree).status == 201)
+            let held = DispatchSemaphore(value: 0)
+            service.slowAnswers.async { held.wait() }
+            let answered = DispatchSemaphore(value: 0)
+            let status = Mutex(0)
+            let thread = Thread {
+                let answer = try? client.request("GET", many)
+                status.withLock { $0 = answer?.status ?? -1 }
+                answered.signal()
+            }
+            thread.start()
+            let small = try client.request("GET", few)
+            #expect(small.status == 200)
+            #expect(answered.wait(timeout: .now() + 0.5) == .timedOut, "made on a request thread")
+            held.signal()
+            #expect(answered.wait(timeout: .now() + 30) == .success)
+            #expect(status.withLock { $0 } == 200)
+        }
+    }
+
     @Test func manyMatchesEachUnderTheirLimitAreRefusedTogether() throws {
         // The longest run of a's that `(a+)+b` decides within one match's limit: each match is slow but allowed.
         let expression = try RegularExpression("(a+)+b")
