@@ -134,6 +134,33 @@ struct CollectionOperatorTests {
         #expect(try store.json("people.@avg.weight", of: "Group/g") == .real(1.7976931348623157e308))
     }
 
+    /// A sum past the largest double is null, also to predicates and sorts (it was infinity there, behind a null in
+    /// JSON: `== nil` false, `> 1e308` true); one whose running total overflows but which fits is answered.
+    @Test func sumOfHugeRealsIsNullOrFits() throws {
+        let store = try store()
+        let group = try #require(ObjectID(reference: "Group/g"))
+        try store.transaction { tx in
+            for (id, weight) in [("tom", 1e308), ("dick", 1.5e308), ("harry", -1e308)] {
+                try tx.setValue(
+                    .real(weight), forKeyPath: "weight", of: try #require(ObjectID(reference: "Person/\(id)")))
+            }
+        }
+        let fits = try #require(try store.json("people.@sum.weight", of: "Group/g").doubleValue)
+        #expect(abs(fits - 1.5e308) < 1e293)
+        try store.transaction { tx in
+            try tx.setValue(.real(1e308), forKeyPath: "weight", of: try #require(ObjectID(reference: "Person/harry")))
+        }
+        #expect(try store.json("people.@sum.weight", of: "Group/g") == .null)
+        for (format, expected) in [
+            ("people.@sum.weight == nil", true), ("people.@sum.weight > 1e308", false),
+            ("people.@sum.weight != nil", false),
+        ] {
+            let predicate = try ObjectGraph.Predicate(format: format)
+            let matches = store.read { view in Result { try predicate.evaluate(with: .object(group), resolver: view) } }
+            #expect(try matches.get() == expected, "\(format)")
+        }
+    }
+
     @Test func unionsOfObjects() throws {
         let store = try store()
         #expect(try store.json("people.@unionOfObjects.age", of: "Group/g") == [27, 31, 47])

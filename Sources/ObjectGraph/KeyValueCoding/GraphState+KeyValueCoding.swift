@@ -144,7 +144,10 @@ extension GraphState {
         case .count:
             return .value(.integer(Int64(elements.count)))
         case .sum:
-            return .value(try sum(values, op))
+            // A sum past the largest double is no value (JSON has no infinity): null for predicates and sorts too,
+            // not infinity behind a null.
+            let total = try sum(values, op)
+            return total.doubleValue?.isFinite == false ? .null : .value(total)
         case .avg:
             guard !elements.isEmpty, let total = try sum(values, op).doubleValue else { return .null }
             let count = Double(elements.count)
@@ -173,10 +176,13 @@ extension GraphState {
     }
 
     /// Sum of numbers (booleans count as 0/1, nulls are skipped): an integer while every term is one and the total
-    /// fits, else a real; 0 for none.
+    /// fits, else a real (infinite when it is beyond the largest double); 0 for none.
     private func sum(_ values: [KeyPathNode], _ op: CollectionOperator) throws(ObjectGraphError) -> PropertyListValue {
         var integer: Int64 = 0
         var real = 0.0
+        // The same sum of quarters: where the running total overflows but the whole does not (1e308 + 1.7e308 -
+        // 1e308), four times it is the sum.
+        var quarters = 0.0
         var isReal = false
         for value in values {
             let term: PropertyListValue
@@ -193,14 +199,18 @@ extension GraphState {
                     continue
                 }
                 real = Double(integer)
+                quarters = real / 4
                 isReal = true
             } else if !isReal {
                 real = Double(integer)
+                quarters = real / 4
                 isReal = true
             }
             real += term.doubleValue!
+            quarters += term.doubleValue! / 4
         }
-        return isReal ? .real(real) : .integer(integer)
+        guard isReal else { return .integer(integer) }
+        return .real(real.isFinite ? real : quarters * 4)
     }
 
     /// The least or greatest value by `compare:` (numbers, strings, dates, booleans); nulls skipped; null for none.
