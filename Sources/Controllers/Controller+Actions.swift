@@ -101,7 +101,12 @@ extension Controller {
         if let filter = description.filterPredicate, !options.clearsFilterPredicateOnInsertion {
             edit = .matching(filter, controller: name, edit)
         }
-        return InsertionPlan(action: action, edit: edit, arrangedIndex: arrangedIndex)
+        var plan = InsertionPlan(action: action, edit: edit, arrangedIndex: arrangedIndex)
+        plan.arrangedNeighbors = (
+            arrangedIndex < array.arranged.count ? array.arranged[arrangedIndex] : nil,
+            arrangedIndex > 0 ? array.arranged[arrangedIndex - 1] : nil
+        )
+        return plan
     }
 
     /// Whether `action` moves the selection, and with it the content of the controllers following this one: `remove`
@@ -144,15 +149,27 @@ extension Controller {
             objectController.adopt(object, in: context)
             return
         }
+        var clearedFilter = false
         if self is ArrayController, options.clearsFilterPredicateOnInsertion, description.filterPredicate != nil {
             description.filterPredicate = nil
             context.emit(self, .filterPredicate)
             try? rearrangementDidChange(in: context)
+            clearedFilter = true
         }
         if let tree = self as? TreeController {
             tree.didInsert(object, placement: plan.placement, in: context)
         } else if let array = self as? ArrayController {
-            if plan.action == "insert", let index = plan.arrangedIndex {
+            if plan.action == "insert", var index = plan.arrangedIndex {
+                // The index asked was into the filtered objects: among them all now, the object goes between the
+                // same two (before the one that was at the index, else after the one before it).
+                if clearedFilter {
+                    let others = array.arranged.filter { $0 != object }
+                    if let before = plan.arrangedNeighbors.before, let at = others.firstIndex(of: before) {
+                        index = at
+                    } else if let after = plan.arrangedNeighbors.after, let at = others.firstIndex(of: after) {
+                        index = at + 1
+                    }
+                }
                 array.place(object, at: index, in: context)
             } else if let index = array.arranged.firstIndex(of: object), options.selectsInsertedObjects {
                 array.setSelection([index], in: context, changed: array.selectionIndexes != [index])

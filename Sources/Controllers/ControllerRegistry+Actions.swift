@@ -626,6 +626,9 @@ struct InsertionPlan: Sendable {
     var edit: ModelEdit
     /// Where `insert` puts the new object among the arranged objects.
     var arrangedIndex: Int?
+    /// The arranged objects on either side of `arrangedIndex`: where the object goes once the insertion has cleared
+    /// the filter (`clearsFilterPredicateOnInsertion`) and objects the client did not see came in between.
+    var arrangedNeighbors: (before: ObjectID?, after: ObjectID?) = (nil, nil)
     /// Tree controllers: where the new node goes among its siblings.
     var placement: TreeController.Placement?
 

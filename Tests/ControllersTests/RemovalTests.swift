@@ -202,6 +202,40 @@ struct InsertionTests {
         #expect(h.reported(.filterPredicate))
     }
 
+    /// The index asked is into the filtered objects the client sees: once the insertion has cleared the filter, the
+    /// object goes between the same two of them, not at that index among them all (beside objects it never saw).
+    @Test func insert_clearingTheFilter_goesBetweenTheObjectsItWasAskedBetween() throws {
+        let all = try {
+            let h = try Harness()
+            try h.employees(sort: "")
+            return try h.names()
+        }()
+        try #require(all.count >= 5)
+        let h = try Harness()
+        let format = "lastName IN {'\(all[1])', '\(all[3])'}"
+        // At 1, between the two shown: before the second. At 2, after both: after the second (the filter set again
+        // re-arranged the content, which put the first one back in content order, at the end).
+        let first: [String] = Array(all[..<3]) + ["New"] + Array(all[3...])
+        let second: [String] = Array(all[..<4]) + ["Newer"] + Array(all[4...]) + ["New"]
+        for (index, name, expected) in [(1, "New", first), (2, "Newer", second)] {
+            if index == 1 {
+                try h.employees(sort: "", filter: format)
+            } else {
+                _ = try h.registry.setFilterPredicate(try ObjectGraph.Predicate(format: format), controller: "e")
+            }
+            #expect(try h.names() == [all[1], all[3]])
+            try h.registry.perform(
+                "insert", controller: "e",
+                body: [
+                    "object": ["firstName": "N", "lastName": .string(name), "department": ref("Department/1")],
+                    "index": .integer(Int64(index)),
+                ])
+            #expect(try h.value("filterPredicate") == .null)
+            #expect(try h.names() == expected)
+            #expect(try h.selectedNames() == [name])
+        }
+    }
+
     /// The id of the employee with `lastName`, if there is one.
     private func employee(named lastName: String, in h: Harness) throws -> String? {
         try h.store.read { view in
