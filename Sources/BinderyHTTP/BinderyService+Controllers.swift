@@ -113,8 +113,13 @@ extension BinderyService {
                     status: 422, code: "type-mismatch", message: error.message,
                     fields: error.fields.merging(["keyPath": "sortDescriptors"]) { $1 })
             }
-            let (value, seq) = try controllers.setSortDescriptors(descriptors, controller: name)
-            return answer(.json(value, seq: seq), whenDurable: seq, document: document)
+            do {
+                let (value, seq) = try controllers.setSortDescriptors(descriptors, controller: name)
+                return answer(.json(value, seq: seq), whenDurable: seq, document: document)
+            } catch let error as ObjectGraphError where error.code == "bad-query" {
+                // A key the model cannot sort by (a to-many, an object) is a well-formed descriptor of the wrong type.
+                throw APIError(status: 422, code: "type-mismatch", message: error.message, fields: error.fields)
+            }
         }
         router.add("PUT", "/controllers/:name/filterPredicate") { request in
             let name = request.parameter("name")

@@ -89,7 +89,9 @@ struct XMLPropertyListReader {
             }
             return .date(date)
         case "data":
-            guard let data = Base64.decode(try text(of: tag).filter { !$0.isWhitespace }) else {
+            // XML's white space (space, tab, CR, LF) may break the base64 into lines; nothing else may be in it.
+            let base64 = String(decoding: try text(of: tag).utf8.filter { !Self.isSpace($0) }, as: UTF8.self)
+            guard let data = Base64.decode(base64) else {
                 throw failure("bad <data>: not base64")
             }
             return .data(data)

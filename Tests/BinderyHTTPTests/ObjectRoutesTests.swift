@@ -321,10 +321,12 @@ struct ObjectRoutesTests {
             #expect(try get("sort=department.name").status == 200)
             #expect(try get("sort=manager").errorCode == "bad-query")
             #expect(try get("sort=self").errorCode == "bad-query")
-            // The same through a controller.
+            // The same through a controller: a well-formed body of the wrong type there (API.md §2's 422).
             let sorted = try client.request(
                 "PUT", "/controllers/departments/sortDescriptors", json: #"[{"key": "employees", "ascending": true}]"#)
-            #expect(sorted.errorCode == "bad-query")
+            #expect(sorted.status == 422)
+            #expect(sorted.errorCode == "type-mismatch")
+            #expect(sorted.json?["error"]?["keyPath"] == "employees")
             let filtered = try client.request(
                 "PUT", "/controllers/departments/filterPredicate", json: #""ALL name == 'x'""#)
             #expect(filtered.errorCode == "bad-predicate")

@@ -161,6 +161,19 @@ struct CollectionOperatorTests {
         }
     }
 
+    /// NSDictionary's `valueForKey:` strips a leading `@` and calls `super`: `@count` of a dictionary is its count.
+    @Test func countOfADictionaryIsItsEntries() throws {
+        let store = try store()
+        try store.transaction { tx in
+            try tx.setValue(
+                ["a": 1, "b": [1, 2, 3], "@count": 9], forKeyPath: "tags",
+                of: try #require(ObjectID(reference: "Person/ann")))
+        }
+        #expect(try store.json("tags.@count", of: "Person/ann") == 3)
+        #expect(try store.json("tags.b.@count", of: "Person/ann") == 3)
+        #expect(throws: ObjectGraphError.self) { try store.json("tags.@sum.self", of: "Person/ann") }
+    }
+
     @Test func unionsOfObjects() throws {
         let store = try store()
         #expect(try store.json("people.@unionOfObjects.age", of: "Group/g") == [27, 31, 47])

@@ -36,6 +36,10 @@ struct PredicateParserTests {
         (#"s == 'it\'s "q" \\ \n'"#, #"s == "it's \"q\" \\ \n""#),
         (#"s MATCHES '\d+'"#, #"s MATCHES "\\d+""#),
         ("0x1F == x", "31 == x"),
+        (
+            "i == -9223372036854775808 OR i == 9223372036854775807",
+            "i == -9223372036854775808 OR i == 9223372036854775807"
+        ),
         ("'bc' IN 'abcd'", #""bc" IN "abcd""#),
         // \u escapes, a surrogate pair making one character outside the BMP (as in JSON).
         (#"s == '\u00e9\uD83D\uDE00'"#, "s == \"\u{E9}\u{1F600}\""),
@@ -91,6 +95,10 @@ struct PredicateParserTests {
         ("a == 1 AND", 11),
         ("a == 12abc", 6),
         ("a == 1e999", 6),
+        // Integers beyond 64 bits, decimal as hexadecimal (they were rounded to a double: -2^63 - 1 matched -2^63).
+        ("i == -9223372036854775809", 6),
+        ("i == 9223372036854775808", 6),
+        ("i == 0x10000000000000000", 6),
         ("a == 'x' ^", 10),
         ("é == 'é' AND ?", 14),
         // A lone surrogate, high or low: the column of its escape.

@@ -176,9 +176,19 @@ struct XMLPropertyListTests {
         ("<plist><real>1e</real></plist>", "bad <real>"),
         ("<plist><data>====</data></plist>", "not base64"),
         ("<plist><data>QUJ=</data></plist>", "not base64"),
+        // Only XML's white space may break base64 into lines (a no-break space, U+2028 or U+3000 was dropped).
+        ("<plist><data>QU\u{A0}JD</data></plist>", "not base64"),
+        ("<plist><data>QU\u{2028}JD</data></plist>", "not base64"),
+        ("<plist><data>QUJD\u{3000}</data></plist>", "not base64"),
+        ("<plist><data>QUJD&#x85;</data></plist>", "not base64"),
         ("<plist>\r<dict>\r<key>a</key>\r<bogus/>\r</dict>\r</plist>", "line 4, column 1"),
         ("<plist><dict><key>\u{E9}</key><true/><key>e\u{301}</key><true/></dict></plist>", "same text to Unicode"),
     ]
+
+    @Test func dataMayBeBrokenIntoLinesByXMLWhiteSpace() throws {
+        let text = "<plist><data>\n\tQU\r\nJD \rRE\nU=\n</data></plist>"
+        #expect(try PropertyListValue(xmlPropertyList: Array(text.utf8)) == .data(Data("ABCDE".utf8)))
+    }
 
     /// XML 1.0 reads CR LF and CR as LF in CDATA sections too.
     @Test func cdataLineEndsAreLineFeeds_realsInEveryDecimalForm() throws {

@@ -130,6 +130,8 @@ extension GraphState {
         case .collection(let nodes): elements = nodes
         case .value(.array(let values)): elements = values.map(KeyPathNode.value)
         case .value(.null): return .null
+        // NSDictionary's `valueForKey:` strips a key's `@` and asks its own `count`: the number of its entries.
+        case .value(.dictionary(let dictionary)) where op == .count: return .value(.integer(Int64(dictionary.count)))
         case .object(let handle): throw .undefinedKey(op.rawValue, entity: model.entities[handle.entity].name)
         case .value(let value): throw .undefinedKey(op.rawValue, entity: value.typeName)
         }

@@ -197,7 +197,13 @@ struct PredicateLexer {
             }
         }
         let literal = text(from: start)
-        if !isReal, let value = Int64(literal) { return try finishNumber(.integer(value), start: start) }
+        if !isReal {
+            // As a hexadecimal one, and as JSON's integers (API.md §1): not rounded to the nearest double.
+            guard let value = Int64(literal) else {
+                throw ObjectGraphError.badPredicate("Integer literal out of range.", column: start + 1)
+            }
+            return try finishNumber(.integer(value), start: start)
+        }
         guard let value = Double(literal), value.isFinite else {
             throw ObjectGraphError.badPredicate("Number \(literal) is out of range.", column: start + 1)
         }
