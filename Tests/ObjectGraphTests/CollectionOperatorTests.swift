@@ -161,6 +161,22 @@ struct CollectionOperatorTests {
         }
     }
 
+    /// Integers are added exactly: a running total past 2^63 does not make a sum that fits a real (it made
+    /// [2^63 - 1, 5, -10] 9.223372036854776e18); one that does not fit is the nearest real.
+    @Test func integerSumsAreExact() throws {
+        let store = try store()
+        try store.transaction { tx in
+            let ann = try #require(ObjectID(reference: "Person/ann"))
+            try tx.setValue([.integer(.max), 5, -10, true], forKeyPath: "tags", of: ann)
+        }
+        #expect(try store.json("tags.@sum.self", of: "Person/ann") == .integer(.max - 4))
+        try store.transaction { tx in
+            let ann = try #require(ObjectID(reference: "Person/ann"))
+            try tx.setValue([.integer(.max), .integer(.max), 2], forKeyPath: "tags", of: ann)
+        }
+        #expect(try store.json("tags.@sum.self", of: "Person/ann") == .real(18446744073709551616.0))
+    }
+
     /// NSDictionary's `valueForKey:` strips a leading `@` and calls `super`: `@count` of a dictionary is its count.
     @Test func countOfADictionaryIsItsEntries() throws {
         let store = try store()

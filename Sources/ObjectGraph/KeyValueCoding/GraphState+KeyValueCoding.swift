@@ -177,42 +177,31 @@ extension GraphState {
         }
     }
 
-    /// Sum of numbers (booleans count as 0/1, nulls are skipped): an integer while every term is one and the total
-    /// fits, else a real (infinite when it is beyond the largest double); 0 for none.
+    /// Sum of numbers (booleans count as 0/1, nulls are skipped): an integer when every term is one and the total
+    /// fits in 64 bits (the integers are added exactly, so a running total may pass 2^63 on the way), else a real
+    /// (infinite when it is beyond the largest double); 0 for none.
     private func sum(_ values: [KeyPathNode], _ op: CollectionOperator) throws(ObjectGraphError) -> PropertyListValue {
-        var integer: Int64 = 0
+        var integers: Int128 = 0  // (2^64 terms of 2^63 could not overflow it)
         var real = 0.0
         // The same sum of quarters: where the running total overflows but the whole does not (1e308 + 1.7e308 -
         // 1e308), four times it is the sum.
         var quarters = 0.0
-        var isReal = false
+        var hasReal = false
         for value in values {
-            let term: PropertyListValue
             switch value {
             case .value(.null): continue
-            case .value(.boolean(let flag)): term = .integer(flag ? 1 : 0)
-            case .value(let number) where number.doubleValue != nil: term = number
+            case .value(.boolean(let flag)): integers += flag ? 1 : 0
+            case .value(.integer(let integer)): integers += Int128(integer)
+            case .value(let number) where number.doubleValue != nil:
+                real += number.doubleValue!
+                quarters += number.doubleValue! / 4
+                hasReal = true
             default: throw typeMismatch(op, value, "numbers")
             }
-            if !isReal, case .integer(let i) = term {
-                let (total, overflow) = integer.addingReportingOverflow(i)
-                if !overflow {
-                    integer = total
-                    continue
-                }
-                real = Double(integer)
-                quarters = real / 4
-                isReal = true
-            } else if !isReal {
-                real = Double(integer)
-                quarters = real / 4
-                isReal = true
-            }
-            real += term.doubleValue!
-            quarters += term.doubleValue! / 4
         }
-        guard isReal else { return .integer(integer) }
-        return .real(real.isFinite ? real : quarters * 4)
+        if !hasReal, let integer = Int64(exactly: integers) { return .integer(integer) }
+        let total = Double(integers) + real
+        return .real(total.isFinite ? total : (Double(integers) / 4 + quarters) * 4)
     }
 
     /// The least or greatest value by `compare:` (numbers, strings, dates, booleans); nulls skipped; null for none.
