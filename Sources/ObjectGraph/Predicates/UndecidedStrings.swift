@@ -37,9 +37,10 @@ final class UndecidedStrings: Sendable {
         var first = Hasher()
         var second = Hasher()
         second.combine(0x9E37_79B9 as UInt32)
-        for byte in string.utf8 {
-            first.combine(byte)
-            second.combine(byte)
+        var string = string  // (native UTF-8 for `withUTF8`, which a bridged string may need to copy into)
+        string.withUTF8 { bytes in
+            first.combine(bytes: UnsafeRawBufferPointer(bytes))
+            second.combine(bytes: UnsafeRawBufferPointer(bytes))
         }
         return Key(first: first.finalize(), second: second.finalize())
     }
