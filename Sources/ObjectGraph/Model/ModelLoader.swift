@@ -117,6 +117,12 @@ struct ModelLoader {
         {
             throw fail("\"min\" is greater than \"max\".")
         }
+        // An integer attribute whose bounds hold no integer (1.2 and 1.8) could hold no value but null.
+        if type == .integer, let low = attribute.minimum?.doubleValue, let high = attribute.maximum?.doubleValue,
+            low.rounded(.up) > high.rounded(.down)
+        {
+            throw fail("no integer lies between \"min\" and \"max\".")
+        }
         for bound in ["minLength", "maxLength"] {
             guard let value = spec[bound] else { continue }
             guard type == .string || type == .data else {
