@@ -10,6 +10,7 @@ extension BinderyService {
         to router: inout Router, document: Document, observations: ObservationCenter, controllers: ControllerRegistry,
         counters: ResponseCounters
     ) {
+        _ = statm  // opened now, while descriptors are free
         router.add("GET", "/metrics") { _ in
             var lines: [String] = []
             func metric(_ name: String, _ type: String, _ help: String, _ samples: [(labels: String, value: String)]) {
@@ -75,12 +76,18 @@ extension BinderyService {
         }
     }
 
-    /// VmRSS from /proc/self/status, in bytes.
+    /// /proc/self/statm, kept open from start: opened per request, the resident size went missing from `/metrics`
+    /// exactly when descriptors ran out.
+    private static let statm = open("/proc/self/statm", O_RDONLY | O_CLOEXEC)
+
+    /// The resident set from /proc/self/statm (its second field, in pages), in bytes.
     private static func residentMemoryBytes() -> Int? {
-        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-            let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "")
-        else { return nil }
-        return kilobytes * 1024
+        guard statm >= 0 else { return nil }
+        var buffer = [UInt8](repeating: 0, count: 128)
+        let count = buffer.withUnsafeMutableBytes { pread(statm, $0.baseAddress, $0.count, 0) }
+        guard count > 0 else { return nil }
+        let fields = String(decoding: buffer[..<count], as: UTF8.self).split(separator: " ")
+        guard fields.count > 1, let pages = Int(fields[1]) else { return nil }
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
     }
 }

@@ -92,6 +92,10 @@ struct DescriptorLimitProcessTests {
                 let save = client.receiveResponse(on: probe)
                 #expect(save?.status == 503, "\(save.map { String(decoding: $0.body, as: UTF8.self) } ?? "")")
                 #expect(save?.header("Retry-After") == "1")
+                // The metrics still tell the resident size (its /proc file was opened per request, and went missing).
+                try client.send(client.keptAliveRequest("GET", "/metrics"), on: probe)
+                let metrics = client.receiveResponse(on: probe).map { String(decoding: $0.body, as: UTF8.self) }
+                #expect(metrics?.contains("process_resident_memory_bytes ") == true)
                 for socket in held { close(socket) }
                 held = []
                 var saved = false
