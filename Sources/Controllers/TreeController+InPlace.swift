@@ -171,14 +171,15 @@ extension TreeController {
         // The children that came and went, from the record's insertions and removals (an object removed and
         // inserted again moved), without reading them all; read whole when the record does not tell (a setting, a
         // longer key path), or the node showed no children before.
-        if !isLeaf, shown, depth < Self.maxDepth, view.contains(object), entitiesWithChildren.contains(object.entity),
-            let change = childrenChange(of: object, in: record),
-            change.entering.count + change.moving.count <= Self.incrementalLimit
+        // (A node that leads back to its ancestors, or would, is read whole: whether it does is read so.)
+        if !isLeaf, shown, !node.leadsBack, depth < Self.maxDepth, view.contains(object),
+            entitiesWithChildren.contains(object.entity), let change = childrenChange(of: object, in: record),
+            change.entering.count + change.moving.count <= Self.incrementalLimit,
+            !change.entering.contains(where: ancestors.contains)
         {
             return edit(
                 &node.children, under: object, leaving: change.leaving, moving: moving + change.moving + placed,
-                entering: change.entering.filter { !ancestors.contains($0) }, ancestors: &ancestors,
-                depth: depth + 1, view, &building, order: order)
+                entering: change.entering, ancestors: &ancestors, depth: depth + 1, view, &building, order: order)
         }
         let old = node
         guard !isLeaf, let value = try? view.value(forKeyPath: childrenKeyPath, of: object) else {
@@ -187,10 +188,12 @@ extension TreeController {
             return node != old
         }
         // By comparison: a path's few objects (cheaper than hashing every child).
-        let childObjects = value.objectIDs.filter { !chain.contains($0) }
+        let all = value.objectIDs
+        let childObjects = all.filter { !chain.contains($0) }
+        let leadsBack = childObjects.count < all.count
         if depth >= Self.maxDepth {
             drop(node.children, &building)
-            node = Node(object: object, children: [], isLeaf: false, isCut: !childObjects.isEmpty)
+            node = Node(object: object, children: [], isLeaf: false, isCut: !childObjects.isEmpty, leadsBack: leadsBack)
             return node != old
         }
         // Read whole: the nodes of the children that stay are kept.
@@ -201,7 +204,7 @@ extension TreeController {
                 ?? build(child, ancestors: &ancestors, depth: depth + 1, view: view, building: &building)
         }
         drop(Array(kept.values), &building)
-        node = Node(object: object, children: children, isLeaf: false)
+        node = Node(object: object, children: children, isLeaf: false, leadsBack: leadsBack)
         let isChild = { (object: ObjectID) in children.contains { $0.object == object } }
         reanchorPlacements(under: object, before: old.children, stays: isChild, enters: isChild)
         applyPlacements(under: object, to: &node.children)

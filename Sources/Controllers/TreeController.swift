@@ -15,6 +15,8 @@ final class TreeController: Controller {
         var isLeaf: Bool
         /// It has children the tree does not show (at `maxDepth`, or past `maxNodes`): it takes no more.
         var isCut = false
+        /// Some of its children are its own ancestors (a cycle in the model), not shown again there.
+        var leadsBack = false
     }
 
     /// The tree (changed in place by an update: no observer on it, which would copy it at each change; whatever
@@ -334,16 +336,18 @@ final class TreeController: Controller {
         }
         ancestors.insert(object)
         defer { ancestors.remove(object) }
-        let childObjects = value.objectIDs.filter { !ancestors.contains($0) }
+        let all = value.objectIDs
+        let childObjects = all.filter { !ancestors.contains($0) }
+        let leadsBack = childObjects.count < all.count
         if childObjects.count > building.budget { building.isTruncated = true }
         if childObjects.count > building.budget || depth >= Self.maxDepth {
-            return Node(object: object, children: [], isLeaf: false, isCut: !childObjects.isEmpty)
+            return Node(object: object, children: [], isLeaf: false, isCut: !childObjects.isEmpty, leadsBack: leadsBack)
         }
         building.budget -= childObjects.count
         let children = sorted(childObjects, under: object, view: view).map {
             build($0, ancestors: &ancestors, depth: depth + 1, view: view, building: &building)
         }
-        return Node(object: object, children: children, isLeaf: false)
+        return Node(object: object, children: children, isLeaf: false, leadsBack: leadsBack)
     }
 
     /// Selects again after the tree changed from what `memory` noted: each selected node found again by the objects
@@ -790,9 +794,11 @@ final class TreeController: Controller {
                     "indexPath": .array(path.map { .integer(Int64($0)) }),
                     "children": try json(node.children[...], prefix: path),
                     // With a leafKeyPath, its value says (a node may be a non-leaf without children yet), as
-                    // NSTreeNode's isLeaf; without one, having no children does (shown or not).
+                    // NSTreeNode's isLeaf; without one, having no children does (shown or not: cut, or its
+                    // ancestors again).
                     "isLeaf": .boolean(
-                        description.leafKeyPath == nil ? node.children.isEmpty && !node.isCut : node.isLeaf),
+                        description.leafKeyPath == nil
+                            ? node.children.isEmpty && !node.isCut && !node.leadsBack : node.isLeaf),
                 ]
                 if let countKeyPath = description.countKeyPath {
                     entry["count"] = (try? view.value(forKeyPath: countKeyPath, of: node.object))?.json ?? .null

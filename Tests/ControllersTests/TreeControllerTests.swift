@@ -67,6 +67,33 @@ struct TreeControllerTests {
         }
     }
 
+    /// A node whose only children are its ancestors (a management cycle) shows none, and is no leaf: the model gives
+    /// it children (it said `isLeaf: true`). An update in place keeps saying so as the cycle is made and broken.
+    @Test func tree_nodeWhoseChildrenAreItsAncestors_isNoLeaf() throws {
+        let h = try Harness()
+        try h.make(["name": "t", "kind": "tree", "content": "Employee", "childrenKeyPath": "directReports"])
+        // The child node of `id` under the root node of `root` (every employee is a root of this tree).
+        func node(_ id: String, under root: String) throws -> PropertyListValue? {
+            let roots = try h.value("arrangedObjects", of: "t").arrayValue ?? []
+            let top = roots.first { $0["object"]?["$ref"]?.stringValue == root }
+            return top?["children"]?.arrayValue?.first { $0["object"]?["$ref"]?.stringValue == id }
+        }
+        let leaves = try h.store.read { view in
+            try view.objects(of: "Employee").filter {
+                try view.value(forKeyPath: "directReports.@count", of: $0) == .value(.integer(0))
+            }
+        }
+        try #require(leaves.count >= 2)
+        let (a, b) = (leaves[0].description, leaves[1].description)
+        try h.set("manager", of: a, to: ref(b))
+        try h.set("manager", of: b, to: ref(a))
+        let cut = try #require(try node(a, under: b))
+        #expect(cut["children"]?.arrayValue?.isEmpty == true)
+        #expect(cut["isLeaf"] == false)
+        try h.set("manager", of: b, to: .null)
+        #expect(try node(a, under: b)?["isLeaf"] == true)
+    }
+
     /// Every employee of a department of twelve is a child of every other: 12! paths, refused instead of built.
     /// Roots count against the node limit: a chain of n employees, each managing the next, is a tree with every
     /// employee a root and 64 levels shown below it: 65n - 2,080 nodes (3,108: 199,940; 3,110: 200,070, of which
