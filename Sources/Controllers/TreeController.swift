@@ -466,8 +466,8 @@ final class TreeController: Controller {
             field: "childrenKeyPath")
     }
 
-    /// Checks what the model tells: that `childrenKeyPath` is a to-many of its entity, and that `countKeyPath` and
-    /// `leafKeyPath` are key paths of it.
+    /// Checks what the model tells: that `childrenKeyPath` is a to-many of its entity, that `countKeyPath` and
+    /// `leafKeyPath` are key paths of it, and that `countKeyPath` gives a number.
     func checkDeclaration(model: ObjectModel) throws {
         guard let entity = contentEntity else { return }
         guard model.relationship(from: entity, keyPath: childrenKeyPath)?.isToMany == true else {
@@ -483,6 +483,12 @@ final class TreeController: Controller {
                 throw ControllerDescription.bad(
                     "\"\(field)\" \(keyPath) is not a key path of \(entity): \(error.message)", field: field)
             }
+        }
+        // NSTreeController's `countKeyPath` gives "the number of children for a node".
+        if let keyPath = description.countKeyPath, model.givesNumber(keyPath, on: entity) == false {
+            throw ControllerDescription.bad(
+                "\"countKeyPath\" \(keyPath) gives no number of children (an integer, such as directReports.@count).",
+                field: "countKeyPath")
         }
     }
 

@@ -642,6 +642,28 @@ struct TreeControllerTests {
         #expect(!h.registry.contains("t"))
     }
 
+    /// NSTreeController's `countKeyPath` is "the key path used to find the number of children for a node": one the
+    /// model types as a string, a date, an object or a collection is refused (nodes said `"count": "Backus"`).
+    @Test(arguments: ["lastName", "hireDate", "manager", "directReports", "active"])
+    func tree_countKeyPathThatGivesNoNumber_refused(keyPath: String) throws {
+        let h = try Harness()
+        let error = expectError("bad-controller", status: 400) {
+            try h.make([
+                "name": "t", "kind": "tree", "content": "Employee", "childrenKeyPath": "directReports",
+                "countKeyPath": .string(keyPath),
+            ])
+        }
+        #expect(error?.fields["field"] == "countKeyPath")
+        #expect(!h.registry.contains("t"))
+        for numeric in ["directReports.@count", "salary", "directReports.@sum.salary"] {
+            try h.make([
+                "name": .string("n"), "kind": "tree", "content": "Employee", "childrenKeyPath": "directReports",
+                "countKeyPath": .string(numeric),
+            ])
+            try h.registry.remove(named: "n")
+        }
+    }
+
     @Test func tree_childrenKeyPathNotToMany_refused() throws {
         let h = try Harness()
         expectError("bad-controller", status: 400) {

@@ -58,6 +58,17 @@ extension ObjectModel {
         return false
     }
 
+    /// Whether `keyPath` on `entityName` gives a number, as far as the model tells (an integer or real attribute,
+    /// `@count`, `@sum`, `@avg`): false for other attributes, objects and collections; nil when the model cannot tell
+    /// (below an `any` attribute) or the key path does not compile.
+    public func givesNumber(_ keyPath: String, on entityName: String) -> Bool? {
+        switch try? compile(keyPath, for: entityName).resultType {
+        case .scalar(let type)?: return type == .any ? nil : type == .integer || type == .real
+        case .entity?, .collection?: return false
+        case .dynamic?, nil: return nil
+        }
+    }
+
     /// Checks a filter and sort keys on `entityName` before any object is read (listings and controllers alike): every
     /// key path is `checkReadable` (an unknown key is 404 whatever the objects hold: evaluation alone would miss one
     /// behind a false `AND`, on empty content, or a sort key with one object to sort); then what Foundation refuses by
