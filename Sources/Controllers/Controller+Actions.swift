@@ -36,10 +36,10 @@ extension Controller {
                 filter: description.filterPredicate, sortKeys: ordering.descriptors.map(\.key), on: entity)
         }
         guard checkingContent else { return }
-        // The filter and sort keys on the first thousand objects; the filter on the rest too, where only the limit
-        // shared by all its `MATCHES` and `LIKE` matches refuses (an object it cannot be evaluated on is left out, as
-        // at every arrangement): else a filter that backtracks on objects past the first thousand would hold the
-        // store's lock at every arrangement (42 s over 20,000).
+        // The filter and sort keys on the first thousand objects; the filter's matches on the rest too (an object
+        // it cannot be evaluated on otherwise is left out, as at every arrangement), with one limit for all its
+        // `MATCHES` and `LIKE` matches: else a filter that backtracks on objects past the first thousand would hold
+        // the store's lock at every arrangement (42 s over 20,000).
         try RegularExpression.withTotalLimit {
             for (index, object) in content.enumerated() {
                 do {
@@ -47,7 +47,7 @@ extension Controller {
                         _ = try predicate.evaluate(with: .object(object), resolver: view)
                     }
                     if index < 1000 { _ = try ordering.keys(of: .object(object), resolver: view) }
-                } catch  where index >= 1000 && !RegularExpression.isTotalLimitReached {
+                } catch let error as ObjectGraphError where index >= 1000 && !error.isMatchLimit {
                     continue
                 }
             }

@@ -306,21 +306,29 @@ public final class ControllerRegistry: Sendable {
             // A declared controller is checked against the model, not against what the store holds, which may have
             // changed since the fixture was written: a start is never refused for it. It is then as one whose
             // content changed so: a filter that fails on an object leaves it out, a tree past the node limit shows
-            // no children where they would pass it. One created at run time is arranged and checked under one limit
-            // for all the `MATCHES` and `LIKE` matches of its filter, as a listing is: arranged first, a filter that
-            // backtracks on every object held the store for 42 s over 20,000 before the check refused it.
-            func arrange() throws {
+            // no children where they would pass it. One created at run time is first arranged under a limit for all
+            // the `MATCHES` and `LIKE` matches of its filter (without, a filter that backtracks on every object held
+            // the store for 42 s over 20,000 before the check refused it), then checked as one whose filter is set is
+            // (under a limit of its own), and arranged again when the first limit cut the arrangement short.
+            var cut = false
+            if declared {
                 controller.update(.full, in: scoped)
-                if let array = controller as? ArrayController {
-                    try array.checkArrangement(ordering: array.ordering, view: context.view, checkingContent: !declared)
-                }
-                if let tree = controller as? TreeController {
-                    if tree.isTruncated && !declared { throw tree.tooManyNodes }
-                    try tree.checkDeclaration(model: context.model)
-                    try tree.checkArrangement(ordering: tree.ordering, view: context.view, checkingContent: !declared)
+            } else {
+                RegularExpression.withTotalLimit {
+                    controller.update(.full, in: scoped)
+                    cut = RegularExpression.isTotalLimitReached
                 }
             }
-            if declared { try arrange() } else { try RegularExpression.withTotalLimit(arrange) }
+            if let array = controller as? ArrayController {
+                try array.checkArrangement(ordering: array.ordering, view: context.view, checkingContent: !declared)
+                if cut { array.rearrange(in: scoped) }
+            }
+            if let tree = controller as? TreeController {
+                try tree.checkDeclaration(model: context.model)
+                try tree.checkArrangement(ordering: tree.ordering, view: context.view, checkingContent: !declared)
+                if cut { tree.rearrange(in: scoped) }
+                if tree.isTruncated && !declared { throw tree.tooManyNodes }
+            }
             if !declared {
                 let limit = max(runtimeContentLimit, 2 * context.view.objectCount)
                 let held = registry.controllers.values.reduce(0) { $0 + ($1.isDeclared ? 0 : $1.content.count) }

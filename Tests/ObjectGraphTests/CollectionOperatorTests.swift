@@ -151,6 +151,21 @@ struct CollectionOperatorTests {
             try tx.setValue(.real(1e308), forKeyPath: "weight", of: try #require(ObjectID(reference: "Person/harry")))
         }
         #expect(try store.json("people.@sum.weight", of: "Group/g") == .null)
+        // In any order, however far the running total goes past the largest double.
+        let huge = 1.7e308
+        for (terms, expected) in [
+            (Array(repeating: huge, count: 5) + Array(repeating: -huge, count: 4), huge),
+            (Array(repeating: huge, count: 6) + Array(repeating: -huge, count: 6), 0),
+        ] {
+            try store.transaction { tx in
+                try tx.setValue(
+                    .array(terms.map { .real($0) }), forKeyPath: "tags",
+                    of: try #require(ObjectID(reference: "Person/ann")))
+            }
+            let sum = try store.json("tags.@sum.self", of: "Person/ann")
+            #expect(sum == .real(expected), "\(sum)")
+            #expect(try store.json("tags.@avg.self", of: "Person/ann") == .real(expected / Double(terms.count)))
+        }
         for (format, expected) in [
             ("people.@sum.weight == nil", true), ("people.@sum.weight > 1e308", false),
             ("people.@sum.weight != nil", false),

@@ -183,9 +183,13 @@ extension GraphState {
     private func sum(_ values: [KeyPathNode], _ op: CollectionOperator) throws(ObjectGraphError) -> PropertyListValue {
         var integers: Int128 = 0  // (2^64 terms of 2^63 could not overflow it)
         var real = 0.0
-        // The same sum of quarters: where the running total overflows but the whole does not (1e308 + 1.7e308 -
-        // 1e308), four times it is the sum.
-        var quarters = 0.0
+        // The same sum of the terms scaled down by a power of two at least their count, compensated (Neumaier): it
+        // never overflows, so where the running total does but the whole does not (1e308 + 1.7e308 - 1e308, in any
+        // order), scaled up again it is the sum.
+        let exponent = max(2, Int.bitWidth - values.count.leadingZeroBitCount)
+        let scale = Double(sign: .plus, exponent: -exponent, significand: 1)
+        var scaled = 0.0
+        var compensation = 0.0
         var hasReal = false
         for value in values {
             switch value {
@@ -194,14 +198,17 @@ extension GraphState {
             case .value(.integer(let integer)): integers += Int128(integer)
             case .value(let number) where number.doubleValue != nil:
                 real += number.doubleValue!
-                quarters += number.doubleValue! / 4
+                let term = number.doubleValue! * scale
+                let total = scaled + term
+                compensation += abs(scaled) >= abs(term) ? (scaled - total) + term : (term - total) + scaled
+                scaled = total
                 hasReal = true
             default: throw typeMismatch(op, value, "numbers")
             }
         }
         if !hasReal, let integer = Int64(exactly: integers) { return .integer(integer) }
         let total = Double(integers) + real
-        return .real(total.isFinite ? total : (Double(integers) / 4 + quarters) * 4)
+        return .real(total.isFinite ? total : (Double(integers) * scale + scaled + compensation) / scale)
     }
 
     /// The least or greatest value by `compare:` (numbers, strings, dates, booleans); nulls skipped; null for none.

@@ -314,6 +314,7 @@ final class ComparisonPredicate: Sendable {
         }
     }
 
+    /// The error of a `MATCHES` or `LIKE` that reached a match limit (`ObjectGraphError.isMatchLimit`).
     private func limitReached(
         _ error: RegularExpression.LimitReached, _ op: String, _ pattern: String, _ why: String
     ) -> ObjectGraphError {
@@ -348,4 +349,10 @@ final class ComparisonPredicate: Sendable {
             lhs, rhs, caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive,
             rightFolded: rightFolded)
     }
+}
+
+extension ObjectGraphError {
+    /// Whether this is the error of a `MATCHES` or `LIKE` that reached its own or a run's match limit (the only
+    /// `bad-predicate` evaluation gives with the `pattern`).
+    public var isMatchLimit: Bool { code == "bad-predicate" && fields["pattern"] != nil }
 }

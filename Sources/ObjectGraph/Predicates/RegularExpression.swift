@@ -40,11 +40,10 @@ public final class RegularExpression: @unchecked Sendable, Hashable {
     /// Runs `body` with one allowance of `totalReports` progress reports for all the matches it makes on this thread,
     /// besides each match's own: for work done under the store's lock (a listing's filter, a controller's check of
     /// a new filter), where many matches each just under their own limit would otherwise hold it for minutes. Once
-    /// the allowance is used up every match of the run throws at once, so the run must then fail as a whole. A run
-    /// inside another takes part in the outer one's allowance.
+    /// the allowance is used up every match of the run throws at once: the run fails as a whole, or whatever it
+    /// made is made again.
     public static func withTotalLimit<T>(_ body: () throws -> T) rethrows -> T {
-        if totalAllowance != nil { return try body() }
-        return try $totalAllowance.withValue(TotalAllowance(totalReports), operation: body)
+        try $totalAllowance.withValue(TotalAllowance(totalReports), operation: body)
     }
 
     /// Whether the matches of this thread's `withTotalLimit` run have used up its allowance.
