@@ -55,8 +55,17 @@ extension BinderyService {
             return readOffRequestThreads(on: slowAnswers, document: document, make)
         }
         router.add("GET", "/controllers/:name/selectedObjects") { request in
-            let (objects, seq) = try controllers.selectedObjects(controller: request.parameter("name"))
-            return answer(.json(objects, seq: seq), whenDurable: seq, document: document)
+            let name = request.parameter("name")
+            let make = { @Sendable () throws -> (HTTPResponse, seq: Int64) in
+                let (objects, seq) = try controllers.selectedObjects(controller: name)
+                return (.json(objects, seq: seq), seq)
+            }
+            // Every selected object in its JSON form (a select-all of 300,000: 63 MB): off the request threads.
+            guard try controllers.selectionCount(controller: name) > slowListingSize else {
+                let (response, seq) = try make()
+                return answer(response, whenDurable: seq, document: document)
+            }
+            return readOffRequestThreads(on: slowAnswers, document: document, make)
         }
         router.add("PUT", "/controllers/:name/selectedObjects") { request in
             let name = request.parameter("name")
@@ -239,9 +248,13 @@ extension BinderyService {
         }
         // KVC over the arranged objects of a large controller (`arrangedObjects.lastName` over 300,000 employees)
         // reads a value of each: off the request threads too, as a large page of them is (`@count` is cheap).
-        if keyPath.hasPrefix("arrangedObjects."), keyPath != "arrangedObjects.@count",
-            try controllers.arrangedPageSize(controller: name) > slowListingSize
-        {
+        let manyArranged =
+            keyPath.hasPrefix("arrangedObjects.") && keyPath != "arrangedObjects.@count"
+            ? try controllers.arrangedPageSize(controller: name) > slowListingSize : false
+        // The selection's dictionary of every key reads each key of each selected object (a select-all: 300,000).
+        let manySelected =
+            keyPath == "selection" ? try controllers.selectionCount(controller: name) > slowListingSize : false
+        if manyArranged || manySelected {
             return readOffRequestThreads(on: slowAnswers, document: document) {
                 let (value, seq) = try read()
                 return (.json(value, seq: seq), seq)

@@ -592,6 +592,11 @@ public final class ControllerRegistry: Sendable {
         state.withLock { $0.controllers[name] != nil }
     }
 
+    /// How many objects the controller's selection holds: whether to answer it off the request threads.
+    public func selectionCount(controller name: String) throws -> Int {
+        try session { _, context in try context.controller(name).selectedObjects.count }
+    }
+
     /// `GET /controllers/{name}`, with the store seq the answer reflects.
     public func state(of name: String) throws -> (value: PropertyListValue, seq: Int64) {
         try session { _, context in Self.answeringState(try context.controller(name), context) }
