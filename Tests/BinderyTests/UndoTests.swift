@@ -198,4 +198,47 @@ struct UndoTests {
         }
         #expect(!manager.canUndo && !manager.canRedo)
     }
+
+    /// A large group is decoded before the store's lock (`prepare`); if another undo took it off the stack meanwhile,
+    /// the transaction undoes the group now on top, decoded under the lock, never the prepared one again.
+    @Test func aGroupPreparedOutsideTheLockIsUsedOnlyWhileItIsOnTop() throws {
+        let document = try document()
+        let manager = DocumentUndoManager()
+        let original = try document.value("salary", of: "Employee/3")
+        var records: [ChangeRecord] = []
+        for round in 1...2 {
+            let result = try document.transaction { transaction in
+                for id in 1...30 {
+                    let employee = ObjectID(reference: "Employee/\(id)")!
+                    try transaction.setValue(.integer(Int64(round * 1000 + id)), forKeyPath: "salary", of: employee)
+                    try transaction.setValue(.string("R\(round)-\(id)"), forKeyPath: "lastName", of: employee)
+                    try transaction.setValue(.string("F\(round)-\(id)"), forKeyPath: "firstName", of: employee)
+                }
+            }
+            let record = try #require(result.record)
+            #expect(DocumentUndoManager.keepsEncoded(record))
+            manager.beginTransaction()
+            manager.didCommit(record)
+            records.append(record)
+        }
+        let stale = try #require(manager.prepare(undo: true))
+        #expect(stale.seq == records[1].seq)
+        // Another undo runs first, with its own prepared group (the same one): it undoes records[1].
+        let first = try document.transaction { transaction in
+            manager.beginTransaction()
+            return try manager.undo(in: transaction, prepared: manager.prepare(undo: true))
+        }
+        manager.didCommit(try #require(first.record))
+        #expect(first.value == records[1].seq)
+        #expect(try document.value("salary", of: "Employee/3") == .integer(1003))
+        // The stale one must undo records[0] now on top, not records[1] again.
+        let second = try document.transaction { transaction in
+            manager.beginTransaction()
+            return try manager.undo(in: transaction, prepared: stale)
+        }
+        manager.didCommit(try #require(second.record))
+        #expect(second.value == records[0].seq)
+        #expect(try document.value("salary", of: "Employee/3") == original)
+        #expect(!manager.canUndo && manager.redoSeq == records[0].seq)
+    }
 }

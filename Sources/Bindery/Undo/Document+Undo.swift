@@ -7,7 +7,9 @@ extension Document {
     @discardableResult
     public func undo() throws -> Int64 {
         let undoManager = undoManager
-        let result = try transaction { transaction in try undoManager.undo(in: transaction) }
+        // A large group is decoded before the store's lock is taken (and released after it is given back).
+        let prepared = undoManager.prepare(undo: true)
+        let result = try transaction { transaction in try undoManager.undo(in: transaction, prepared: prepared) }
         if result.record == nil { undoManager.discardEmpty(undo: true, seq: result.value) }
         return result.seq
     }
@@ -16,7 +18,8 @@ extension Document {
     @discardableResult
     public func redo() throws -> Int64 {
         let undoManager = undoManager
-        let result = try transaction { transaction in try undoManager.redo(in: transaction) }
+        let prepared = undoManager.prepare(undo: false)
+        let result = try transaction { transaction in try undoManager.redo(in: transaction, prepared: prepared) }
         if result.record == nil { undoManager.discardEmpty(undo: false, seq: result.value) }
         return result.seq
     }

@@ -25,7 +25,7 @@ public final class DocumentUndoManager: Sendable {
     /// An undo group: its record, or, for a large one, the record's JSON encoding (the journal's), decoded when it
     /// is undone or redone. A `PUT /store` record holds the old and the new graph, which as property-list values
     /// take about twenty times their JSON size: a hundred such groups would hold gigabytes.
-    private enum Group {
+    fileprivate enum Group {
         case record(ChangeRecord)
         case encoded(seq: Int64, bytes: [UInt8])
 
@@ -127,9 +127,10 @@ public final class DocumentUndoManager: Sendable {
     /// Undoes the newest group in `transaction`; 409 `action-disabled` when there is none, 409 `conflict` (and the
     /// stacks are cleared) when it no longer applies. Returns the group's seq, taken under the store's lock as the
     /// group itself is, for `discardEmpty`.
-    func undo(in transaction: Transaction) throws(ObjectGraphError) -> Int64 {
+    func undo(in transaction: Transaction, prepared: PreparedGroup? = nil) throws(ObjectGraphError) -> Int64 {
         guard let group = state.withLock({ $0.undoStack.last }) else { throw Self.nothingTo("undo") }
-        let record = try readBack(group)
+        let record: ChangeRecord
+        if let ready = prepared?.record(for: group) { record = ready } else { record = try readBack(group) }
         do throws(ObjectGraphError) {
             try transaction.undo(record)
         } catch {
@@ -141,9 +142,10 @@ public final class DocumentUndoManager: Sendable {
     }
 
     /// Redoes the newest undone group in `transaction` (errors as for `undo(in:)`).
-    func redo(in transaction: Transaction) throws(ObjectGraphError) -> Int64 {
+    func redo(in transaction: Transaction, prepared: PreparedGroup? = nil) throws(ObjectGraphError) -> Int64 {
         guard let group = state.withLock({ $0.redoStack.last }) else { throw Self.nothingTo("redo") }
-        let record = try readBack(group)
+        let record: ChangeRecord
+        if let ready = prepared?.record(for: group) { record = ready } else { record = try readBack(group) }
         do throws(ObjectGraphError) {
             try transaction.redo(record)
         } catch {
@@ -152,6 +154,40 @@ public final class DocumentUndoManager: Sendable {
         }
         state.withLock { $0.pending = .redo(seq: record.seq) }
         return group.seq
+    }
+
+    /// The record of the group on top of the undo (or redo) stack, decoded before the transaction, outside the
+    /// store's lock: a large group is kept as JSON (a `PUT /store`'s holds the old and the new graph), and decoding
+    /// it under the lock kept every other request waiting as long. Nil when the top group is not kept encoded, or
+    /// when there is none or it cannot be read (the transaction then reads it as before, with the same errors).
+    struct PreparedGroup {
+        let seq: Int64
+        /// The group's bytes, held so that their storage (which names the group) stays the group's while prepared.
+        fileprivate let bytes: [UInt8]
+        let record: ChangeRecord
+
+        /// The prepared record if `group` is still the one it was decoded from: the same seq and the same stored
+        /// bytes (another undo or redo in between, or a roll-back that gave the seq to another change, puts another
+        /// group on top, which is then decoded under the lock as before).
+        fileprivate func record(for group: Group) -> ChangeRecord? {
+            guard case .encoded(let groupSeq, let groupBytes) = group, groupSeq == seq,
+                Self.sameStorage(groupBytes, bytes)
+            else { return nil }
+            return record
+        }
+
+        private static func sameStorage(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+            a.withUnsafeBufferPointer { a in b.withUnsafeBufferPointer { b in a.baseAddress == b.baseAddress } }
+                && a.count == b.count
+        }
+    }
+
+    /// Decodes the top group of the undo (`undo: true`) or redo stack, outside the store's lock (see `PreparedGroup`).
+    func prepare(undo: Bool) -> PreparedGroup? {
+        guard let group = state.withLock({ undo ? $0.undoStack.last : $0.redoStack.last }),
+            case .encoded(let seq, let bytes) = group, let record = try? group.record()
+        else { return nil }
+        return PreparedGroup(seq: seq, bytes: bytes, record: record)
     }
 
     /// A group's record. One that cannot be read back (500) clears the stacks, as a conflict does, so that undo is
