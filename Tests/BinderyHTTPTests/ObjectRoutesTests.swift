@@ -1,3 +1,4 @@
+import BinderyHTTP
 import Foundation
 import HTTPTestSupport
 import ObjectGraph
@@ -84,29 +85,8 @@ struct ObjectRoutesTests {
     ])
     func keyPathsThatReachManyValuesAreReadOffTheRequestThreads(many: String, few: String) throws {
         try withServiceParts { client, _, service in
-            for index in 0..<400 {
-                let body = #"{"firstName": "F", "lastName": "L\#(index)", "department": {"$ref": "Department/1"}}"#
-                #expect(try client.request("POST", "/objects/Employee", json: body).status == 201)
-            }
-            let all = #"{"name": "all", "kind": "array", "content": "Employee"}"#
-            #expect(try client.request("POST", "/controllers", json: all).status == 201)
-            let held = DispatchSemaphore(value: 0)
-            service.slowAnswers.async { held.wait() }
-            let answered = DispatchSemaphore(value: 0)
-            let status = Mutex(0)
-            let thread = Thread {
-                let answer = try? client.request("GET", many)
-                status.withLock { $0 = answer?.status ?? -1 }
-                answered.signal()
-            }
-            thread.start()
-            // (A `try` outside `#expect`: the closure is inferred as throwing only from one.)
-            let small = try client.request("GET", few)
-            #expect(small.status == 200)
-            #expect(answered.wait(timeout: .now() + 0.5) == .timedOut, "made on a request thread")
-            held.signal()
-            #expect(answered.wait(timeout: .now() + 30) == .success)
-            #expect(status.withLock { $0 } == 200)
+            try Self.addEmployeesAndAController(400, client: client)
+            try Self.expectMadeOffTheRequestThreads(many, notFew: few, client: client, service: service)
         }
     }
 
@@ -123,34 +103,48 @@ struct ObjectRoutesTests {
     ])
     func largePagesOfArrangedObjectsAreReadOffTheRequestThreads(many: String, few: String) throws {
         try withServiceParts { client, _, service in
-            for index in 0..<1_000 {
-                let body = #"{"firstName": "F", "lastName": "L\#(index)", "department": {"$ref": "Department/1"}}"#
-                #expect(try client.request("POST", "/objects/Employee", json: body).status == 201)
-            }
-            let all = #"{"name": "all", "kind": "array", "content": "Employee"}"#
-            #expect(try client.request("POST", "/controllers", json: all).status == 201)
+            try Self.addEmployeesAndAController(1_000, client: client)
             let tree = #"{"name": "tree", "kind": "tree", "content": "Employee", "childrenKeyPath": "directReports"}"#
             #expect(try client.request("POST", "/controllers", json: tree).status == 201)
             // Every employee selected: the selected objects and the selection's keys are read from each of them.
             let everyone = "[" + (0..<1_032).map(String.init).joined(separator: ",") + "]"
             #expect(try client.request("PUT", "/controllers/all/selectionIndexes", json: everyone).status == 200)
-            let held = DispatchSemaphore(value: 0)
-            service.slowAnswers.async { held.wait() }
-            let answered = DispatchSemaphore(value: 0)
-            let status = Mutex(0)
-            let thread = Thread {
-                let answer = try? client.request("GET", many)
-                status.withLock { $0 = answer?.status ?? -1 }
-                answered.signal()
-            }
-            thread.start()
-            let small = try client.request("GET", few)
-            #expect(small.status == 200)
-            #expect(answered.wait(timeout: .now() + 0.5) == .timedOut, "made on a request thread")
-            held.signal()
-            #expect(answered.wait(timeout: .now() + 30) == .success)
-            #expect(status.withLock { $0 } == 200)
+            try Self.expectMadeOffTheRequestThreads(many, notFew: few, client: client, service: service)
         }
+    }
+
+    /// `count` employees in Department/1, and an array controller `all` over every employee.
+    static func addEmployeesAndAController(_ count: Int, client: TestHTTPClient) throws {
+        for index in 0..<count {
+            let body = #"{"firstName": "F", "lastName": "L\#(index)", "department": {"$ref": "Department/1"}}"#
+            #expect(try client.request("POST", "/objects/Employee", json: body).status == 201)
+        }
+        let all = #"{"name": "all", "kind": "array", "content": "Employee"}"#
+        #expect(try client.request("POST", "/controllers", json: all).status == 201)
+    }
+
+    /// Holds the service's queue for slow answers while `many` is asked on another thread: it waits for the queue
+    /// (made off the request threads), while `few`, asked meanwhile, is answered on a request thread.
+    static func expectMadeOffTheRequestThreads(
+        _ many: String, notFew few: String, client: TestHTTPClient, service: BinderyService
+    ) throws {
+        let held = DispatchSemaphore(value: 0)
+        service.slowAnswers.async { held.wait() }
+        let answered = DispatchSemaphore(value: 0)
+        let status = Mutex(0)
+        let thread = Thread {
+            let answer = try? client.request("GET", many)
+            status.withLock { $0 = answer?.status ?? -1 }
+            answered.signal()
+        }
+        thread.start()
+        // (A `try` outside `#expect`: the closure is inferred as throwing only from one.)
+        let small = try client.request("GET", few)
+        #expect(small.status == 200)
+        #expect(answered.wait(timeout: .now() + 0.5) == .timedOut, "made on a request thread")
+        held.signal()
+        #expect(answered.wait(timeout: .now() + 30) == .success)
+        #expect(status.withLock { $0 } == 200)
     }
 
     @Test func manyMatchesEachUnderTheirLimitAreRefusedTogether() throws {

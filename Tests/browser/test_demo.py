@@ -718,16 +718,24 @@ def test_a_to_many_set_as_a_whole_is_shown_by_what_it_gained_and_lost(page, serv
         server.put(f'/objects/{newcomer["$id"]}/manager', newcomer.get("manager"))
 
 
+SLOW = {"offline": False, "latency": 1000, "downloadThroughput": -1, "uploadThroughput": -1}
+
+
+def on_a_slow_link_with_grace_selected(b, server):
+    """The page with Grace Hopper selected in Engineering, then a link of 1 s latency; the page and another name."""
+    p = Page(b, server).open()
+    p.select_department("Engineering")
+    p.select_employee("Grace Hopper")
+    other = next(n for n in p.employee_names() if n != "Grace Hopper")
+    b.execute_cdp_cmd("Network.enable", {})
+    b.execute_cdp_cmd("Network.emulateNetworkConditions", SLOW)
+    return p, other
+
+
 def test_a_slow_selection_shows_the_form_loading_until_it_is_taken(server):
     b = new_browser()
-    slow = {"offline": False, "latency": 1000, "downloadThroughput": -1, "uploadThroughput": -1}
     try:
-        p = Page(b, server).open()
-        p.select_department("Engineering")
-        p.select_employee("Grace Hopper")
-        other = next(n for n in p.employee_names() if n != "Grace Hopper")
-        b.execute_cdp_cmd("Network.enable", {})
-        b.execute_cdp_cmd("Network.emulateNetworkConditions", slow)
+        p, other = on_a_slow_link_with_grace_selected(b, server)
         form = b.find_element(By.ID, "employee-form")
         p.click(lambda: p.employee_row(other))
         # The row is selected at once; the form still holds Grace's values until the server has taken the
@@ -758,22 +766,16 @@ def test_a_slow_selection_shows_the_form_loading_until_it_is_taken(server):
         p.wait(lambda: form.get_attribute("aria-busy") != "true", timeout=WAIT + 4)
         assert p.console_errors() == []
     finally:
-        b.execute_cdp_cmd("Network.emulateNetworkConditions", {**slow, "latency": 0})
+        b.execute_cdp_cmd("Network.emulateNetworkConditions", {**SLOW, "latency": 0})
         b.quit()
 
 
 def test_typing_as_a_slow_selection_starts_loading_goes_to_no_one_and_enter_then_edits_the_new_row(server):
     b = new_browser()
-    slow = {"offline": False, "latency": 1000, "downloadThroughput": -1, "uploadThroughput": -1}
     try:
-        p = Page(b, server).open()
-        p.select_department("Engineering")
-        p.select_employee("Grace Hopper")
+        p, other = on_a_slow_link_with_grace_selected(b, server)
         grace = server.employee_named("Grace", "Hopper")
-        other = next(n for n in p.employee_names() if n != "Grace Hopper")
         other_id = server.employee_named(*other.split(" ", 1))
-        b.execute_cdp_cmd("Network.enable", {})
-        b.execute_cdp_cmd("Network.emulateNetworkConditions", slow)
         form = b.find_element(By.ID, "employee-form")
         # Typed into Grace's values in the moment before the form says it is loading: disabling the field then
         # fires its `change`, which recorded the text as an edit of the employee just clicked.
@@ -798,7 +800,7 @@ def test_typing_as_a_slow_selection_starts_loading_goes_to_no_one_and_enter_then
         p.wait(lambda: b.switch_to.active_element == p.field("firstName"), message="the focus is in First name")
         assert p.console_errors() == []
     finally:
-        b.execute_cdp_cmd("Network.emulateNetworkConditions", {**slow, "latency": 0})
+        b.execute_cdp_cmd("Network.emulateNetworkConditions", {**SLOW, "latency": 0})
         b.quit()
 
 
