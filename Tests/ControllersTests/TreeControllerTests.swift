@@ -644,7 +644,10 @@ struct TreeControllerTests {
 
     /// NSTreeController's `countKeyPath` is "the key path used to find the number of children for a node": one the
     /// model types as a string, a date, an object or a collection is refused (nodes said `"count": "Backus"`).
-    @Test(arguments: ["lastName", "hireDate", "manager", "directReports", "active"])
+    @Test(arguments: [
+        "lastName", "hireDate", "manager", "directReports", "active", "@count", "directReports.@sum.manager",
+        "directReports.@max.manager",
+    ])
     func tree_countKeyPathThatGivesNoNumber_refused(keyPath: String) throws {
         let h = try Harness()
         let error = expectError("bad-controller", status: 400) {

@@ -192,6 +192,16 @@ struct CollectionOperatorTests {
         #expect(try store.json("tags.@sum.self", of: "Person/ann") == .real(18446744073709551616.0))
     }
 
+    /// Reals are added with compensation: the order of the terms does not change a sum that small terms add to.
+    @Test func realSumsDoNotDependOnTheOrder() throws {
+        let store = try store()
+        let ann = try #require(ObjectID(reference: "Person/ann"))
+        for terms: [PropertyListValue] in [[1e16, 1.0, 1.0], [1.0, 1.0, 1e16], [1.0, 1e16, 1.0]] {
+            try store.transaction { tx in try tx.setValue(.array(terms), forKeyPath: "tags", of: ann) }
+            #expect(try store.json("tags.@sum.self", of: "Person/ann") == .real(10_000_000_000_000_002))
+        }
+    }
+
     /// NSDictionary's `valueForKey:` strips a leading `@` and calls `super`: `@count` of a dictionary is its count.
     @Test func countOfADictionaryIsItsEntries() throws {
         let store = try store()

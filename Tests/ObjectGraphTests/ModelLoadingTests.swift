@@ -65,7 +65,9 @@ struct ModelLoadingTests {
         ),
         (#"{"entities": {"E": {"attributes": {"x": {"type": "integer", "min": 5, "default": 1}}}}}"#, "\"default\""),
         (#"{"entities": {"E": {"attributes": {"x": {"type": "boolean", "min": 1}}}}}"#, "\"min\" applies to"),
-        (#"{"entities": {"E": {"attributes": {"x": {"type": "integer", "min": 1.2, "max": 1.8}}}}}"#, "no integer"),
+        (#"{"entities": {"E": {"attributes": {"x": {"type": "integer", "min": 1.2, "max": 1.8}}}}}"#, "no 64-bit"),
+        (#"{"entities": {"E": {"attributes": {"x": {"type": "integer", "min": 9.3e18}}}}}"#, "no 64-bit integer"),
+        (#"{"entities": {"E": {"attributes": {"x": {"type": "integer", "max": -1e300}}}}}"#, "no 64-bit integer"),
         (
             #"{"entities": {"E": {"attributes": {"x": {"type": "string", "maxLength": 3, "enum": ["big", "large"]}}}}}"#,
             "\"enum\" value \"large\""

@@ -179,17 +179,17 @@ extension GraphState {
 
     /// Sum of numbers (booleans count as 0/1, nulls are skipped): an integer when every term is one and the total
     /// fits in 64 bits (the integers are added exactly, so a running total may pass 2^63 on the way), else a real
-    /// (infinite when it is beyond the largest double); 0 for none.
+    /// (infinite when it is beyond the largest double); 0 for none. Reals are added with compensation, so that the
+    /// order of the terms barely matters ([1e16, 1, 1] and [1, 1, 1e16] both 1e16 + 2, as Foundation's decimal sum).
     private func sum(_ values: [KeyPathNode], _ op: CollectionOperator) throws(ObjectGraphError) -> PropertyListValue {
         var integers: Int128 = 0  // (2^64 terms of 2^63 could not overflow it)
-        var real = 0.0
-        // The same sum of the terms scaled down by a power of two at least their count, compensated (Neumaier): it
-        // never overflows, so where the running total does but the whole does not (1e308 + 1.7e308 - 1e308, in any
-        // order), scaled up again it is the sum.
+        var reals = CompensatedSum()
+        // The same sum of the terms scaled down by a power of two at least their count: it never overflows, so where
+        // the running total does but the whole does not (1e308 + 1.7e308 - 1e308, in any order), scaled up again it
+        // is the sum.
         let exponent = max(2, Int.bitWidth - values.count.leadingZeroBitCount)
         let scale = Double(sign: .plus, exponent: -exponent, significand: 1)
-        var scaled = 0.0
-        var compensation = 0.0
+        var scaled = CompensatedSum()
         var hasReal = false
         for value in values {
             switch value {
@@ -197,18 +197,17 @@ extension GraphState {
             case .value(.boolean(let flag)): integers += flag ? 1 : 0
             case .value(.integer(let integer)): integers += Int128(integer)
             case .value(let number) where number.doubleValue != nil:
-                real += number.doubleValue!
-                let term = number.doubleValue! * scale
-                let total = scaled + term
-                compensation += abs(scaled) >= abs(term) ? (scaled - total) + term : (term - total) + scaled
-                scaled = total
+                reals.add(number.doubleValue!)
+                scaled.add(number.doubleValue! * scale)
                 hasReal = true
             default: throw typeMismatch(op, value, "numbers")
             }
         }
         if !hasReal, let integer = Int64(exactly: integers) { return .integer(integer) }
-        let total = Double(integers) + real
-        return .real(total.isFinite ? total : (Double(integers) * scale + scaled + compensation) / scale)
+        reals.add(Double(integers))
+        scaled.add(Double(integers) * scale)
+        let total = reals.value
+        return .real(total.isFinite ? total : scaled.value / scale)
     }
 
     /// The least or greatest value by `compare:` (numbers, strings, dates, booleans); nulls skipped; null for none.
@@ -302,4 +301,19 @@ extension GraphState {
         case .collection(let elements): .array(elements.map(json))
         }
     }
+}
+
+/// Neumaier's compensated sum: the rounding error of each addition is kept aside and added at the end (NaN once the
+/// running sum has overflowed).
+private struct CompensatedSum {
+    private var sum = 0.0
+    private var compensation = 0.0
+
+    mutating func add(_ term: Double) {
+        let total = sum + term
+        compensation += abs(sum) >= abs(term) ? (sum - total) + term : (term - total) + sum
+        sum = total
+    }
+
+    var value: Double { sum + compensation }
 }

@@ -117,11 +117,15 @@ struct ModelLoader {
         {
             throw fail("\"min\" is greater than \"max\".")
         }
-        // An integer attribute whose bounds hold no integer (1.2 and 1.8) could hold no value but null.
-        if type == .integer, let low = attribute.minimum?.doubleValue, let high = attribute.maximum?.doubleValue,
-            low.rounded(.up) > high.rounded(.down)
-        {
-            throw fail("no integer lies between \"min\" and \"max\".")
+        // An integer attribute whose bounds hold no 64-bit integer (1.2 and 1.8, or a min of 1e19) could hold no value
+        // but null.
+        if type == .integer {
+            let low = max(attribute.minimum?.doubleValue ?? -0x1p63, -0x1p63).rounded(.up)
+            let high = min(attribute.maximum?.doubleValue ?? 0x1p63, 0x1p63).rounded(.down)
+            // (2^63 itself is no 64-bit integer; -2^63 is.)
+            if low > high || low >= 0x1p63 || high < -0x1p63 {
+                throw fail("no 64-bit integer lies between \"min\" and \"max\".")
+            }
         }
         for bound in ["minLength", "maxLength"] {
             guard let value = spec[bound] else { continue }

@@ -59,13 +59,14 @@ extension ObjectModel {
     }
 
     /// Whether `keyPath` on `entityName` gives a number, as far as the model tells (an integer or real attribute,
-    /// `@count`, `@sum`, `@avg`): false for other attributes, objects and collections; nil when the model cannot tell
-    /// (below an `any` attribute) or the key path does not compile.
+    /// `@count`, `@sum`, `@avg`): false for other attributes, objects and collections, and for a key path that cannot
+    /// be evaluated on it (`@count` of an object, `@sum` of objects); nil when the model cannot tell (below an `any`
+    /// attribute).
     public func givesNumber(_ keyPath: String, on entityName: String) -> Bool? {
         switch try? compile(keyPath, for: entityName).resultType {
         case .scalar(let type)?: return type == .any ? nil : type == .integer || type == .real
-        case .entity?, .collection?: return false
-        case .dynamic?, nil: return nil
+        case .entity?, .collection?, nil: return false
+        case .dynamic?: return nil
         }
     }
 
