@@ -374,7 +374,7 @@ schemas = {
             "contentObject": {"oneOf": [ref("Reference"), {"type": "null"}], "description": "Object controllers: the content object, null when there is none"},
             "childrenKeyPath": {"type": "string", "description": "Tree controllers: the to-many key path of a node's children"},
             "leafKeyPath": {"type": ["string", "null"], "description": "Tree controllers: a boolean key path telling that a node is a leaf; null: none"},
-            "countKeyPath": {"type": ["string", "null"], "description": "Tree controllers: a key path giving a node's number of children; null: none"},
+            "countKeyPath": {"type": ["string", "null"], "description": "Tree controllers: a key path giving a node's number of children (one the model types as no number, or that cannot be evaluated on the entity, is 400 bad-controller); null: none"},
             "nodeCount": {"type": "integer", "description": "Tree controllers: the number of nodes (every level)"},
             "canAddChild": {"type": "boolean", "description": "Tree controllers: whether addChild is enabled now"},
             "canInsertChild": {"type": "boolean", "description": "Tree controllers: whether insertChild is enabled now"},
