@@ -48,11 +48,8 @@ extension BinderyService {
             // of JSON, about a second to build and encode) is made off the request threads, as such a listing is:
             // on a libmicrohttpd worker it held every connection that worker serves, `/healthz` included.
             let page = try controllers.arrangedPageSize(controller: name, offset: offset, limit: limit)
-            guard page > slowListingSize else {
-                let (response, seq) = try make()
-                return answer(response, whenDurable: seq, document: document)
-            }
-            return readOffRequestThreads(on: slowAnswers, document: document, make)
+            return try reading(
+                offRequestThreads: page > slowListingSize, on: slowAnswers, document: document, make)
         }
         router.add("GET", "/controllers/:name/selectedObjects") { request in
             let name = request.parameter("name")
@@ -61,11 +58,9 @@ extension BinderyService {
                 return (.json(objects, seq: seq), seq)
             }
             // Every selected object in its JSON form (a select-all of 300,000: 63 MB): off the request threads.
-            guard try controllers.selectionCount(controller: name) > slowListingSize else {
-                let (response, seq) = try make()
-                return answer(response, whenDurable: seq, document: document)
-            }
-            return readOffRequestThreads(on: slowAnswers, document: document, make)
+            let selected = try controllers.selectionCount(controller: name)
+            return try reading(
+                offRequestThreads: selected > slowListingSize, on: slowAnswers, document: document, make)
         }
         router.add("PUT", "/controllers/:name/selectedObjects") { request in
             let name = request.parameter("name")

@@ -209,6 +209,19 @@ extension BinderyService {
         }
     }
 
+    /// A read answered from `make` on the request thread, or off the request threads when `offRequestThreads` (one
+    /// whose cost grows with the store: a large page or selection).
+    static func reading(
+        offRequestThreads: Bool, on slowAnswers: DispatchQueue, document: Document,
+        _ make: @escaping @Sendable () throws -> (HTTPResponse, seq: Int64)
+    ) throws -> HTTPHandlerResult {
+        guard offRequestThreads else {
+            let (response, seq) = try make()
+            return answer(response, whenDurable: seq, document: document)
+        }
+        return readOffRequestThreads(on: slowAnswers, document: document, make)
+    }
+
     /// `answeredOffRequestThreads` for a read: `make` answers the response and the seq it shows, which is sent once
     /// that seq is durable (an error, or a flush that fails, as §2's JSON).
     static func readOffRequestThreads(
