@@ -52,7 +52,7 @@ extension BinderyService {
                 "bindery_observed_key_path_reads_total", "counter",
                 "Observed key paths read again after commits (only those a commit may have changed).",
                 [("", String(statistics.keyPathReads))])
-            metric("bindery_controllers", "gauge", "Mediating controllers.", [("", String(controllers.names.count))])
+            metric("bindery_controllers", "gauge", "Mediating controllers.", [("", String(controllers.count))])
             metric(
                 "bindery_http_connections", "gauge",
                 "Open client connections, waiting long-polls and streams included.",

@@ -38,6 +38,9 @@ public final class BinderyService: HTTPResponder {
     /// listings, reads whose key paths reach many values); one per service, so that one store's exports never wait
     /// for another's (tests run several servers).
     public let slowAnswers = DispatchQueue(label: "bindery.slow-answers")
+    /// The queue every request on `/controllers` and `/actions` is carried out on, in turn, off the request threads
+    /// (`answeredInTurn`): they take the controllers' lock, which one re-arranging a large controller holds long.
+    public let controllerRequests = DispatchQueue(label: "bindery.controller-requests")
     private let router: Router
     private let counters = ResponseCounters()
     /// Answers kept for requests with an `Idempotency-Key`.
@@ -180,6 +183,14 @@ public final class BinderyService: HTTPResponder {
             return .response(preflight(request, segments: segments))
         }
         if let refusal = crossOriginWriteRefusal(request) { return .response(.error(refusal)) }
+        if segments.first == "controllers" || segments.first == "actions" {
+            let request = request
+            return Self.answeredInTurn(on: controllerRequests) { self.carryOut(request, segments: segments) }
+        }
+        return carryOut(request, segments: segments)
+    }
+
+    private func carryOut(_ request: consuming HTTPRequest, segments: [String]) -> HTTPHandlerResult {
         // Under a controller that does not exist there is nothing, whatever the method or the body (a malformed body,
         // a method its paths do not take, would otherwise be answered first).
         if segments.count >= 2, segments[0] == "controllers", !controllers.contains(segments[1]) {

@@ -40,6 +40,8 @@ public final class ControllerRegistry: Sendable {
     private let inbox = Mutex<[ChangeRecord]>([])
     /// Whether the registry holds any controller (kept by every session, read by `storeDidCommit`).
     private let hasControllers = Atomic<Bool>(false)
+    /// How many controllers the registry holds (kept by every session): read without waiting for the lock.
+    private let controllerCount = Atomic<Int>(0)
     /// Records queued without a background pass while there is no controller, at most.
     private static let idleInboxLimit = 1024
     /// Applies queued records and delivers reports, in order, off the request threads.
@@ -184,6 +186,7 @@ public final class ControllerRegistry: Sendable {
         return try state.withLock { (registry: inout RegistryState) throws -> T in
             defer {
                 // The first controller: records queued while there was none get a pass (see `storeDidCommit`).
+                controllerCount.store(registry.controllers.count, ordering: .relaxed)
                 let has = !registry.controllers.isEmpty
                 if has != hasControllers.exchange(has, ordering: .relaxed), has {
                     needsPass = inbox.withLock { !$0.isEmpty }
@@ -585,6 +588,12 @@ public final class ControllerRegistry: Sendable {
     /// The controllers' names, masters before details.
     public var names: [String] {
         state.withLock { $0.order }
+    }
+
+    /// How many controllers there are, as the last session left them, without waiting for one in progress (for
+    /// `/metrics`, which a long re-arrangement must not hold).
+    public var count: Int {
+        controllerCount.load(ordering: .relaxed)
     }
 
     /// Whether the controller exists.
