@@ -38,8 +38,11 @@ public final class BinderyService: HTTPResponder {
     /// listings, reads whose key paths reach many values); one per service, so that one store's exports never wait
     /// for another's (tests run several servers).
     public let slowAnswers = DispatchQueue(label: "bindery.slow-answers")
-    /// The queue every request on `/controllers` and `/actions` is carried out on, in turn, off the request threads
-    /// (`answeredInTurn`): they take the controllers' lock, which one re-arranging a large controller holds long.
+    /// The queue requests on `/controllers` and `/actions` are carried out on, in turn, off the request threads
+    /// (`answeredInTurn`), once a controller arranges more than `slowListingSize` objects (and every creation of
+    /// one, which may): they take the controllers' lock, which re-arranging such a controller holds long. With only
+    /// small controllers they are answered on the request threads (the hop to the queue and back would cost more
+    /// than their work).
     public let controllerRequests = DispatchQueue(label: "bindery.controller-requests")
     private let router: Router
     private let counters = ResponseCounters()
@@ -183,7 +186,10 @@ public final class BinderyService: HTTPResponder {
             return .response(preflight(request, segments: segments))
         }
         if let refusal = crossOriginWriteRefusal(request) { return .response(.error(refusal)) }
-        if segments.first == "controllers" || segments.first == "actions" {
+        if segments.first == "controllers" || segments.first == "actions",
+            controllers.largestControllerSize > Self.slowListingSize
+                || (segments.count == 1 && request.method == "POST")
+        {
             let request = request
             return Self.answeredInTurn(on: controllerRequests) { self.carryOut(request, segments: segments) }
         }

@@ -6,10 +6,10 @@ extension BinderyService {
     /// Carries out `respond` on `queue` (serial), off the request threads, and answers what it answers (a suspension
     /// it answers, such as a wait for the journal, continues on the same connection).
     ///
-    /// For requests that take the controllers' lock (`/controllers`, `/actions`): one re-arranging 250,000 objects
-    /// holds it for a second or more, and on a libmicrohttpd worker every other such request would wait for it there,
-    /// holding the worker and every connection it serves (`/healthz`, writes) as long. In turn on one queue they wait
-    /// without a thread, in the order they came, as they would have for the lock.
+    /// For requests that take the controllers' lock (`/controllers`, `/actions`) once a controller is large: one
+    /// re-arranging 250,000 objects holds it for a second or more, and on a libmicrohttpd worker every other such
+    /// request would wait for it there, holding the worker and every connection it serves (`/healthz`, writes) as
+    /// long. In turn on one queue they wait without a thread, in the order they came, as they would have for the lock.
     ///
     /// If the server stops first, a request not yet begun is not carried out (`503 shutting-down`); one being
     /// carried out is finished and answered with what it answers.

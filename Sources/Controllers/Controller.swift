@@ -57,6 +57,9 @@ class Controller {
     /// their placement: the content changes they make are not changes made elsewhere, so they do not re-arrange.
     var ownInsertions = 0
 
+    /// How many objects the controller arranges (a tree: its nodes): what its re-arrangement costs grows with.
+    var size: Int { content.count }
+
     init(description: ControllerDescription, isDeclared: Bool) {
         self.name = description.name
         self.description = description

@@ -40,8 +40,10 @@ public final class ControllerRegistry: Sendable {
     private let inbox = Mutex<[ChangeRecord]>([])
     /// Whether the registry holds any controller (kept by every session, read by `storeDidCommit`).
     private let hasControllers = Atomic<Bool>(false)
-    /// How many controllers the registry holds (kept by every session): read without waiting for the lock.
+    /// How many controllers the registry holds, and the most objects one of them arranges (kept by every session):
+    /// read without waiting for the lock.
     private let controllerCount = Atomic<Int>(0)
+    private let largestSize = Atomic<Int>(0)
     /// Records queued without a background pass while there is no controller, at most.
     private static let idleInboxLimit = 1024
     /// Applies queued records and delivers reports, in order, off the request threads.
@@ -187,6 +189,7 @@ public final class ControllerRegistry: Sendable {
             defer {
                 // The first controller: records queued while there was none get a pass (see `storeDidCommit`).
                 controllerCount.store(registry.controllers.count, ordering: .relaxed)
+                largestSize.store(registry.controllers.values.reduce(0) { max($0, $1.size) }, ordering: .relaxed)
                 let has = !registry.controllers.isEmpty
                 if has != hasControllers.exchange(has, ordering: .relaxed), has {
                     needsPass = inbox.withLock { !$0.isEmpty }
@@ -594,6 +597,12 @@ public final class ControllerRegistry: Sendable {
     /// `/metrics`, which a long re-arrangement must not hold).
     public var count: Int {
         controllerCount.load(ordering: .relaxed)
+    }
+
+    /// The most objects one controller arranges (a tree: its nodes), as the last session left them, without waiting
+    /// for one in progress: whether requests may hold the lock long.
+    public var largestControllerSize: Int {
+        largestSize.load(ordering: .relaxed)
     }
 
     /// Whether the controller exists.

@@ -29,6 +29,7 @@ final class TreeController: Controller {
     var nodeCounts: [ObjectID: Int] = [:]
     /// The number of nodes.
     var nodeCount = 0
+    override var size: Int { max(content.count, nodeCount) }
     /// The tree's objects in depth-first order, worked out when asked after a change (`arrangedObjects` read through
     /// key-value coding).
     var flattened: [ObjectID] {
