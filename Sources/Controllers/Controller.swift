@@ -77,6 +77,8 @@ class Controller {
 
     /// The selected objects, in selection order.
     var selectedObjects: [ObjectID] { [] }
+    /// `selectedObjects.count`, where a controller can tell it without finding them.
+    var selectionCount: Int { selectedObjects.count }
 
     /// Brings the controller up to date with its content and the model; reports what changed to `context`.
     func update(_ cause: UpdateCause, in context: ControllerContext) {}
@@ -254,13 +256,20 @@ class Controller {
 
     /// The selection proxy without a key path: every key of the content's entity with its value or marker.
     func selectionDictionary(in view: ReadView) throws(ObjectGraphError) -> PropertyListValue {
-        guard let entityName = contentEntity ?? selectedObjects.first?.entity,
+        // Found once, not once per key (a tree finds each selected node from its root: 97,000 of them took 1.1-1.65 s
+        // a read when each of nine keys found them again).
+        let selected = selectedObjects
+        guard let entityName = contentEntity ?? selected.first?.entity,
             let entity = view.model.entity(named: entityName)
         else { return [:] }
         var keys = entity.attributes.map(\.name) + entity.relationships.map(\.name)
         keys += entity.derivedKeys.map(\.name)
         var result: [String: PropertyListValue] = [:]
-        for key in keys { result[key] = try selectionValue(key, in: view).json }
+        for key in keys {
+            result[key] = try Self.selectionValue(
+                key, in: view, of: selected, alwaysUsesMultipleValuesMarker: usesMultipleValuesMarker
+            ).json
+        }
         return .dictionary(result)
     }
 

@@ -612,7 +612,7 @@ public final class ControllerRegistry: Sendable {
 
     /// How many objects the controller's selection holds: whether to answer it off the request threads.
     public func selectionCount(controller name: String) throws -> Int {
-        try session { _, context in try context.controller(name).selectedObjects.count }
+        try session { _, context in try context.controller(name).selectionCount }
     }
 
     /// `GET /controllers/{name}`, with the store seq the answer reflects.

@@ -110,6 +110,8 @@ final class TreeController: Controller {
     var childrenKeyPath: String { description.childrenKeyPath ?? "children" }
 
     override var selectedObjects: [ObjectID] { selectionIndexPaths.compactMap { node(at: $0)?.object } }
+    /// Each selected index path is a node's (`selectionIndexPaths` holds only valid ones).
+    override var selectionCount: Int { selectionIndexPaths.count }
 
     /// `addChild:` and `insertChild:` need exactly one selected node whose children are a to-many relationship, and
     /// that is no leaf (NSTreeController disables adding children to a node its `leafKeyPath` says is a leaf).
