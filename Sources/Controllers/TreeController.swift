@@ -755,7 +755,8 @@ final class TreeController: Controller {
         if let placement {
             placements.append((object, placement))
             if placement.parent == nil, !roots.contains(where: { $0.object == object }) {
-                rebuild(in: context)  // a root the filter hides: shown all the same (`rebuild` keeps placed roots)
+                // A root the filter hides: shown all the same (`rebuild` keeps placed roots).
+                if !showPlacedRoot(object, in: context) { rebuild(in: context) }
             } else {
                 // The earlier placements are applied already: this one goes last, at every node of its parent.
                 var moved = false

@@ -16,8 +16,8 @@ struct TreeControllerTests {
         return h
     }
 
-    func objectAt(_ h: Harness, _ path: [Int]) throws -> PropertyListValue? {
-        var nodes = try h.value("arrangedObjects", of: "org")
+    func objectAt(_ h: Harness, _ path: [Int], of tree: String = "org") throws -> PropertyListValue? {
+        var nodes = try h.value("arrangedObjects", of: tree)
         var node: PropertyListValue?
         for index in path {
             node = nodes.arrayValue?[index]
@@ -265,12 +265,21 @@ struct TreeControllerTests {
                 ?? []
         }
         #expect(try roots() == ["Employee/ann", "Employee/bob", "Employee/eve"])
+        let nodes = try h.registry.state(of: "rich").value["nodeCount"]?.integerValue ?? 0
         try h.registry.setSelectionIndexPaths([[0]], controller: "rich")
+        // Kim is placed with Cy, whom she manages, as her child (her node built, the others kept).
         try h.registry.perform(
             "add", controller: "rich",
-            body: ["object": ["$id": "kim", "firstName": "Kim", "lastName": "Kahn", "department": ref("Department/2")]])
+            body: [
+                "object": [
+                    "$id": "kim", "firstName": "Kim", "lastName": "Kahn", "department": ref("Department/2"),
+                    "directReports": [ref("Employee/cy")],
+                ]
+            ])
         #expect(try roots() == ["Employee/ann", "Employee/kim", "Employee/bob", "Employee/eve"])
         #expect(try h.value("selectionIndexPaths", of: "rich") == [[1]])
+        #expect(try objectAt(h, [1, 0], of: "rich") == ref("Employee/cy"))
+        #expect(try h.registry.state(of: "rich").value["nodeCount"]?.integerValue == nodes + 1)
         try h.registry.perform("rearrangeObjects", controller: "rich")
         #expect(try roots() == ["Employee/ann", "Employee/bob", "Employee/eve"])
         try h.registry.setSelectionIndexPaths([[0]], controller: "rich")
