@@ -187,9 +187,9 @@ public final class ControllerRegistry: Sendable {
         }
         return try state.withLock { (registry: inout RegistryState) throws -> T in
             defer {
-                // The first controller: records queued while there was none get a pass (see `storeDidCommit`).
                 controllerCount.store(registry.controllers.count, ordering: .relaxed)
                 largestSize.store(registry.controllers.values.reduce(0) { max($0, $1.size) }, ordering: .relaxed)
+                // The first controller: records queued while there was none get a pass (see `storeDidCommit`).
                 let has = !registry.controllers.isEmpty
                 if has != hasControllers.exchange(has, ordering: .relaxed), has {
                     needsPass = inbox.withLock { !$0.isEmpty }
