@@ -186,14 +186,31 @@ public final class BinderyService: HTTPResponder {
             return .response(preflight(request, segments: segments))
         }
         if let refusal = crossOriginWriteRefusal(request) { return .response(.error(refusal)) }
-        if segments.first == "controllers" || segments.first == "actions",
-            controllers.largestControllerSize > Self.slowListingSize
-                || (segments.count == 1 && request.method == "POST")
-        {
+        if waitsInTurn(request, segments: segments) {
             let request = request
             return Self.answeredInTurn(on: controllerRequests) { self.carryOut(request, segments: segments) }
         }
         return carryOut(request, segments: segments)
+    }
+
+    /// Whether a request is carried out in turn on `controllerRequests` (`answeredInTurn`): one that takes the
+    /// controllers' lock (a request on `/controllers` or `/actions`, a poll of notifications or of an observer of a
+    /// controller or the defaults, which first lets the controllers apply the commits so far, a new observer, which
+    /// may read a controller), once the store or a controller holds more than `slowListingSize` objects (a request
+    /// may fill a controller with any of them: a master's new selection its detail), and every creation of a
+    /// controller.
+    private func waitsInTurn(_ request: borrowing HTTPRequest, segments: [String]) -> Bool {
+        let reads = request.method == "GET" || request.method == "HEAD"
+        switch segments.first {
+        case "controllers" where segments.count == 1 && request.method == "POST": return true
+        case "controllers", "actions": break
+        case "notifications" where reads && !controllers.isEmpty: break
+        case "observers" where request.method == "POST" && !controllers.isEmpty: break
+        case "observers" where reads && segments.count == 3 && observations.observesControllersOrDefaults: break
+        default: return false
+        }
+        return document.store.objectCount > Self.slowListingSize
+            || controllers.largestControllerSize > Self.slowListingSize
     }
 
     private func carryOut(_ request: consuming HTTPRequest, segments: [String]) -> HTTPHandlerResult {
@@ -332,18 +349,16 @@ public final class BinderyService: HTTPResponder {
         .suspend(
             HTTPSuspension(shutdownResponse: shuttingDown) { connection in
                 slowAnswers.async {
-                    guard !connection.peerHasClosed else {
-                        _ = connection.resume(
-                            with: .error(
-                                APIError(
-                                    status: 499, code: "client-gone",
-                                    message: "The connection was closed before its answer was made.")))
-                        return
-                    }
-                    _ = connection.resume(with: answer())
+                    _ = connection.resume(with: connection.peerHasClosed ? clientGone : answer())
                 }
             })
     }
+
+    /// The answer to a client that closed its connection before its request's turn came (see
+    /// `answeredOffRequestThreads`).
+    static let clientGone = HTTPResponse.error(
+        APIError(
+            status: 499, code: "client-gone", message: "The connection was closed before its answer was made."))
 
     static let shuttingDown = HTTPResponse.error(
         APIError(

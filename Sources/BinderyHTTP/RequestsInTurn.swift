@@ -12,7 +12,8 @@ extension BinderyService {
     /// long. In turn on one queue they wait without a thread, in the order they came, as they would have for the lock.
     ///
     /// If the server stops first, a request not yet begun is not carried out (`503 shutting-down`); one being
-    /// carried out is finished and answered with what it answers.
+    /// carried out is finished and answered with what it answers. One whose client has closed its connection by its
+    /// turn is not carried out either (`499 client-gone`).
     static func answeredInTurn(
         on queue: DispatchQueue, _ respond: @escaping @Sendable () -> HTTPHandlerResult
     ) -> HTTPHandlerResult {
@@ -20,7 +21,8 @@ extension BinderyService {
         return .suspend(
             HTTPSuspension(shutdownResponse: { turn.shutdownResponse() }) { connection in
                 queue.async {
-                    switch turn.run(respond) {
+                    // A client gone by its turn is not worked for, as by `answeredOffRequestThreads`.
+                    switch turn.run({ connection.peerHasClosed ? .response(clientGone) : respond() }) {
                     case nil: break  // the server stopped first and answered
                     case .response(let response)?: connection.resume(with: response)
                     case .suspend(let suspension)?: suspension.register(connection)

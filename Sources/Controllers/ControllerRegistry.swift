@@ -599,6 +599,11 @@ public final class ControllerRegistry: Sendable {
         controllerCount.load(ordering: .relaxed)
     }
 
+    /// Whether there is no controller, as the last session left them (without waiting for one in progress).
+    public var isEmpty: Bool {
+        count == 0
+    }
+
     /// The most objects one controller arranges (a tree: its nodes), as the last session left them, without waiting
     /// for one in progress: whether requests may hold the lock long.
     public var largestControllerSize: Int {

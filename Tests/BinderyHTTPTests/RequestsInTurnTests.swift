@@ -1,3 +1,4 @@
+import Bindery
 import BinderyHTTP
 import Dispatch
 import Foundation
@@ -6,8 +7,8 @@ import PropertyList
 import Synchronization
 import Testing
 
-/// Requests on `/controllers` and `/actions` are carried out in turn on the service's queue, off the request threads
-/// (`BinderyService.answeredInTurn`), once a controller arranges more than 1,000 objects.
+/// Requests that take the controllers' lock are carried out in turn on the service's queue, off the request threads
+/// (`BinderyService.answeredInTurn`), once the store or a controller holds more than 1,000 objects.
 struct RequestsInTurnTests {
     /// Asks each of `requests` (method, path, JSON body) on a thread of its own; answers the statuses, once all are in.
     private static func asking(
@@ -62,6 +63,53 @@ struct RequestsInTurnTests {
             let answers = Self.asking(
                 [("PUT", "/controllers/employees/selectionIndexes", "[1]"), ("GET", "/actions", nil)], client: client)
             #expect(answers(10) == [200, 200])
+        }
+    }
+
+    /// A store of more than 1,000 objects whose controllers are all small (the fixture's departments and their
+    /// employees, and a department "Zz" of 1,000 employees not selected): a request may fill a controller with any of
+    /// them (selecting Zz fills `employees`), so it waits for its turn, as do polls that let the controllers catch up
+    /// first; a client gone by its turn is not worked for.
+    @Test func inALargeStoreRequestsThatMayFillAControllerWaitForTheirTurn() throws {
+        let fixture = FileManager.default.temporaryDirectory.appendingPathComponent("bindery-turn-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: fixture) }
+        try FileManager.default.copyItem(atPath: packageRoot + "/Fixtures/employees", toPath: fixture)
+        let controllers =
+            #"{"controllers": [{"name": "departments", "kind": "array", "content": "Department"}, "#
+            + #"{"name": "employees", "kind": "array", "content": "@departments.selection.employees"}]}"#
+        try Data(controllers.utf8).write(to: URL(fileURLWithPath: fixture + "/controllers.json"))
+        try withServiceParts(document: try Document(fixtureDirectory: fixture)) { client, server, service in
+            let zz = try client.request("POST", "/objects/Department", json: #"{"name": "Zz"}"#)
+            let department = try #require(zz.header("Location")?.split(separator: "/").last)
+            for index in 0..<1_000 {
+                let body =
+                    #"{"firstName": "F", "lastName": "L\#(index)", "department": {"$ref": "Department/\#(department)"}}"#
+                #expect(try client.request("POST", "/objects/Employee", json: body).status == 201)
+            }
+            service.controllers.synchronize()
+            #expect(service.controllers.largestControllerSize < 1_000)
+            let zzIndex = try #require(
+                try client.request("GET", "/controllers/departments/arrangedObjects.name").json?.arrayValue?
+                    .firstIndex(of: "Zz"))
+            let held = DispatchSemaphore(value: 0)
+            service.controllerRequests.async { held.wait() }
+            // A client that leaves before its turn: its selection is not made.
+            let gone = try client.connect()
+            try client.send(
+                client.keptAliveRequest(
+                    "PUT", "/controllers/departments/selectionIndexes", body: Array("[\(zzIndex)]".utf8)), on: gone)
+            let deadline = Date().addingTimeInterval(10)
+            while server.suspendedCount == 0, Date() < deadline { usleep(1_000) }
+            close(gone)
+            let answers = Self.asking(
+                [
+                    ("GET", "/notifications?since=0&timeout=0", nil),
+                    ("GET", "/controllers/departments/selectionIndexes", nil),
+                ], client: client)
+            #expect(answers(0.5) == nil, "answered on a request thread")
+            held.signal()
+            #expect(answers(30) == [200, 200])
+            #expect(try client.request("GET", "/controllers/employees/arrangedObjects/@count").json != 1_000)
         }
     }
 

@@ -1020,6 +1020,12 @@ public final class ObservationCenter: @unchecked Sendable {
         externalReportsFlusher.withLock { $0 = flush }
     }
 
+    /// Whether some observer observes a controller or the defaults: its polls first flush their reports
+    /// (`settleExternalReports`).
+    public var observesControllersOrDefaults: Bool {
+        externalInterest.withLock { !$0.isEmpty }
+    }
+
     /// Before a poll: the changes to controllers that any answer could have told the client about by now (a
     /// selection's `PUT`, a commit that rearranged a controller) take their seqs before the poll is looked at, so
     /// that the poll waits for them (`pendingExternal`) instead of answering without them; the notifications of

@@ -10,7 +10,10 @@ final class GraphState: @unchecked Sendable {
     var tables: [EntityTable]
     /// The seq of the last committed transaction (0: none yet).
     var seq: Int64 = 0 {
-        didSet { publishedSeq.store(seq, ordering: .releasing) }
+        didSet {
+            publishedSeq.store(seq, ordering: .releasing)
+            publishedObjectCount.store(tables.reduce(0) { $0 + $1.liveCount }, ordering: .relaxed)
+        }
     }
     /// The seq of the last commit that changed objects; commits that only take a seq (`ObjectStore.advanceSeq()`)
     /// leave it. A binary snapshot holds it; after loading a JSON snapshot (or a binary one of an earlier version)
@@ -18,6 +21,8 @@ final class GraphState: @unchecked Sendable {
     var contentSeq: Int64 = 0
     /// `seq`, readable without the lock (`ObjectStore.seq`, read for every HTTP response).
     let publishedSeq = Atomic<Int64>(0)
+    /// How many objects there are, as the last commit left them, readable without the lock.
+    let publishedObjectCount = Atomic<Int>(0)
     /// The last number used for a server-assigned id; ids are never reused.
     var lastAssignedID: Int64 = 0
     /// How many times a table was compacted (its rows renumbered): handles kept across commits (`ObjectReads`) hold

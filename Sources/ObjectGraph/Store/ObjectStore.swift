@@ -13,7 +13,7 @@ import Synchronization
 public final class ObjectStore: Sendable {
     public let model: ObjectModel
     private let state: Mutex<GraphState>
-    /// The graph behind `state`, for its lock-free `publishedSeq` only.
+    /// The graph behind `state`, for its lock-free `publishedSeq` and `publishedObjectCount` only.
     private let graph: GraphState
     private let hooks: ObjectStoreHooks
     private let delivery = Mutex(DeliveryQueue())
@@ -34,6 +34,11 @@ public final class ObjectStore: Sendable {
     /// The seq of the last committed transaction (without taking the store's lock).
     public var seq: Int64 {
         graph.publishedSeq.load(ordering: .acquiring)
+    }
+
+    /// How many objects the store holds, as the last commit left them (without taking the store's lock).
+    public var objectCount: Int {
+        graph.publishedObjectCount.load(ordering: .relaxed)
     }
 
     /// Runs `body` with a consistent read view of the store.
