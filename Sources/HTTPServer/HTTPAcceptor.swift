@@ -60,19 +60,23 @@ final class HTTPAcceptor: Sendable {
     }
 
     /// Starts the accepting thread, which hands connections to `daemon` until `stop()`; beyond `limit` connections
-    /// held, a new one is closed at once, and `whenFull` is called (to make room for the next ones).
+    /// held, a new one is closed at once, and `whenFull` is called (to make room for the next ones). `closing` tells
+    /// how many of the daemon's connections are shut down and about to close: room already made, not counted as held.
     func start(
-        daemon: OpaquePointer, limit: Int, load: WorkerLoad, whenFull: @escaping @Sendable () -> Void
+        daemon: OpaquePointer, limit: Int, load: WorkerLoad, closing: @escaping @Sendable () -> Int = { 0 },
+        whenFull: @escaping @Sendable () -> Void
     ) throws(HTTPServerError) {
         let context = Unmanaged.passRetained(
-            AcceptLoop(acceptor: self, daemon: daemon, limit: limit, load: load, whenFull: whenFull)
+            AcceptLoop(acceptor: self, daemon: daemon, limit: limit, load: load, closing: closing, whenFull: whenFull)
         ).toOpaque()
         var thread = pthread_t()
         let created = pthread_create(
             &thread, nil,
             { context in
                 let loop = Unmanaged<AcceptLoop>.fromOpaque(context!).takeRetainedValue()
-                loop.acceptor.run(daemon: loop.daemon, limit: loop.limit, load: loop.load, whenFull: loop.whenFull)
+                loop.acceptor.run(
+                    daemon: loop.daemon, limit: loop.limit, load: loop.load, closing: loop.closing,
+                    whenFull: loop.whenFull)
                 return nil
             }, context)
         guard created == 0 else {
@@ -90,7 +94,9 @@ final class HTTPAcceptor: Sendable {
         if let thread = thread.withLock({ $0.take() }) { pthread_join(thread, nil) }
     }
 
-    private func run(daemon: OpaquePointer, limit: Int, load: WorkerLoad, whenFull: () -> Void) {
+    private func run(
+        daemon: OpaquePointer, limit: Int, load: WorkerLoad, closing: () -> Int, whenFull: () -> Void
+    ) {
         var storage = sockaddr_storage()
         // `accept` gives the lowest free descriptor: one this high means the table is nearly full. The ones left are
         // kept for the store's files (journal segments, snapshots, saved defaults) and the static files, which
@@ -125,7 +131,10 @@ final class HTTPAcceptor: Sendable {
             // The limit is enforced here, not by libmicrohttpd: a 0.9.75 worker that reached its own share of the
             // limit could deadlock on one of its mutexes at shutdown (MHD_stop_daemon never returned). Only this
             // thread adds connections, so the count cannot rise between the check and the add.
-            if Int(bindery_mhd_connection_count(daemon)) >= limit || descriptor >= descriptorCeiling {
+            // Connections already shut down (shed) still count in the daemon until their workers close them: the
+            // room they made is counted as made, or a client refused meanwhile would shed as many again.
+            let held = Int(bindery_mhd_connection_count(daemon)) - closing()
+            if held >= limit || descriptor >= descriptorCeiling {
                 close(descriptor)
                 whenFull()
                 continue
@@ -155,16 +164,18 @@ private final class AcceptLoop {
     let daemon: OpaquePointer
     let limit: Int
     let load: WorkerLoad
+    let closing: @Sendable () -> Int
     let whenFull: @Sendable () -> Void
 
     init(
         acceptor: HTTPAcceptor, daemon: OpaquePointer, limit: Int, load: WorkerLoad,
-        whenFull: @escaping @Sendable () -> Void
+        closing: @escaping @Sendable () -> Int, whenFull: @escaping @Sendable () -> Void
     ) {
         self.acceptor = acceptor
         self.daemon = daemon
         self.limit = limit
         self.load = load
+        self.closing = closing
         self.whenFull = whenFull
     }
 }

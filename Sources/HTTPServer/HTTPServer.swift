@@ -126,8 +126,9 @@ public final class HTTPServer: Sendable {
             flags, accessHandler, context, requestCompleted, context, connectionNotified, context, targetSeen, nil,
             UInt32(max(1, configuration.threads)),
             // The acceptor enforces the limit; libmicrohttpd's own (split per worker) is set so that no worker ever
-            // reaches it: version 0.9.75 can deadlock a worker that did, on shutdown.
-            UInt32(clamping: configuration.connectionLimit * max(1, configuration.threads)),
+            // reaches it: version 0.9.75 can deadlock a worker that did, on shutdown. Twice over: the acceptor lets
+            // new connections in while shed ones (up to two tenths of the limit) are still closing.
+            UInt32(clamping: configuration.connectionLimit * max(1, configuration.threads) * 2),
             UInt32(configuration.idleTimeout),
             configuration.connectionMemoryLimit)
         guard let daemon else {
@@ -143,9 +144,10 @@ public final class HTTPServer: Sendable {
             throw HTTPServerError(message: "the server was already started")
         }
         do {
-            try acceptor.start(daemon: daemon, limit: configuration.connectionLimit, load: workerLoad) {
-                [headerDeadlines] in headerDeadlines.full()
-            }
+            try acceptor.start(
+                daemon: daemon, limit: configuration.connectionLimit, load: workerLoad,
+                closing: { [headerDeadlines] in headerDeadlines.closingCount }
+            ) { [headerDeadlines] in headerDeadlines.full() }
         } catch {
             stop()
             throw error

@@ -62,6 +62,12 @@ final class HeaderDeadlines: @unchecked Sendable {
     private let timer: any DispatchSourceTimer
     /// When `full` last shed (monotonic nanoseconds): at most every 0.1 s.
     private let lastShed = Atomic<UInt64>(0)
+    /// Connections shut down here that libmicrohttpd has not closed yet: room already made, which the acceptor
+    /// counts as free and `full` does not make again.
+    private let closing = Atomic<Int>(0)
+
+    /// Connections shut down (shed or late) whose close is still to come.
+    var closingCount: Int { closing.load(ordering: .relaxed) }
 
     /// Looks for late connections, and for clients gone while a request was awaited, every `timeout / 2` seconds
     /// (at most every second) while it lives, and sheds waiting connections near `connectionLimit`.
@@ -91,7 +97,11 @@ final class HeaderDeadlines: @unchecked Sendable {
 
     /// The connection is closing; libmicrohttpd closes its socket after this.
     func closed(_ clock: Clock) {
-        _ = clocks.withLock { $0.removeValue(forKey: ObjectIdentifier(clock)) }
+        clocks.withLock { clocks in
+            if clocks.removeValue(forKey: ObjectIdentifier(clock)) != nil, clock.isShutDown.load(ordering: .relaxed) {
+                closing.subtract(1, ordering: .relaxed)
+            }
+        }
     }
 
     /// Shuts down (both ways) the sockets of connections past their deadline, and of those waiting for a request
@@ -123,7 +133,7 @@ final class HeaderDeadlines: @unchecked Sendable {
                 } else {
                     clock.seenGoneWhileWaitingSince.store(0, ordering: .relaxed)
                 }
-                if letGo { Self.shutDown(clock, waitingSince: since) }
+                if letGo { shutDown(clock, waitingSince: since) }
             }
         }
     }
@@ -147,15 +157,17 @@ final class HeaderDeadlines: @unchecked Sendable {
         clocks.withLock { clocks in
             let held = clocks.values.count { !$0.isShutDown.load(ordering: .relaxed) }
             if let highWater, held <= highWater { return }
-            let capacity = highWater == nil ? min(held, connectionLimit) : connectionLimit
+            // What the process holds now counts the connections shut down but not closed yet: their descriptors are
+            // still taken, and a client refused before they close must not shed as many again.
+            let capacity = highWater == nil ? min(clocks.count, connectionLimit) : connectionLimit
             var waiting: [(clock: Clock, since: UInt64)] = []
             for clock in clocks.values where !clock.isShutDown.load(ordering: .relaxed) {
                 let since = clock.waitingSince.load(ordering: .relaxed)
                 if since != 0, now > since, now - since >= 1_000_000_000 { waiting.append((clock, since)) }
             }
             waiting.sort { $0.since < $1.since }
-            for (clock, since) in waiting.prefix(held - capacity * 8 / 10) {
-                Self.shutDown(clock, waitingSince: since)
+            for (clock, since) in waiting.prefix(max(0, held - capacity * 8 / 10)) {
+                shutDown(clock, waitingSince: since)
             }
         }
     }
@@ -164,13 +176,14 @@ final class HeaderDeadlines: @unchecked Sendable {
     /// libmicrohttpd then reads the end of the stream and closes it. A request that came in meanwhile is not
     /// handled (`requestReceived`); one that came in first keeps its connection. Under the `clocks` lock, so that no
     /// socket is closed (and its number reused) meanwhile.
-    private static func shutDown(_ clock: Clock, waitingSince since: UInt64) {
+    private func shutDown(_ clock: Clock, waitingSince since: UInt64) {
         guard
             clock.waitingSince.compareExchange(
-                expected: since, desired: shutDownMark, ordering: .acquiringAndReleasing
+                expected: since, desired: Self.shutDownMark, ordering: .acquiringAndReleasing
             ).exchanged
         else { return }
         clock.isShutDown.store(true, ordering: .relaxed)
+        closing.add(1, ordering: .relaxed)
         shutdown(clock.socket, Int32(SHUT_RDWR))
     }
 
