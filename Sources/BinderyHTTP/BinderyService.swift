@@ -38,11 +38,10 @@ public final class BinderyService: HTTPResponder {
     /// listings, reads whose key paths reach many values); one per service, so that one store's exports never wait
     /// for another's (tests run several servers).
     public let slowAnswers = DispatchQueue(label: "bindery.slow-answers")
-    /// The queue requests on `/controllers` and `/actions` are carried out on, in turn, off the request threads
-    /// (`answeredInTurn`), once a controller arranges more than `slowListingSize` objects (and every creation of
-    /// one, which may): they take the controllers' lock, which re-arranging such a controller holds long. With only
-    /// small controllers they are answered on the request threads (the hop to the queue and back would cost more
-    /// than their work).
+    /// The queue requests that take the controllers' lock are carried out on, in turn, off the request threads
+    /// (`answeredInTurn`) once the store or a controller is large (`waitsInTurn`): re-arranging a large controller
+    /// holds that lock long. In a small store they are answered on the request threads (the hop to the queue and
+    /// back would cost more than their work).
     public let controllerRequests = DispatchQueue(label: "bindery.controller-requests")
     private let router: Router
     private let counters = ResponseCounters()

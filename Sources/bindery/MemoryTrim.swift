@@ -18,10 +18,10 @@ enum MemoryTrim {
 
     private typealias Option = @convention(c) (Int32, Int32) -> Int32
 
-    /// Caps glibc's arenas at one per core, at least two (its default is eight per core), unless `MALLOC_ARENA_MAX` says otherwise;
-    /// call it first, before other threads allocate. Freed memory left scattered across many arenas cannot be trimmed:
-    /// after a 30-minute mixed soak with small bounds the process kept 219 MB in 16 arenas for 61 MB in use, some
-    /// arenas holding 11-23 MB around less than 0.1 MB of live data.
+    /// Caps glibc's arenas at one per core, at least two (its default is eight per core), unless `MALLOC_ARENA_MAX`
+    /// says otherwise; call it first, before other threads allocate. Freed memory left scattered across many arenas
+    /// cannot be trimmed: after a 30-minute mixed soak with small bounds the process kept 219 MB in 16 arenas for
+    /// 61 MB in use, some arenas holding 11-23 MB around less than 0.1 MB of live data.
     static func capArenas() {
         #if canImport(Glibc)
             guard getenv("MALLOC_ARENA_MAX") == nil, let symbol = dlsym(dlopen(nil, RTLD_NOW), "mallopt") else {
