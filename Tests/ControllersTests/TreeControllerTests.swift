@@ -292,6 +292,29 @@ struct TreeControllerTests {
         #expect(try roots() == ["Employee/ann", "Employee/bob", "Employee/eve"])
     }
 
+    /// In a tree of departments and their employees, the selection's dictionary has the keys of what is selected,
+    /// each as `selection.{key}` reads it: two employees' `lastName` differ; a department and an employee share no
+    /// key but both entities' are there. It had only the departments' keys, each `NotApplicable`.
+    @Test func tree_ofTwoEntities_selectionDictionaryHasTheSelectedObjectsKeys() throws {
+        let h = try Harness()
+        try h.make([
+            "name": "mix", "kind": "tree", "content": "Department", "childrenKeyPath": "employees",
+            "sortDescriptors": [["key": "name"]],
+        ])
+        for selection in [[[2, 0], [2, 1]], [[2], [2, 0]], []] as [[[Int]]] {
+            try h.registry.setSelectionIndexPaths(selection, controller: "mix")
+            let dictionary = try h.value("selection", of: "mix")
+            let keys = try #require(dictionary.dictionaryValue?.keys)
+            for key in ["lastName", "salary", "name", "budget"] where keys.contains(key) {
+                #expect(dictionary[key] == (try h.value("selection.\(key)", of: "mix")), "\(selection) \(key)")
+            }
+            #expect(keys.contains("lastName") == selection.contains { $0.count == 2 }, "\(selection)")
+            #expect(keys.contains("name") == (selection.isEmpty || selection.contains { $0.count == 1 }))
+        }
+        try h.registry.setSelectionIndexPaths([[2, 0], [2, 1]], controller: "mix")
+        #expect(try h.value("selection", of: "mix")["lastName"] == ["$marker": "MultipleValues"])
+    }
+
     /// An object that is a node along two paths stays selected where it was selected when an unrelated change
     /// rebuilds the tree; it jumped to its first node.
     @Test func tree_objectOnTwoPaths_selectionStaysAtItsNode() throws {
