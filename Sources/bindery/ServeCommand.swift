@@ -100,7 +100,6 @@ struct ServeCommand: ParsableCommand {
     static let unreadableStoreCodes: Set = ["bad-snapshot", "journal-corrupt", "journal-gap", "journal-replay-failed"]
 
     func run() throws {
-        MemoryTrim.capArenas()
         let document: Document
         do {
             document = try Document(
