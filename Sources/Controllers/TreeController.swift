@@ -109,7 +109,7 @@ final class TreeController: Controller {
 
     var childrenKeyPath: String { description.childrenKeyPath ?? "children" }
 
-    override var selectedObjects: [ObjectID] { selectionIndexPaths.compactMap { node(at: $0)?.object } }
+    override var selectedObjects: [ObjectID] { selectionIndexPaths.compactMap { Self.object(at: $0, in: roots) } }
     /// Each selected index path is a node's (`selectionIndexPaths` holds only valid ones).
     override var selectionCount: Int { selectionIndexPaths.count }
 
@@ -511,6 +511,17 @@ final class TreeController: Controller {
         return node
     }
 
+    /// The object of the node at `path`, found without copying the nodes along it, as `node(at:)` does (a tree's
+    /// selection is found so, each path from its root: 97,500 paths up to 65 levels deep).
+    static func object(at path: [Int], in roots: [Node]) -> ObjectID? {
+        func find(_ nodes: borrowing [Node], depth: Int) -> ObjectID? {
+            let index = path[depth]
+            guard nodes.indices.contains(index) else { return nil }
+            return depth + 1 == path.count ? nodes[index].object : find(nodes[index].children, depth: depth + 1)
+        }
+        return path.isEmpty ? nil : find(roots, depth: 0)
+    }
+
     /// The objects of the nodes from a root down to the node at `path`.
     static func objects(along path: [Int], in roots: [Node]) -> [ObjectID] {
         var objects: [ObjectID] = []
@@ -627,7 +638,10 @@ final class TreeController: Controller {
     }
 
     func normalized(_ paths: [[Int]]) -> [[Int]] {
-        Set(paths.filter { node(at: $0) != nil }).sorted { $0.lexicographicallyPrecedes($1) }
+        let valid = paths.filter { Self.object(at: $0, in: roots) != nil }
+        // Paths already in order, each once (a client sending back what it read, a select-all): only checked.
+        if zip(valid, valid.dropFirst()).allSatisfy({ $0.lexicographicallyPrecedes($1) }) { return valid }
+        return Set(valid).sorted { $0.lexicographicallyPrecedes($1) }
     }
 
     func setSelection(_ selection: [[Int]], in context: ControllerContext, changed: Bool) {
