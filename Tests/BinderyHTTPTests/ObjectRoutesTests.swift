@@ -130,21 +130,13 @@ struct ObjectRoutesTests {
     ) throws {
         let held = DispatchSemaphore(value: 0)
         service.slowAnswers.async { held.wait() }
-        let answered = DispatchSemaphore(value: 0)
-        let status = Mutex(0)
-        let thread = Thread {
-            let answer = try? client.request("GET", many)
-            status.withLock { $0 = answer?.status ?? -1 }
-            answered.signal()
-        }
-        thread.start()
+        let answers = asking([("GET", many, nil)], client: client)
         // (A `try` outside `#expect`: the closure is inferred as throwing only from one.)
         let small = try client.request("GET", few)
         #expect(small.status == 200)
-        #expect(answered.wait(timeout: .now() + 0.5) == .timedOut, "made on a request thread")
+        #expect(answers(0.5) == nil, "made on a request thread")
         held.signal()
-        #expect(answered.wait(timeout: .now() + 30) == .success)
-        #expect(status.withLock { $0 } == 200)
+        #expect(answers(30) == [200])
     }
 
     @Test func manyMatchesEachUnderTheirLimitAreRefusedTogether() throws {

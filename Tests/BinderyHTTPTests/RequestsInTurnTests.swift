@@ -10,33 +10,13 @@ import Testing
 /// Requests that take the controllers' lock are carried out in turn on the service's queue, off the request threads
 /// (`BinderyService.answeredInTurn`), once the store or a controller holds more than 1,000 objects.
 struct RequestsInTurnTests {
-    /// Asks each of `requests` (method, path, JSON body) on a thread of its own; answers the statuses, once all are in.
-    private static func asking(
-        _ requests: [(String, String, String?)], client: TestHTTPClient
-    ) -> @Sendable (_ timeout: Double) -> [Int]? {
-        let statuses = Mutex([Int](repeating: 0, count: requests.count))
-        let answered = DispatchSemaphore(value: 0)
-        for (index, (method, path, body)) in requests.enumerated() {
-            Thread {
-                let answer =
-                    try? body.map { try client.request(method, path, json: $0) } ?? client.request(method, path)
-                statuses.withLock { $0[index] = answer?.status ?? -1 }
-                answered.signal()
-            }.start()
-        }
-        return { timeout in
-            for _ in requests where answered.wait(timeout: .now() + timeout) == .timedOut { return nil }
-            return statuses.withLock { $0 }
-        }
-    }
-
     @Test func controllerAndActionRequestsWaitForTheirTurnWithoutHoldingTheRequestThreads() throws {
         try withServiceParts { client, _, service in
             try ObjectRoutesTests.addEmployeesAndAController(1_000, client: client)
             let held = DispatchSemaphore(value: 0)
             service.controllerRequests.async { held.wait() }
             // More than the server's two request threads: on them, these would hold both.
-            let answers = Self.asking(
+            let answers = asking(
                 [
                     ("GET", "/controllers", nil),
                     ("PUT", "/controllers/employees/selectionIndexes", "[1]"),
@@ -60,7 +40,7 @@ struct RequestsInTurnTests {
             let held = DispatchSemaphore(value: 0)
             service.controllerRequests.async { held.wait() }
             defer { held.signal() }
-            let answers = Self.asking(
+            let answers = asking(
                 [("PUT", "/controllers/employees/selectionIndexes", "[1]"), ("GET", "/actions", nil)], client: client)
             #expect(answers(10) == [200, 200])
         }
@@ -101,7 +81,7 @@ struct RequestsInTurnTests {
             let deadline = Date().addingTimeInterval(10)
             while server.suspendedCount == 0, Date() < deadline { usleep(1_000) }
             close(gone)
-            let answers = Self.asking(
+            let answers = asking(
                 [
                     ("GET", "/notifications?since=0&timeout=0", nil),
                     ("GET", "/controllers/departments/selectionIndexes", nil),

@@ -4,6 +4,7 @@ import Foundation
 import HTTPServer
 import HTTPTestSupport
 import PropertyList
+import Synchronization
 import Testing
 
 /// The package's root folder.
@@ -68,6 +69,26 @@ func withServiceParts(
 
 extension TestResponse {
     var json: PropertyListValue? { try? PropertyListValue(jsonBytes: body) }
+}
+
+/// Asks each of `requests` (method, path, JSON body) on a thread of its own; answers the statuses, once all are in.
+func asking(
+    _ requests: [(String, String, String?)], client: TestHTTPClient
+) -> @Sendable (_ timeout: Double) -> [Int]? {
+    let statuses = Mutex([Int](repeating: 0, count: requests.count))
+    let answered = DispatchSemaphore(value: 0)
+    for (index, (method, path, body)) in requests.enumerated() {
+        Thread {
+            let answer =
+                try? body.map { try client.request(method, path, json: $0) } ?? client.request(method, path)
+            statuses.withLock { $0[index] = answer?.status ?? -1 }
+            answered.signal()
+        }.start()
+    }
+    return { timeout in
+        for _ in requests where answered.wait(timeout: .now() + timeout) == .timedOut { return nil }
+        return statuses.withLock { $0 }
+    }
 }
 
 struct ServiceTests {
