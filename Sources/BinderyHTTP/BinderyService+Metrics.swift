@@ -22,10 +22,8 @@ extension BinderyService {
                 "bindery_http_responses_total", "counter",
                 "HTTP responses Bindery sent, by status class (not libmicrohttpd's own answers to requests it refuses).",
                 counters.counts.map { ("{class=\"\($0.0)\"}", String($0.1)) })
-            let (seq, objects) = document.store.read { view in
-                (view.seq, view.model.entities.map { ($0.name, (try? view.count(of: $0.name)) ?? 0) })
-            }
-            metric("bindery_store_seq", "gauge", "The store's sequence number.", [("", String(seq))])
+            // Neither waits for the store's lock, which a long transaction holds for seconds.
+            metric("bindery_store_seq", "gauge", "The store's sequence number.", [("", String(document.store.seq))])
             metric(
                 "bindery_journal_failed", "gauge", "1 while the journal refuses every change (until restart), else 0.",
                 [("", document.journalFailure == nil ? "0" : "1")])
@@ -36,7 +34,7 @@ extension BinderyService {
                 [("", String(document.problemsRecoveredAtOpen))])
             metric(
                 "bindery_objects", "gauge", "Objects in the store, by entity.",
-                objects.map { ("{entity=\"\($0.0)\"}", String($0.1)) })
+                document.store.objectCountsByEntity.map { ("{entity=\"\($0.entity)\"}", String($0.count)) })
             let statistics = observations.statistics
             metric(
                 "bindery_longpoll_waiters", "gauge", "Long-polls waiting for a change.",

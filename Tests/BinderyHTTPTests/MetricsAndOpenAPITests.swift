@@ -27,6 +27,33 @@ struct MetricsAndOpenAPITests {
         }
     }
 
+    /// A scrape does not wait for the store's lock, which a long transaction (a `PUT /store` of 300,000 objects)
+    /// holds for seconds: the counts by entity are those the last commit published.
+    @Test func metricsDoNotWaitForTheStoresLock() throws {
+        let document = try Document(fixtureDirectory: packageRoot + "/Fixtures/employees")
+        try withService(document: document) { client in
+            let entered = DispatchSemaphore(value: 0)
+            let release = DispatchSemaphore(value: 0)
+            let held = DispatchSemaphore(value: 0)
+            Thread {
+                document.store.read { _ in
+                    entered.signal()
+                    release.wait()
+                }
+                held.signal()
+            }.start()
+            entered.wait()
+            var patient = client
+            patient.timeout = 5
+            let metrics = try? patient.request("GET", "/metrics")
+            release.signal()
+            held.wait()
+            #expect(metrics?.status == 200)
+            #expect(metrics?.text.contains("bindery_objects{entity=\"Employee\"} 32\n") == true)
+            #expect(metrics?.text.contains("bindery_store_seq 1\n") == true)
+        }
+    }
+
     /// Every route the server has is in `Public/openapi.json` (regenerate it with `scripts/gen-openapi.py`).
     ///
     /// Templated segments are compared whatever their names (`:name`, `#index` and `*keyPath` of a route, `{name}` of

@@ -12,7 +12,11 @@ final class GraphState: @unchecked Sendable {
     var seq: Int64 = 0 {
         didSet {
             publishedSeq.store(seq, ordering: .releasing)
-            publishedObjectCount.store(tables.reduce(0) { $0 + $1.liveCount }, ordering: .relaxed)
+            let total = publishedCounts.withLock { counts in
+                for index in tables.indices { counts[index] = tables[index].liveCount }
+                return counts.reduce(0, +)
+            }
+            publishedObjectCount.store(total, ordering: .relaxed)
         }
     }
     /// The seq of the last commit that changed objects; commits that only take a seq (`ObjectStore.advanceSeq()`)
@@ -23,6 +27,9 @@ final class GraphState: @unchecked Sendable {
     let publishedSeq = Atomic<Int64>(0)
     /// How many objects there are, as the last commit left them, readable without the lock.
     let publishedObjectCount = Atomic<Int>(0)
+    /// How many objects each entity has (in the model's order), as the last commit left them, readable without the
+    /// store's lock (`/metrics`).
+    let publishedCounts: Mutex<[Int]>
     /// The last number used for a server-assigned id; ids are never reused.
     var lastAssignedID: Int64 = 0
     /// How many times a table was compacted (its rows renumbered): handles kept across commits (`ObjectReads`) hold
@@ -46,6 +53,7 @@ final class GraphState: @unchecked Sendable {
     init(model: ObjectModel) {
         self.model = model
         self.tables = model.entities.map(EntityTable.init)
+        self.publishedCounts = Mutex([Int](repeating: 0, count: model.entities.count))
     }
 
     func emptyTables() -> [EntityTable] {

@@ -13,7 +13,8 @@ import Synchronization
 public final class ObjectStore: Sendable {
     public let model: ObjectModel
     private let state: Mutex<GraphState>
-    /// The graph behind `state`, for its lock-free `publishedSeq` and `publishedObjectCount` only.
+    /// The graph behind `state`, for what it publishes to be read without the lock only (`publishedSeq`,
+    /// `publishedObjectCount`, `publishedCounts`).
     private let graph: GraphState
     private let hooks: ObjectStoreHooks
     private let delivery = Mutex(DeliveryQueue())
@@ -39,6 +40,13 @@ public final class ObjectStore: Sendable {
     /// How many objects the store holds, as the last commit left them (without taking the store's lock).
     public var objectCount: Int {
         graph.publishedObjectCount.load(ordering: .relaxed)
+    }
+
+    /// How many objects each entity has (by name, in the model's order), as the last commit left them (without
+    /// taking the store's lock).
+    public var objectCountsByEntity: [(entity: String, count: Int)] {
+        let counts = graph.publishedCounts.withLock { $0 }
+        return zip(model.entities, counts).map { ($0.name, $1) }
     }
 
     /// Runs `body` with a consistent read view of the store.
