@@ -407,8 +407,15 @@ struct ObservingRoutesTests {
             #expect(read(socket, until: "text/event-stream", into: &received))
             usleep(3_500_000)
             close(socket)
-            // The server has noticed the stream's end by now (its peek at abandoned connections runs every 2 s).
-            usleep(2_500_000)
+            // Once the server has noticed the stream's end (its peek at abandoned connections runs every 2 s), the
+            // observer has a TTL to live from then: polled at once, well within it even on a loaded machine.
+            var streams: Substring?
+            for _ in 0..<100 where streams != "bindery_event_streams 0" {
+                if streams != nil { usleep(100_000) }
+                let metrics = try client.request("GET", "/metrics").text
+                streams = metrics.split(separator: "\n").first { $0.hasPrefix("bindery_event_streams ") }
+            }
+            #expect(streams == "bindery_event_streams 0")
             let poll = try client.request("GET", "/observers/\(id)/changes?timeout=0")
             #expect(poll.status == 200, "\(poll.text)")
         }

@@ -132,14 +132,23 @@ public struct TestHTTPClient: Sendable {
     }
 
     public func receiveAll(on socket: Int32) -> [UInt8] {
+        receiveUntilClosed(on: socket).bytes
+    }
+
+    /// `receiveAll`, telling whether the server closed the connection (`closed`) or the timeout passed first.
+    public func receiveUntilClosed(on socket: Int32) -> (bytes: [UInt8], closed: Bool) {
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
             let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
-            if count <= 0 { break }
-            received.append(contentsOf: buffer[0..<count])
+            if count > 0 {
+                received.append(contentsOf: buffer[0..<count])
+            } else if count < 0 && errno == EINTR {
+                continue
+            } else {
+                return (received, count == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+            }
         }
-        return received
     }
 
     /// Parses one response (Content-Length or read-to-close bodies).
