@@ -15,6 +15,9 @@
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
+# Reading the package's targets needs python3, which a fresh Debian may lack (`make test` runs this before the browser
+# tests install it).
+command -v python3 >/dev/null 2>&1 || bash scripts/install-deps.sh python3
 # shellcheck source=scripts/dockerfile-lib.sh
 . scripts/dockerfile-lib.sh
 DOCKERFILE=${DOCKERFILE:-Dockerfile}
@@ -191,7 +194,11 @@ while IFS=$'\t' read -r stage instruction arguments; do
 done < <(awk -F'\t' '$2 == "COPY" || $2 == "ADD"' <<<"$PARSED")
 # SwiftPM loads every target of the manifest, so the build stage needs each target's folder (a missing custom path
 # stops `swift build`, whatever product it is asked for).
-if manifest=$("$SWIFT" package dump-package 2>/dev/null); then
+if manifest=$("$SWIFT" package dump-package 2>/dev/null) && folders=$(python3 -c '
+import json, sys
+for target in json.load(sys.stdin)["targets"]:
+    default = "Tests" if target["type"] == "test" else "Sources"
+    print(target.get("path") or default + "/" + target["name"])' <<<"$manifest") && [ -n "$folders" ]; then
     while IFS= read -r folder; do
         copied=no
         for source in "${BUILD_SOURCES[@]}"; do
@@ -199,13 +206,9 @@ if manifest=$("$SWIFT" package dump-package 2>/dev/null); then
         done
         check "the build stage copies target folder $folder and $DOCKERIGNORE keeps it" \
             test "$copied" = yes -a "$(ignored "$folder")" = no
-    done < <(python3 -c '
-import json, sys
-for target in json.load(sys.stdin)["targets"]:
-    default = "Tests" if target["type"] == "test" else "Sources"
-    print(target.get("path") or default + "/" + target["name"])' <<<"$manifest")
+    done <<<"$folders"
 else
-    fail "swift package dump-package reads Package.swift"
+    fail "swift package dump-package reads Package.swift, and its targets' folders are listed"
 fi
 # local_path IMAGE-PATH: the repository path behind a path of the runtime image, if a COPY put it there.
 local_path() {

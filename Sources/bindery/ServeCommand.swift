@@ -93,6 +93,10 @@ struct ServeCommand: ParsableCommand {
         guard maxWaiters > 0 else { throw ValidationError("--max-waiters must be positive") }
         guard maxObservers > 0 else { throw ValidationError("--max-observers must be positive") }
         guard maxControllers >= 0 else { throw ValidationError("--max-controllers must not be negative") }
+        // Sent as a header value: empty, it allowed no page while naming none; with a line break, it split headers.
+        guard !cors.isEmpty, cors.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+            throw ValidationError("--cors must be * or an origin such as https://example.com (no spaces)")
+        }
     }
 
     /// The start's refusals for a store that cannot be read as it is (damage, or files of another version or model),

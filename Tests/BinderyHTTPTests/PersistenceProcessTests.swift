@@ -336,6 +336,7 @@ struct PersistenceProcessTests {
         (["--max-controllers", "-1"], "--max-controllers must not be negative"),
         (["--max-receiving", "0"], "--max-receiving must be positive"), (["--data", ""], "--data must name a folder"),
         (["--fixture", ""], "--fixture must name a folder"),
+        (["--cors", ""], "--cors must be * or an origin"), (["--cors", "https://a.example\r\nX: y"], "--cors must be"),
     ])
     func aFlagOutOfItsRangeIsRefusedWithTheReason(arguments: [String], reason: String) throws {
         try withTemporaryDataDirectory { data in
