@@ -187,7 +187,16 @@ public final class BinderyService: HTTPResponder {
         if let refusal = crossOriginWriteRefusal(request) { return .response(.error(refusal)) }
         if waitsInTurn(request, segments: segments) {
             let request = request
-            return Self.answeredInTurn(on: controllerRequests) { self.carryOut(request, segments: segments) }
+            var afterwards: (@Sendable () -> Void)?
+            if segments.count == 3, segments[0] == "observers" {
+                // A poll waiting for its turn keeps its observer in use (`--observer-ttl`), as one waiting for changes.
+                let id = segments[1]
+                observations.pollWillWait(observer: id)
+                afterwards = { [observations] in observations.pollStoppedWaiting(observer: id) }
+            }
+            return Self.answeredInTurn(on: controllerRequests, afterwards: afterwards) {
+                self.carryOut(request, segments: segments)
+            }
         }
         return carryOut(request, segments: segments)
     }

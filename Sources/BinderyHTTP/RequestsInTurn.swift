@@ -13,9 +13,11 @@ extension BinderyService {
     ///
     /// If the server stops first, a request not yet begun is not carried out (`503 shutting-down`); one being
     /// carried out is finished and answered with what it answers. One whose client has closed its connection by its
-    /// turn is not carried out either (`499 client-gone`).
+    /// turn is not carried out either (`499 client-gone`). `afterwards` runs on `queue` once the request's turn is
+    /// over, whatever became of it.
     static func answeredInTurn(
-        on queue: DispatchQueue, _ respond: @escaping @Sendable () -> HTTPHandlerResult
+        on queue: DispatchQueue, afterwards: (@Sendable () -> Void)? = nil,
+        _ respond: @escaping @Sendable () -> HTTPHandlerResult
     ) -> HTTPHandlerResult {
         let turn = RequestTurn()
         return .suspend(
@@ -27,6 +29,7 @@ extension BinderyService {
                     case .response(let response)?: connection.resume(with: response)
                     case .suspend(let suspension)?: suspension.register(connection)
                     }
+                    afterwards?()
                 }
             })
     }

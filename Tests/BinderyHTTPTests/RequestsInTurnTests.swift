@@ -35,6 +35,24 @@ struct RequestsInTurnTests {
         }
     }
 
+    /// A poll of an observer waiting for its turn keeps the observer in use, as a poll waiting for changes does: it
+    /// does not expire meanwhile, however long the controllers' work before it takes, and its TTL counts from then.
+    @Test func anObserverWhosePollWaitsForItsTurnDoesNotExpire() throws {
+        try withServiceParts(observation: .init(observerTTL: 1)) { client, _, service in
+            try ObjectRoutesTests.addEmployeesAndAController(1_000, client: client)
+            let created = try client.request(
+                "POST", "/observers", json: #"{"target": "controllers/all", "keyPath": "selectionIndexes"}"#)
+            let id = try #require(created.json?["id"]?.stringValue)
+            let held = DispatchSemaphore(value: 0)
+            service.controllerRequests.async { held.wait() }
+            let answers = asking([("GET", "/observers/\(id)/changes?timeout=0", nil)], client: client)
+            #expect(answers(2.5) == nil, "answered on a request thread")
+            held.signal()
+            #expect(answers(30) == [200])
+            #expect(try client.request("GET", "/observers/\(id)/changes?timeout=0").status == 200)
+        }
+    }
+
     @Test func withOnlySmallControllersTheyAreAnsweredOnTheRequestThreads() throws {
         try withServiceParts { client, _, service in
             let held = DispatchSemaphore(value: 0)

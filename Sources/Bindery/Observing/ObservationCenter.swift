@@ -615,6 +615,19 @@ public final class ObservationCenter: @unchecked Sendable {
         waiter.deliver(answer)
     }
 
+    /// A poll of the observer waits before it is carried out (its turn behind the controllers' work): the observer is
+    /// in use meanwhile, as while a poll waits for changes, so it does not expire however long that takes. Balanced
+    /// by `pollStoppedWaiting`, called in the same order.
+    public func pollWillWait(observer id: String) {
+        queue.async { self.observers[id]?.activeWaiters += 1 }
+    }
+
+    /// The poll `pollWillWait` announced had its turn (it was carried out, or not): the observer's idle time counts
+    /// from now.
+    public func pollStoppedWaiting(observer id: String) {
+        queue.async { self.release(id) }
+    }
+
     /// A waiter or a stream of the observer ended: the observer was in use until now, so its idle time (for
     /// `observerTTL`) starts now, not when it last had something to send.
     private func release(_ observerID: String) {
