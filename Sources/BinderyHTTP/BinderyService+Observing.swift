@@ -143,7 +143,8 @@ extension BinderyService {
             guard text.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }), let value = Double(text), value >= 0,
                 value.isFinite
             else {
-                throw APIError.badQuery("timeout must be a non-negative number of seconds, not \"\(text)\".")
+                throw APIError.badQuery(
+                    "timeout must be seconds in decimal digits (such as 0, 2 or 0.5), not \"\(text)\".")
             }
             timeout = min(value, maxPollTimeout)
         }
