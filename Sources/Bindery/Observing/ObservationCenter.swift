@@ -30,11 +30,13 @@ public final class ObservationCenter: @unchecked Sendable {
         /// A run loop's turn is one event; over HTTP a client's posts come one after another's answer, each a turn
         /// of its own, so that a turn of the queue's own would coalesce nothing a client can send.
         public var asapTurn: Double
+        /// Seconds after the first queued `whenIdle` notification that the queued ones are posted (the queue's idle).
+        public var idleTurn: Double
 
         public init(
             historyCapacity: Int = 100_000, historyBytes: Int = 256 << 20, observerTTL: Double = 300,
             maxWaiters: Int = 16_000, heartbeatInterval: Double = 15, maxObservers: Int = 10_000,
-            asapTurn: Double = 0.02
+            asapTurn: Double = 0.02, idleTurn: Double = 0.05
         ) {
             self.historyCapacity = historyCapacity
             self.historyBytes = historyBytes
@@ -43,6 +45,7 @@ public final class ObservationCenter: @unchecked Sendable {
             self.heartbeatInterval = heartbeatInterval
             self.maxObservers = maxObservers
             self.asapTurn = asapTurn
+            self.idleTurn = idleTurn
         }
     }
 
@@ -1268,7 +1271,7 @@ public final class ObservationCenter: @unchecked Sendable {
                 queue.asyncAfter(deadline: .now() + configuration.asapTurn) { [self] in flushAsap() }
             case .whenIdle? where !idleFlushScheduled:
                 idleFlushScheduled = true
-                queue.asyncAfter(deadline: .now() + 0.05) { [self] in
+                queue.asyncAfter(deadline: .now() + configuration.idleTurn) { [self] in
                     idleFlushScheduled = false
                     self.flush(\.idle)
                 }
