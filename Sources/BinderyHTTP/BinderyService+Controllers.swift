@@ -12,7 +12,7 @@ import PropertyList
 /// cannot be removed (409 `conflict`); run-time ones can.
 extension BinderyService {
     static func addControllerRoutes(
-        to router: inout Router, controllers: ControllerRegistry, document: Document, slowAnswers: DispatchQueue
+        to router: inout Router, controllers: ControllerRegistry, document: Document, slowAnswers: RequestLine
     ) {
         router.add("GET", "/controllers") { _ in
             let (states, seq) = controllers.states()
@@ -236,7 +236,7 @@ extension BinderyService {
     /// (`arrangedObjects/department.employees.lastName`) is read again off the request threads, as such a listing is.
     private static func read(
         _ keyPath: String, of name: String, _ controllers: ControllerRegistry, document: Document,
-        slowAnswers: DispatchQueue
+        slowAnswers: RequestLine
     ) throws -> HTTPHandlerResult {
         let read = { @Sendable () throws -> (value: PropertyListValue, seq: Int64) in
             try controllers.valueAndSeq(forKeyPath: keyPath, controller: name)

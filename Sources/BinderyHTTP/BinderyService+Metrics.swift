@@ -8,7 +8,7 @@ extension BinderyService {
     /// `GET /metrics`: Prometheus text exposition (API.md §10).
     static func addMetricsRoutes(
         to router: inout Router, document: Document, observations: ObservationCenter, controllers: ControllerRegistry,
-        counters: ResponseCounters
+        counters: ResponseCounters, requestLines: [(name: String, line: RequestLine)]
     ) {
         _ = statm  // opened now, while descriptors are free
         router.add("GET", "/metrics") { _ in
@@ -51,6 +51,11 @@ extension BinderyService {
                 "Observed key paths read again after commits (only those a commit may have changed).",
                 [("", String(statistics.keyPathReads))])
             metric("bindery_controllers", "gauge", "Mediating controllers.", [("", String(controllers.count))])
+            metric(
+                "bindery_requests_waiting_turn", "gauge",
+                "Requests waiting for their turn off the request threads, by line (controller requests in a large "
+                    + "store; exports and large answers).",
+                requestLines.map { entry in ("{line=\"\(entry.name)\"}", String(entry.line.waitingCount)) })
             metric(
                 "bindery_http_connections", "gauge",
                 "Open client connections, waiting long-polls and streams included.",

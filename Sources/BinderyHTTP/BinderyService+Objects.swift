@@ -11,7 +11,7 @@ import PropertyList
 /// mutating request is checked inside the transaction, so the check and the change are one atomic step; a mismatch is
 /// 412 `precondition-failed` with the current representation in `current` and the current `ETag` header.
 extension BinderyService {
-    static func addObjectRoutes(to router: inout Router, document: Document, slowAnswers: DispatchQueue) {
+    static func addObjectRoutes(to router: inout Router, document: Document, slowAnswers: RequestLine) {
         router.add("GET", "/objects/:entity") { try listObjects($0, document: document, slowAnswers: slowAnswers) }
         router.add("POST", "/objects/:entity") { try insertObject($0, document: document) }
         router.add("GET", "/objects/:entity/:id") { try getObject($0, document: document) }
@@ -28,7 +28,7 @@ extension BinderyService {
     // MARK: Entities
 
     private static func listObjects(
-        _ request: RouteRequest, document: Document, slowAnswers: DispatchQueue
+        _ request: RouteRequest, document: Document, slowAnswers: RequestLine
     ) throws -> HTTPHandlerResult {
         let entity = request.parameter("entity")
         let query = request.request
@@ -181,7 +181,7 @@ extension BinderyService {
     // MARK: Key paths
 
     private static func getValue(
-        _ request: RouteRequest, document: Document, slowAnswers: DispatchQueue
+        _ request: RouteRequest, document: Document, slowAnswers: RequestLine
     ) throws -> HTTPHandlerResult {
         let id = try objectID(request)
         let keyPath = request.keyPath("keyPath")
@@ -197,7 +197,7 @@ extension BinderyService {
     /// key path that fans out (`department.employees.department.employees.lastName`, 18 MB over 1,400 employees)
     /// would otherwise hold a libmicrohttpd worker, and every connection it serves, for as long as it takes.
     static func readingKeyPaths(
-        on slowAnswers: DispatchQueue, document: Document,
+        on slowAnswers: RequestLine, document: Document,
         _ read: @escaping @Sendable () throws -> (value: PropertyListValue, seq: Int64)
     ) throws -> HTTPHandlerResult {
         if let (value, seq) = try KeyPathAllowance.withinTotal(requestThreadValues, perEvaluation: .max, read) {
@@ -212,7 +212,7 @@ extension BinderyService {
     /// A read answered from `make` on the request thread, or off the request threads when `offRequestThreads` (one
     /// whose cost grows with the store: a large page or selection).
     static func reading(
-        offRequestThreads: Bool, on slowAnswers: DispatchQueue, document: Document,
+        offRequestThreads: Bool, on slowAnswers: RequestLine, document: Document,
         _ make: @escaping @Sendable () throws -> (HTTPResponse, seq: Int64)
     ) throws -> HTTPHandlerResult {
         guard offRequestThreads else {
@@ -225,7 +225,7 @@ extension BinderyService {
     /// `answeredOffRequestThreads` for a read: `make` answers the response and the seq it shows, which is sent once
     /// that seq is durable (an error, or a flush that fails, as §2's JSON).
     static func readOffRequestThreads(
-        on slowAnswers: DispatchQueue, document: Document,
+        on slowAnswers: RequestLine, document: Document,
         _ make: @escaping @Sendable () throws -> (HTTPResponse, seq: Int64)
     ) -> HTTPHandlerResult {
         answeredOffRequestThreads(on: slowAnswers) {

@@ -10,7 +10,7 @@ import PropertyList
 /// `Accept: application/x-plist`, as an XML property list. An import replaces the graph as one transaction: it is
 /// validated as a whole (422 and nothing changed when any object is invalid), journaled, observed, and one undo group.
 extension BinderyService {
-    static func addStoreRoutes(to router: inout Router, document: Document, slowAnswers: DispatchQueue) {
+    static func addStoreRoutes(to router: inout Router, document: Document, slowAnswers: RequestLine) {
         router.add("GET", "/store") { try exportStore($0, document: document, slowAnswers: slowAnswers) }
         router.add("PUT", "/store") { try importStore($0, document: document) }
     }
@@ -18,7 +18,7 @@ extension BinderyService {
     private static let plistType = "application/x-plist"
 
     private static func exportStore(
-        _ request: RouteRequest, document: Document, slowAnswers: DispatchQueue
+        _ request: RouteRequest, document: Document, slowAnswers: RequestLine
     ) throws -> HTTPHandlerResult {
         // The XML property list when the client prefers it (or `application/xml`) to JSON.
         let http = request.request

@@ -16,11 +16,18 @@ public final class BinderyService: HTTPResponder {
         public var corsOrigin: String
         /// Controllers created at run time at once (`--max-controllers`); beyond, 503 too-many-controllers.
         public var maxControllers: Int
+        /// Seconds a request may wait for its turn off the request threads before its line takes no more while it
+        /// is that long (`RequestLine`).
+        public var turnPatience: Double
 
-        public init(publicDirectory: String = "Public", corsOrigin: String = "*", maxControllers: Int = 1_000) {
+        public init(
+            publicDirectory: String = "Public", corsOrigin: String = "*", maxControllers: Int = 1_000,
+            turnPatience: Double = 30
+        ) {
             self.publicDirectory = publicDirectory
             self.corsOrigin = corsOrigin
             self.maxControllers = maxControllers
+            self.turnPatience = turnPatience
         }
     }
 
@@ -37,12 +44,12 @@ public final class BinderyService: HTTPResponder {
     /// The queue answers that take long to make are made on, one at a time, off the request threads (exports, large
     /// listings, reads whose key paths reach many values); one per service, so that one store's exports never wait
     /// for another's (tests run several servers).
-    public let slowAnswers = DispatchQueue(label: "bindery.slow-answers")
+    public let slowAnswers: RequestLine
     /// The queue requests that take the controllers' lock are carried out on, in turn, off the request threads
     /// (`answeredInTurn`) once the store or a controller is large (`waitsInTurn`): re-arranging a large controller
     /// holds that lock long. In a small store they are answered on the request threads (the hop to the queue and
     /// back would cost more than their work).
-    public let controllerRequests = DispatchQueue(label: "bindery.controller-requests")
+    public let controllerRequests: RequestLine
     private let router: Router
     private let counters = ResponseCounters()
     /// Answers kept for requests with an `Idempotency-Key`.
@@ -57,6 +64,9 @@ public final class BinderyService: HTTPResponder {
         let observations =
             observations ?? ObservationCenter(document: document, queue: DispatchQueue(label: "bindery.observation"))
         self.observations = observations
+        self.slowAnswers = RequestLine(label: "bindery.slow-answers", patience: configuration.turnPatience)
+        self.controllerRequests = RequestLine(
+            label: "bindery.controller-requests", patience: configuration.turnPatience)
         self.staticFiles = StaticFiles(root: configuration.publicDirectory)
         let (controllers, controllersError) = Self.makeControllers(
             document: document, limit: configuration.maxControllers)
@@ -73,7 +83,8 @@ public final class BinderyService: HTTPResponder {
         Self.addControllerRoutes(to: &router, controllers: controllers, document: document, slowAnswers: slowAnswers)
         Self.addDefaultsRoutes(to: &router, defaults: defaults)
         Self.addMetricsRoutes(
-            to: &router, document: document, observations: observations, controllers: controllers, counters: counters)
+            to: &router, document: document, observations: observations, controllers: controllers, counters: counters,
+            requestLines: [("controller-requests", controllerRequests), ("slow-answers", slowAnswers)])
         self.router = router
     }
 
@@ -186,6 +197,7 @@ public final class BinderyService: HTTPResponder {
         }
         if let refusal = crossOriginWriteRefusal(request) { return .response(.error(refusal)) }
         if waitsInTurn(request, segments: segments) {
+            if let refusal = controllerRequests.refusal() { return .response(refusal) }
             let request = request
             var afterwards: (@Sendable () -> Void)?
             if segments.count == 3, segments[0] == "observers" {
@@ -352,11 +364,13 @@ public final class BinderyService: HTTPResponder {
     /// answer: a few dozen exports queued one after another would hold the stop far past a supervisor's patience
     /// (Docker's 10 s).
     static func answeredOffRequestThreads(
-        on slowAnswers: DispatchQueue, _ answer: @escaping @Sendable () -> HTTPResponse
+        on slowAnswers: RequestLine, _ answer: @escaping @Sendable () -> HTTPResponse
     ) -> HTTPHandlerResult {
-        .suspend(
+        if let refusal = slowAnswers.refusal() { return .response(refusal) }
+        let arrived = DispatchTime.now()
+        return .suspend(
             HTTPSuspension(shutdownResponse: shuttingDown) { connection in
-                slowAnswers.async {
+                slowAnswers.enqueue(arrived: arrived) {
                     _ = connection.resume(with: connection.peerHasClosed ? clientGone : answer())
                 }
             })

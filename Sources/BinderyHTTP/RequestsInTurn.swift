@@ -3,7 +3,7 @@ import HTTPServer
 import Synchronization
 
 extension BinderyService {
-    /// Carries out `respond` on `queue` (serial), off the request threads, and answers what it answers (a suspension
+    /// Carries out `respond` on `line` (serial), off the request threads, and answers what it answers (a suspension
     /// it answers, such as a wait for the journal, continues on the same connection).
     ///
     /// For requests that take the controllers' lock (`/controllers`, `/actions`) once a controller is large: one
@@ -16,13 +16,14 @@ extension BinderyService {
     /// turn is not carried out either (`499 client-gone`). `afterwards` runs on `queue` once the request's turn is
     /// over, whatever became of it.
     static func answeredInTurn(
-        on queue: DispatchQueue, afterwards: (@Sendable () -> Void)? = nil,
+        on line: RequestLine, afterwards: (@Sendable () -> Void)? = nil,
         _ respond: @escaping @Sendable () -> HTTPHandlerResult
     ) -> HTTPHandlerResult {
         let turn = RequestTurn()
+        let arrived = DispatchTime.now()
         return .suspend(
             HTTPSuspension(shutdownResponse: { turn.shutdownResponse() }) { connection in
-                queue.async {
+                line.enqueue(arrived: arrived) {
                     // A client gone by its turn is not worked for, as by `answeredOffRequestThreads`.
                     switch turn.run({ connection.peerHasClosed ? .response(clientGone) : respond() }) {
                     case nil: break  // the server stopped first and answered

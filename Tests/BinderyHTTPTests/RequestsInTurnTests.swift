@@ -53,6 +53,49 @@ struct RequestsInTurnTests {
         }
     }
 
+    /// While requests wait for their turn and the last whose turn came had waited past the line's patience, a new
+    /// one is refused at once (`503 server-busy`, `Retry-After`), not queued behind them; the line takes requests
+    /// again once nobody waits. `/metrics` counts those waiting.
+    @Test func aLineWhoseWaitIsLongRefusesNewRequestsUntilItIsShort() throws {
+        try withServiceParts(turnPatience: 0.3) { client, _, service in
+            try ObjectRoutesTests.addEmployeesAndAController(1_000, client: client)
+            func waiting() -> String? {
+                (try? client.request("GET", "/metrics"))?.text.split(separator: "\n")
+                    .first { $0.hasPrefix("bindery_requests_waiting_turn{line=\"controller-requests\"}") }
+                    .map { String($0.split(separator: " ").last ?? "") }
+            }
+            func expectWaiting(_ count: Int) {
+                var now = waiting()
+                for _ in 0..<200 where now != String(count) {
+                    usleep(10_000)
+                    now = waiting()
+                }
+                #expect(now == String(count))
+            }
+            let first = DispatchSemaphore(value: 0)
+            let second = DispatchSemaphore(value: 0)
+            service.controllerRequests.async { first.wait() }
+            let early = asking([("PUT", "/controllers/all/selectionIndexes", "[1]")], client: client)
+            expectWaiting(1)
+            service.controllerRequests.async { second.wait() }
+            let later = asking([("PUT", "/controllers/all/selectionIndexes", "[2]")], client: client)
+            expectWaiting(2)
+            usleep(600_000)
+            first.signal()  // the early request's turn comes, after 0.6 s: past the patience, with one still waiting
+            #expect(early(30) == [200])
+            let refused = try? TestHTTPClient(port: client.port, timeout: 3).request(
+                "PUT", "/controllers/all/selectionIndexes", json: "[3]")
+            #expect(refused?.status == 503 && refused?.errorCode == "server-busy", "\(refused?.text ?? "no answer")")
+            #expect(refused?.header("Retry-After") == "1")
+            #expect(try client.request("GET", "/healthz").status == 200)
+            second.signal()
+            #expect(later(30) == [200])
+            expectWaiting(0)
+            #expect(try client.request("PUT", "/controllers/all/selectionIndexes", json: "[4]").status == 200)
+            #expect(try client.request("GET", "/controllers/all/selectionIndexes").json == [4])
+        }
+    }
+
     @Test func withOnlySmallControllersTheyAreAnsweredOnTheRequestThreads() throws {
         try withServiceParts { client, _, service in
             let held = DispatchSemaphore(value: 0)

@@ -48,12 +48,13 @@ func withServiceAndServer(
 func withServiceParts(
     maxBody: Int = 1 << 20, maxUnsent: Int = 1 << 30, observation: ObservationCenter.Configuration = .init(),
     document: Document? = nil, observationQueue: DispatchQueue = DispatchQueue(label: "test.observation"),
-    cors: String = "*", _ body: (TestHTTPClient, HTTPServer, BinderyService) throws -> Void
+    cors: String = "*", turnPatience: Double = 30, _ body: (TestHTTPClient, HTTPServer, BinderyService) throws -> Void
 ) throws {
     let document = try document ?? Document(fixtureDirectory: packageRoot + "/Fixtures/employees")
     let observations = ObservationCenter(document: document, queue: observationQueue, configuration: observation)
     let service = BinderyService(
-        configuration: .init(publicDirectory: packageRoot + "/Public", corsOrigin: cors), document: document,
+        configuration: .init(publicDirectory: packageRoot + "/Public", corsOrigin: cors, turnPatience: turnPatience),
+        document: document,
         observations: observations)
     let server = HTTPServer(
         configuration: HTTPServerConfiguration(
