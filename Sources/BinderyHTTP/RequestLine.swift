@@ -15,7 +15,7 @@ public final class RequestLine: Sendable {
     /// Seconds a request may have waited for its turn before the line takes no more (while it is still long).
     let patience: Double
     private let waiting = Atomic<Int>(0)
-    /// Nanoseconds the request whose turn came last had waited.
+    /// Nanoseconds the request whose turn came last had waited (0 when nobody waited behind it).
     private let lastWait = Atomic<UInt64>(0)
 
     init(label: String, patience: Double) {
@@ -41,9 +41,10 @@ public final class RequestLine: Sendable {
     func enqueue(arrived: DispatchTime, _ turn: @escaping @Sendable () -> Void) {
         waiting.add(1, ordering: .relaxed)
         queue.async {
-            self.waiting.subtract(1, ordering: .relaxed)
+            let left = self.waiting.subtract(1, ordering: .relaxed).newValue
             let now = DispatchTime.now().uptimeNanoseconds
-            self.lastWait.store(now - min(now, arrived.uptimeNanoseconds), ordering: .relaxed)
+            // The last of a burst: the line is empty, and the next burst is judged by its own waits.
+            self.lastWait.store(left == 0 ? 0 : now - min(now, arrived.uptimeNanoseconds), ordering: .relaxed)
             turn()
         }
     }

@@ -93,6 +93,24 @@ struct RequestsInTurnTests {
             expectWaiting(0)
             #expect(try client.request("PUT", "/controllers/all/selectionIndexes", json: "[4]").status == 200)
             #expect(try client.request("GET", "/controllers/all/selectionIndexes").json == [4])
+            // A request that waited long with nobody behind it leaves the line empty: the next burst is judged by its
+            // own waits, not refused for that one's.
+            let third = DispatchSemaphore(value: 0)
+            let fourth = DispatchSemaphore(value: 0)
+            service.controllerRequests.async { third.wait() }
+            let alone = asking([("PUT", "/controllers/all/selectionIndexes", "[5]")], client: client)
+            expectWaiting(1)
+            usleep(600_000)
+            service.controllerRequests.async { fourth.wait() }
+            third.signal()
+            #expect(alone(30) == [200])
+            let burst = asking([("PUT", "/controllers/all/selectionIndexes", "[6]")], client: client)
+            expectWaiting(1)
+            let next = asking([("PUT", "/controllers/all/selectionIndexes", "[7]")], client: client)
+            expectWaiting(2)
+            fourth.signal()
+            #expect(burst(30) == [200])
+            #expect(next(30) == [200])
         }
     }
 
