@@ -216,6 +216,7 @@
         } catch (e) {
           ok = false;
           failure = e;
+          fullWanted = true;
           if (e instanceof APIError && e.code === 'no-such-controller' && !stopped && !restored) {
             // The server restarted, or another client deleted them: create them again (once per sync).
             setConnection('resync', 'Re-creating controllers…');
@@ -338,35 +339,113 @@
     }
   }
 
+  // On a large store the employees list (arrangedObjects) and everyone's names (for the manager column and picker)
+  // are megabytes: a sync reads them again only when a change since the last sync touches them (a row shown, the
+  // department shown, a name) or the list is another one now (department, sort, filter, count). The store's change
+  // feed since `classifiedSeq` says which; every change up to it is known to be shown or not to matter.
+  let classifiedSeq = null;
+  let fullWanted = false; // the next sync reads everything (asked for, or the last one failed)
+  let employeesRead = null; // what the list read was for: {dep, sort, filter, count}
+  let employeesVersion = 0; // bumped with every read of the list: the rows are rendered again
+  let peopleVersion = 0; // the same for the names
+
+  const listKey = (dep, deps, emp) => ({
+    dep: idOf((deps || [])[((dep && dep.selectionIndexes) || [])[0]]),
+    sort: JSON.stringify((emp && emp.sortDescriptors) || []),
+    filter: (emp && emp.filterPredicate) ?? null,
+    count: emp && emp.count,
+  });
+
+  // What the changes make stale: the list read (`employees`), the names read (`people`).
+  function staleness(changes, read) {
+    const out = { employees: false, people: false };
+    const shown = new Set(state.employees.map(idOf));
+    const byManager = /manager/.test(read.sort);
+    for (const c of changes) {
+      const t = c.target;
+      const employee = typeof t === 'string' && t.startsWith('Employee/');
+      if (!employee && !(typeof t === 'string' && t.startsWith('Department/'))) return { employees: true, people: true };
+      if (employee && (c.keyPath === 'firstName' || c.keyPath === 'lastName')) {
+        out.people = true;
+        if (byManager) out.employees = true; // a manager's name orders the rows
+      }
+      if (shown.has(t) || t === read.dep || (employee && read.filter)) out.employees = true;
+      else if (read.dep && [...refsOf(c.new), ...refsOf(c.old)].includes(read.dep)) out.employees = true;
+    }
+    return out;
+  }
+
   async function syncOnce() {
     const started = generation;
-    const [dep, deps, emp, emps, selection, edits, people, actions] = await Promise.all([
-      api('GET', ctl(DEP)),
-      api('GET', ctl(DEP, '/arrangedObjects')),
-      api('GET', ctl(EMP)),
-      api('GET', ctl(EMP, '/arrangedObjects')),
-      api('GET', ctl(EMP, '/selection')),
-      api('GET', ctl(EMP, '/edits')),
-      api('GET', '/objects/Employee?keys=firstName,lastName&sort=lastName,firstName'),
-      api('GET', '/actions').catch(() => ({ data: null, seq: null })),
-    ]);
-    const seqs = [dep, deps, emp, emps, selection, edits, people].map((r) => r.seq).filter((s) => s !== null);
+    const light = () =>
+      Promise.all([
+        api('GET', ctl(DEP)),
+        api('GET', ctl(DEP, '/arrangedObjects')),
+        api('GET', ctl(EMP)),
+        api('GET', ctl(EMP, '/selection')),
+        api('GET', ctl(EMP, '/edits')),
+        api('GET', '/actions').catch(() => ({ data: null, seq: null })),
+      ]);
+    // The changes since the last sync, read with the rest: when they reach as far as the reads, they say whether the
+    // list and the names need reading again.
+    const wanted = fullWanted;
+    const known = state.ready && classifiedSeq !== null && employeesRead && !wanted;
+    fullWanted = false;
+    const since = known
+      ? api('GET', `/changes?since=${classifiedSeq}&timeout=0`).catch(() => null) // unanswered: read everything
+      : null;
+    let [reads, changes] = await Promise.all([light(), since]);
+    let [dep, deps, emp] = reads;
+    const stale = { employees: true, people: true };
+    let upTo = null;
+    const data = changes && changes.data;
+    const lightSeqs = reads.map((r) => r.seq).filter((x) => x !== null);
+    if (data && Array.isArray(data.changes) && typeof data.last === 'number' && data.last >= classifiedSeq &&
+        lightSeqs.every((x) => x <= data.last)) {
+      Object.assign(stale, staleness(data.changes, employeesRead));
+      upTo = data.last;
+      const now = listKey(dep.data, deps.data, emp.data);
+      if (['dep', 'sort', 'filter', 'count'].some((k) => now[k] !== employeesRead[k])) stale.employees = true;
+    }
+    let emps = null;
+    let people = null;
+    if (stale.employees || stale.people) {
+      // Read again with the rest, at one moment as far as can be (the selection's indexes are of this list).
+      [reads, emps, people] = await Promise.all([
+        light(),
+        stale.employees ? api('GET', ctl(EMP, '/arrangedObjects')) : null,
+        stale.people ? api('GET', '/objects/Employee?keys=firstName,lastName&sort=lastName,firstName') : null,
+      ]);
+      [dep, deps, emp] = reads;
+    }
+    const [, , , selection, edits, actions] = reads;
+    const seqs = [...reads.slice(0, 5), emps, people].filter((r) => r).map((r) => r.seq).filter((s) => s !== null);
     if (started !== generation) {
       syncAgain = true; // a local change raced this read; read again rather than flash stale state
+      if (wanted) fullWanted = true;
       return seqs.length ? Math.min(...seqs) : null;
     }
     state.departments = deps.data || [];
     state.dep = dep.data;
     state.depSelection = (dep.data && dep.data.selectionIndexes) || [];
     state.emp = emp.data;
-    state.employees = emps.data || [];
+    if (emps) {
+      state.employees = emps.data || [];
+      employeesVersion += 1;
+      employeesRead = listKey(dep.data, deps.data, emp.data);
+    }
+    if (stale.employees && stale.people) classifiedSeq = seqs.length ? Math.min(...seqs) : null;
+    else if (upTo !== null) classifiedSeq = Math.min(upTo, ...seqs);
     state.selection = selection.data || {};
     if (selecting && selecting.settledAt !== null && started >= selecting.settledAt) selecting = null;
     state.edits = edits.data || {};
-    state.people = new Map(
-      ((people.data && people.data.objects) || []).map((o) => [o.$id, { firstName: o.firstName, lastName: o.lastName }]),
-    );
-    for (const [id, p] of state.people) names.set(id, personName(p));
+    if (people) {
+      state.people = new Map(
+        ((people.data && people.data.objects) || []).map((o) => [o.$id, { firstName: o.firstName, lastName: o.lastName }]),
+      );
+      peopleVersion += 1;
+      for (const [id, p] of state.people) names.set(id, personName(p));
+    }
     for (const d of state.departments) names.set(d.$id, d.name);
     if (actions.data && Array.isArray(actions.data.actions)) {
       const enabled = (name) => actions.data.actions.some((a) => a.action === name && a.enabled);
@@ -545,50 +624,136 @@
     el.depCount.textContent = String(state.departments.length);
   }
 
+  // A long list (a large store's department) renders only the rows in view and a few around them, between two
+  // spacer rows as tall as the rows left out; a short one renders every row.
+  const VIRTUAL_FROM = 300;
+  const OVERSCAN = 15;
+  let rowHeight = 45; // px: the rendered rows' mean height, measured after each render
+  const tableWrap = el.grid.closest('.table-wrap') || el.grid.parentElement;
+
+  // The rows [first, last) to render of n.
+  function rowWindow(n) {
+    if (n < VIRTUAL_FROM) return [0, n];
+    // The part of the body in view, in the body's own coordinates (the list scrolls in its box, or with the page).
+    const body = el.body.getBoundingClientRect();
+    const box = tableWrap.getBoundingClientRect();
+    const top = Math.max(box.top, 0) - body.top;
+    const bottom = Math.min(box.bottom, window.innerHeight || box.bottom) - body.top;
+    const first = Math.max(0, Math.min(n - 1, Math.floor(top / rowHeight) - OVERSCAN));
+    const last = Math.min(n, Math.max(first + 1, Math.ceil(bottom / rowHeight) + OVERSCAN));
+    return [first, last];
+  }
+
+  function spacer(key, rows) {
+    return h(
+      'tr',
+      { class: 'spacer', 'aria-hidden': 'true', 'data-id': key },
+      h('td', { colspan: 5, style: `height:${Math.round(rows * rowHeight)}px` }),
+    );
+  }
+
+  function employeeRow(e, i, sel, active, virtual) {
+    const selected = sel.has(i);
+    const manager = e.manager ? state.people.get(e.manager.$ref) : null;
+    const classes = [selected ? 'selected' : '', e.active === false ? 'inactive' : '', i === active ? 'lead' : ''];
+    return h(
+      'tr',
+      {
+        id: `emp-${i}`,
+        class: classes.filter((c) => c).join(' '),
+        'aria-selected': selected ? 'true' : 'false',
+        'aria-rowindex': virtual ? i + 2 : null, // the header row is 1
+        'data-test': 'employee-row',
+        'data-id': e.$id,
+        'data-index': i,
+      },
+      h(
+        'td',
+        { class: 'name-cell' },
+        h(
+          'div',
+          { class: 'name-wrap' },
+          h('span', { class: 'avatar', 'aria-hidden': 'true', 'data-hue': hueOf(e.$id), text: initials(e) }),
+          h('span', { class: 'name', text: personName(e) || '(no name)' }),
+        ),
+      ),
+      h('td', { class: 'num', text: typeof e.salary === 'number' ? money.format(e.salary) : '—' }),
+      h('td', { class: 'col-hire', text: formatDate(e.hireDate) || '—' }),
+      h('td', { class: 'col-manager', text: manager ? personName(manager) : '—' }),
+      h(
+        'td',
+        { class: 'col-active' },
+        h('span', { class: e.active === false ? 'pill pill-off' : 'pill pill-on', text: e.active === false ? 'Inactive' : 'Active' }),
+      ),
+    );
+  }
+
+  // The rows (those in view of a long list); unchanged ones keep their nodes.
+  function renderEmployeeRows() {
+    const emp = state.emp || {};
+    const n = state.employees.length;
+    const sel = new Set(emp.selectionIndexes || []);
+    const active = leadIndex() ?? (emp.selectionIndexes || [])[0];
+    const virtual = n >= VIRTUAL_FROM;
+    const [first, last] = rowWindow(n);
+    const signature = JSON.stringify([employeesVersion, peopleVersion, emp.selectionIndexes, active, first, last, rowHeight]);
+    if (signature === employeesSignature) return active;
+    employeesSignature = signature;
+    const rows = [];
+    for (let i = first; i < last; i += 1) rows.push(employeeRow(state.employees[i], i, sel, active, virtual));
+    if (virtual) {
+      rows.unshift(spacer('#above', first));
+      rows.push(spacer('#below', n - last));
+      el.grid.setAttribute('aria-rowcount', String(n + 1));
+    } else {
+      el.grid.removeAttribute('aria-rowcount');
+    }
+    morphChildren(el.body, rows);
+    if (virtual && last > first) {
+      // The spacers stand for rows of the height the rendered ones have.
+      const shown = [...el.body.children].filter((r) => r.dataset.test === 'employee-row');
+      const height = shown.reduce((sum, r) => sum + r.getBoundingClientRect().height, 0) / (shown.length || 1);
+      if (height > 0 && Math.abs(height - rowHeight) > 0.5) {
+        rowHeight = height;
+        el.body.firstElementChild.firstElementChild.style.height = `${Math.round(first * rowHeight)}px`;
+        el.body.lastElementChild.firstElementChild.style.height = `${Math.round((n - last) * rowHeight)}px`;
+        employeesSignature = JSON.stringify([employeesVersion, peopleVersion, emp.selectionIndexes, active, first, last, rowHeight]);
+      }
+    }
+    return active;
+  }
+
+  // Scrolling a long list renders the rows come into view (once a frame).
+  let rowsFrame = null;
+  function rowsScrolled() {
+    if (rowsFrame !== null || state.employees.length < VIRTUAL_FROM) return;
+    rowsFrame = requestAnimationFrame(() => {
+      rowsFrame = null;
+      renderEmployeeRows();
+    });
+  }
+  tableWrap.addEventListener('scroll', rowsScrolled, { passive: true });
+  window.addEventListener('scroll', rowsScrolled, { passive: true });
+  window.addEventListener('resize', rowsScrolled);
+
+  // Brings row `index` into view (rendering it first when the list is long and it is not).
+  function revealRow(index) {
+    let row = document.getElementById(`emp-${index}`);
+    if (!row && state.employees.length >= VIRTUAL_FROM) {
+      const body = el.body.getBoundingClientRect();
+      const box = tableWrap.getBoundingClientRect();
+      tableWrap.scrollTop += body.top + index * rowHeight - box.top - box.height / 2;
+      renderEmployeeRows();
+      row = document.getElementById(`emp-${index}`);
+    }
+    if (row) row.scrollIntoView({ block: 'nearest' });
+  }
+
   function renderEmployees() {
     const emp = state.emp || {};
-    const sel = new Set(emp.selectionIndexes || []);
     // The row the keyboard is on (aria-activedescendant), selected or not (Ctrl+Arrow moves it alone).
-    const active = leadIndex() ?? (emp.selectionIndexes || [])[0];
-    const rows = state.employees.map((e, i) => {
-      const selected = sel.has(i);
-      const manager = e.manager ? state.people.get(e.manager.$ref) : null;
-      const classes = [selected ? 'selected' : '', e.active === false ? 'inactive' : '', i === active ? 'lead' : ''];
-      return h(
-        'tr',
-        {
-          id: `emp-${i}`,
-          class: classes.filter((c) => c).join(' '),
-          'aria-selected': selected ? 'true' : 'false',
-          'data-test': 'employee-row',
-          'data-id': e.$id,
-          'data-index': i,
-        },
-        h(
-          'td',
-          { class: 'name-cell' },
-          h(
-            'div',
-            { class: 'name-wrap' },
-            h('span', { class: 'avatar', 'aria-hidden': 'true', 'data-hue': hueOf(e.$id), text: initials(e) }),
-            h('span', { class: 'name', text: personName(e) || '(no name)' }),
-          ),
-        ),
-        h('td', { class: 'num', text: typeof e.salary === 'number' ? money.format(e.salary) : '—' }),
-        h('td', { class: 'col-hire', text: formatDate(e.hireDate) || '—' }),
-        h('td', { class: 'col-manager', text: manager ? personName(manager) : '—' }),
-        h(
-          'td',
-          { class: 'col-active' },
-          h('span', { class: e.active === false ? 'pill pill-off' : 'pill pill-on', text: e.active === false ? 'Inactive' : 'Active' }),
-        ),
-      );
-    });
-    const signature = JSON.stringify([state.employees, emp.selectionIndexes, [...state.people], active]);
-    if (signature !== employeesSignature) {
-      employeesSignature = signature;
-      morphChildren(el.body, rows);
-    }
+    const active = renderEmployeeRows();
+    const rows = state.employees;
     el.empEmpty.hidden = rows.length > 0;
     el.empEmpty.textContent = state.depSelection.length
       ? emp.filterPredicate
@@ -630,24 +795,54 @@
   // The people a selected employee may report to: everyone but the selected employees themselves (the
   // model would take an employee as their own manager, as Core Data would; the page does not offer it).
   // A manager set elsewhere that is now excluded stays listed, disabled, so the field shows the truth.
+  // The options are made again only when the names are read again (20,000 of them on a large store); a selection
+  // change hides the selected employees' options (the one bound shows, disabled, as "(self)").
+  let managerPeople = -1;
+  const managerOptions = new Map(); // id → its option
+  let managerMarked = new Map(); // id → whether its option shows as "(self)" (else hidden)
   function renderManagerOptions() {
     const emp = state.emp || {};
     const selected = new Set((emp.selectionIndexes || []).map((i) => idOf(state.employees[i])).filter((x) => x));
     const bound = Object.prototype.hasOwnProperty.call(state.edits, 'manager') ? state.edits.manager : (state.selection || {}).manager;
     const current = bound && bound.$ref ? bound.$ref : null;
-    const entries = [...state.people.entries()].filter(([id]) => !selected.has(id) || id === current);
-    const signature = JSON.stringify([entries.map(([id, p]) => `${id}:${personName(p)}`), [...selected], current]);
+    const signature = JSON.stringify([peopleVersion, [...selected], current]);
     if (signature === managerSignature) return;
     managerSignature = signature;
     const select = field.manager;
     const keep = select.value;
-    select.replaceChildren(
-      h('option', { value: '__marker__', hidden: true, disabled: true, text: '' }),
-      h('option', { value: '', text: '— No manager —' }),
-      ...entries.map(([id, p]) =>
-        h('option', { value: id, disabled: selected.has(id), text: (personName(p) || id) + (selected.has(id) ? ' (self)' : '') }),
-      ),
-    );
+    const text = (id, self) => (personName(state.people.get(id)) || id) + (self ? ' (self)' : '');
+    if (managerPeople !== peopleVersion) {
+      managerPeople = peopleVersion;
+      managerOptions.clear();
+      managerMarked = new Map();
+      const options = [...state.people.keys()].map((id) => {
+        const option = h('option', { value: id, text: text(id, false) });
+        managerOptions.set(id, option);
+        return option;
+      });
+      select.replaceChildren(
+        h('option', { value: '__marker__', hidden: true, disabled: true, text: '' }),
+        h('option', { value: '', text: '— No manager —' }),
+        ...options,
+      );
+    }
+    const marked = new Map([...selected].filter((id) => managerOptions.has(id)).map((id) => [id, id === current]));
+    for (const [id, self] of managerMarked) {
+      if (marked.get(id) === self) continue;
+      const option = managerOptions.get(id);
+      if (!option) continue;
+      option.hidden = false;
+      option.disabled = false;
+      option.textContent = text(id, false);
+    }
+    for (const [id, self] of marked) {
+      if (managerMarked.get(id) === self) continue;
+      const option = managerOptions.get(id);
+      option.hidden = !self;
+      option.disabled = true;
+      option.textContent = text(id, self);
+    }
+    managerMarked = marked;
     select.value = keep;
   }
 
@@ -1650,8 +1845,7 @@
       mark(target, target);
       selectEmployees([target]);
     }
-    const row = document.getElementById(`emp-${target}`);
-    if (row) row.scrollIntoView({ block: 'nearest' });
+    revealRow(target);
   });
 
   el.grid.querySelector('thead').addEventListener('click', (event) => {
@@ -2382,7 +2576,11 @@
   });
 
   // Exposed for the browser test and for curious people with a console open.
-  window.bindery = { controllers: { departments: DEP, employees: EMP, remover: REMOVER }, sync: requestSync, stats };
+  const syncAll = () => {
+    fullWanted = true; // everything read again
+    return requestSync();
+  };
+  window.bindery = { controllers: { departments: DEP, employees: EMP, remover: REMOVER }, sync: syncAll, stats };
 
   start();
 })();
