@@ -145,6 +145,29 @@ struct DocumentRoutesTests {
         }
     }
 
+    /// With `--fsync batch`, a read's `X-Store-Seq` is never beyond what is durable (README: "`X-Store-Seq` (the
+    /// sequence number of the last change the answer reflects, never beyond what is durable"): a change committed but
+    /// not flushed yet is not confirmed by an answer made meanwhile, which a crash could take back.
+    @Test func batchReadsNeverShowASeqBeyondWhatIsDurable() throws {
+        try withBatchService { document, client in
+            let early = Mutex<[String]>([])
+            DispatchQueue.concurrentPerform(iterations: 4) { worker in
+                for n in 0..<200 {
+                    if worker > 0 {
+                        _ = try? client.request("PUT", "/objects/Employee/\(worker)/salary", json: "\(n)")
+                        continue
+                    }
+                    guard let answer = try? client.request("GET", "/model"),
+                        let seq = answer.header("X-Store-Seq").flatMap({ Int64($0) })
+                    else { continue }
+                    let durable = document.acknowledgedSeq(.max)
+                    if durable < seq { early.withLock { $0.append("\(seq) > \(durable)") } }
+                }
+            }
+            #expect(early.withLock { $0 }.isEmpty)
+        }
+    }
+
     /// With `--fsync batch`, a read's ETag may be the seq of a change not yet durable (above its `X-Store-Seq`): a
     /// client that follows the feed from it must not be answered a `last` below its `since` (API.md §7).
     @Test func batchPollFromAnETagNeverAnswersALastBelowIt() throws {

@@ -100,4 +100,26 @@ struct IdempotencyTests {
             #expect(try client.request("GET", "/healthz", headers: ["Idempotency-Key": "a b"]).status == 200)
         }
     }
+
+    /// A 5xx answer is not kept (README: "a 5xx answer is not kept (what it refused may be sent again)"): the same
+    /// request sent again with its key is carried out. A save refused 500 while the data directory is away is made
+    /// once it is back.
+    @Test func aRequestAnswered500IsCarriedOutWhenSentAgainWithItsKey() throws {
+        try withTemporaryDataDirectory { data in
+            let document = try Document(
+                fixtureDirectory: packageRoot + "/Fixtures/employees", dataDirectory: data,
+                options: .init(fsync: .never))
+            defer { document.close() }
+            try withService(document: document) { client in
+                #expect(try client.request("PUT", "/objects/Employee/4/salary", json: "4242").status == 200)
+                try FileManager.default.moveItem(atPath: data, toPath: data + "-away")
+                let refused = try client.request("POST", "/actions/save", headers: ["Idempotency-Key": "save-1"])
+                try FileManager.default.moveItem(atPath: data + "-away", toPath: data)
+                #expect(refused.status == 500)
+                let again = try client.request("POST", "/actions/save", headers: ["Idempotency-Key": "save-1"])
+                #expect(again.status == 200, "\(again.text)")
+                #expect(again.header("Idempotent-Replayed") == nil)
+            }
+        }
+    }
 }

@@ -382,6 +382,18 @@ struct ObservingRoutesTests {
         }
     }
 
+    /// An observer nobody polls expires once its TTL has passed, not at some multiple of it (API.md §7: "Observers
+    /// that nobody polls for 5 minutes (configurable) expire").
+    @Test func unpolledObserversExpireOnceTheirTTLHasPassed() throws {
+        try withService(observation: .init(observerTTL: 1)) { client in
+            let created = try client.request(
+                "POST", "/observers", json: #"{"target": "Employee/4", "keyPath": "salary", "options": ["new"]}"#)
+            let id = try #require(created.json?["id"]?.stringValue)
+            usleep(1_600_000)
+            #expect(try client.request("GET", "/observers/\(id)/changes?timeout=0").status == 404)
+        }
+    }
+
     @Test func unpolledObserversExpire() throws {
         try withService(observation: .init(observerTTL: 0.3)) { client in
             let created = try client.request(

@@ -168,6 +168,10 @@ struct RequestsInTurnTests {
             #expect(answers(0.5) == nil, "answered on a request thread")
             held.signal()
             #expect(answers(30) == [200, 200])
+            // The gone client was answered `499 client-gone`, which `/metrics` counts with the 4xx (README: "which
+            // `/metrics` counts with the 4xx"), not as a server error.
+            let metrics = try client.request("GET", "/metrics").text
+            #expect(metrics.contains("bindery_http_responses_total{class=\"5xx\"} 0\n"), "\(metrics)")
             #expect(try client.request("GET", "/controllers/employees/arrangedObjects/@count").json != 1_000)
         }
     }

@@ -953,6 +953,26 @@ struct PersistenceTests {
         }
     }
 
+    /// Damage at the end of a segment that later segments follow is not a torn tail (a crash tears only the newest
+    /// one): the start is refused and the segment kept as it is, not cut (its last record was acknowledged).
+    @Test func damageAtTheEndOfASegmentOthersFollowRefusesToStartAndKeepsTheFile() throws {
+        try withTemporaryDirectory { path in
+            let document = try openDocument(path, fsync: .always)
+            for salary in 1...3 { try document.set(.integer(Int64(salary)), "salary", of: "Employee/4") }
+            let last = document.store.seq
+            let copy = try crashCopy(of: path)
+            defer { try? FileManager.default.removeItem(atPath: copy) }
+            var (segment, bytes) = try newestSegment(of: copy)
+            bytes[bytes.count - 2] ^= 0x01  // inside the last record's payload
+            try Data(bytes).write(to: URL(fileURLWithPath: segment))
+            // A later segment, as a rotation begins one after it.
+            try Data(segmentHeader).write(to: URL(fileURLWithPath: copy + "/" + DataDirectory.segmentName(last + 1)))
+            let refused = #expect(throws: ObjectGraphError.self) { try openDocument(copy) }
+            #expect(refused?.code == "journal-corrupt", "\(refused?.message ?? "")")
+            #expect([UInt8](try Data(contentsOf: URL(fileURLWithPath: segment))) == bytes)
+        }
+    }
+
     @Test func aMissingSnapshotIsRefusedNotStartedOverEmpty() throws {
         try withTemporaryDirectory { path in
             do {

@@ -445,6 +445,90 @@ struct HTTPServerTests {
         #expect(closed == 2, "\(closed) of 8 held connections shut down")
     }
 
+    /// Connections shed but not closed yet are room made for the next client (README: they are shut down "so that one
+    /// client holding thousands of unfinished requests ... does not keep others out"): the acceptor takes a client in
+    /// while the workers have not closed them yet. Both workers are held in a handler, so the shed connections stay
+    /// open on the server's side.
+    @Test func aClientComingWhileShedConnectionsCloseIsTakenIn() throws {
+        let responder = TestResponder()
+        let server = HTTPServer(
+            configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 2, connectionLimit: 10),
+            responder: responder)
+        try server.start()
+        defer { server.stop() }
+        let client = TestHTTPClient(port: try #require(server.port), timeout: 25)
+        let held = try (0..<8).map { _ in try client.connect() }
+        defer { for socket in held { close(socket) } }
+        for socket in held { try client.send(Array("GET /echo/held HTTP/1.1\r\nHost: x\r\n".utf8), on: socket) }
+        let answered = DispatchGroup()
+        for _ in 0..<2 {
+            answered.enter()
+            Thread.detachNewThread {
+                _ = try? client.request("GET", "/block")
+                answered.leave()
+            }
+            #expect(responder.blocked.wait(timeout: .now() + 5) == .success)
+            usleep(50_000)
+        }
+        defer {
+            responder.unblock.signal()
+            responder.unblock.signal()
+            _ = answered.wait(timeout: .now() + 10)
+        }
+        usleep(1_500_000)
+        // Ten held: a shed (the periodic one, or this client's refusal) shuts two of the eight down.
+        let first = try client.connect()
+        defer { close(first) }
+        usleep(300_000)
+        var byte: UInt8 = 0
+        #expect(held.filter { recv($0, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) == 0 }.count == 2)
+        // The two are still open on the server's side (their workers are held), but their room is made.
+        let second = try client.connect()
+        defer { close(second) }
+        usleep(300_000)
+        let peek = recv(second, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+        #expect(peek < 0 && (errno == EAGAIN || errno == EWOULDBLOCK), "the client was refused although room was made")
+    }
+
+    /// Shed connections stop counting as closing once closed: otherwise each shed raises the limit by as many
+    /// connections for good. After a shed and every connection closed, twelve new ones (none waiting a second yet,
+    /// so none shed) find the limit of ten: two are refused.
+    @Test func afterAShedTheConnectionLimitStillHolds() throws {
+        let server = HTTPServer(
+            configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 2, connectionLimit: 10),
+            responder: TestResponder())
+        try server.start()
+        defer { server.stop() }
+        let client = TestHTTPClient(port: try #require(server.port), timeout: 3)
+        let partial = Array("GET /echo/held HTTP/1.1\r\nHost: x\r\n".utf8)
+        func isClosed(_ socket: Int32) -> Bool {
+            var byte: UInt8 = 0
+            let got = recv(socket, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+            return got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+        }
+        let held = try (0..<10).map { _ in try client.connect() }
+        for socket in held { try client.send(partial, on: socket) }
+        usleep(1_500_000)
+        let refused = try client.connect()
+        var shed = 0
+        for _ in 0..<100 where shed < 2 {
+            shed = held.filter(isClosed).count
+            if shed < 2 { usleep(20_000) }
+        }
+        #expect(shed >= 2)
+        close(refused)
+        for socket in held { close(socket) }
+        usleep(500_000)  // every one closed on the server's side too
+        // Ten, counted in before the next two come (none waiting a second yet: nothing to shed).
+        var next = try (0..<10).map { _ in try client.connect() }
+        defer { for socket in next { close(socket) } }
+        usleep(300_000)
+        next += try (0..<2).map { _ in try client.connect() }
+        usleep(300_000)
+        let closed = next.filter(isClosed).count
+        #expect(closed == 2, "\(closed) of 12 new connections refused at a limit of 10")
+    }
+
     /// A worker thread stuck in a handler holds up every connection placed on it: new connections go to the others.
     @Test func newConnectionsAreKeptOffAWorkerStuckInAHandler() throws {
         try withServer { _, responder, client in
