@@ -406,6 +406,46 @@ struct HTTPServerTests {
     /// Both workers are held in a handler, so that the two shed connections stay open on the server's side; three
     /// clients come while they do. Before, each refusal (0.1 s apart) shed two more: six of the eight were closed.
     @Test func connectionsBeingClosedAreRoomMadeAndNotShedForAgain() throws {
+        try withEightHeldAndBothWorkersBlocked { client, held in
+            // Ten held: the next clients find the limit reached (or room once the first shed counts as made).
+            var byte: UInt8 = 0
+            for _ in 0..<3 {
+                let next = try client.connect()
+                close(next)
+                usleep(150_000)
+            }
+            usleep(300_000)
+            let closed = held.filter { recv($0, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) == 0 }.count
+            #expect(closed == 2, "\(closed) of 8 held connections shut down")
+        }
+    }
+
+    /// Connections shed but not closed yet are room made for the next client (README: they are shut down "so that one
+    /// client holding thousands of unfinished requests ... does not keep others out"): the acceptor takes a client in
+    /// while the workers have not closed them yet. Both workers are held in a handler, so the shed connections stay
+    /// open on the server's side.
+    @Test func aClientComingWhileShedConnectionsCloseIsTakenIn() throws {
+        try withEightHeldAndBothWorkersBlocked { client, held in
+            // Ten held: a shed (the periodic one, or this client's refusal) shuts two of the eight down.
+            let first = try client.connect()
+            defer { close(first) }
+            usleep(300_000)
+            var byte: UInt8 = 0
+            #expect(held.filter { recv($0, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) == 0 }.count == 2)
+            // The two are still open on the server's side (their workers are held), but their room is made.
+            let second = try client.connect()
+            defer { close(second) }
+            usleep(300_000)
+            let peek = recv(second, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+            #expect(
+                peek < 0 && (errno == EAGAIN || errno == EWOULDBLOCK), "the client was refused although room was made")
+        }
+    }
+
+    /// A server with a limit of ten connections, eight of them held with unfinished requests for 1.5 s and two whose
+    /// handlers hold both workers (the second connection is steered to the worker still free), so that connections
+    /// it sheds stay open on its side until `body` returns.
+    private func withEightHeldAndBothWorkersBlocked(_ body: (TestHTTPClient, [Int32]) throws -> Void) throws {
         let responder = TestResponder()
         let server = HTTPServer(
             configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 2, connectionLimit: 10),
@@ -433,61 +473,7 @@ struct HTTPServerTests {
             _ = answered.wait(timeout: .now() + 10)
         }
         usleep(1_500_000)
-        // Ten held: the next clients find the limit reached (or room once the first shed counts as made).
-        var byte: UInt8 = 0
-        for _ in 0..<3 {
-            let next = try client.connect()
-            close(next)
-            usleep(150_000)
-        }
-        usleep(300_000)
-        let closed = held.filter { recv($0, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) == 0 }.count
-        #expect(closed == 2, "\(closed) of 8 held connections shut down")
-    }
-
-    /// Connections shed but not closed yet are room made for the next client (README: they are shut down "so that one
-    /// client holding thousands of unfinished requests ... does not keep others out"): the acceptor takes a client in
-    /// while the workers have not closed them yet. Both workers are held in a handler, so the shed connections stay
-    /// open on the server's side.
-    @Test func aClientComingWhileShedConnectionsCloseIsTakenIn() throws {
-        let responder = TestResponder()
-        let server = HTTPServer(
-            configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0, threads: 2, connectionLimit: 10),
-            responder: responder)
-        try server.start()
-        defer { server.stop() }
-        let client = TestHTTPClient(port: try #require(server.port), timeout: 25)
-        let held = try (0..<8).map { _ in try client.connect() }
-        defer { for socket in held { close(socket) } }
-        for socket in held { try client.send(Array("GET /echo/held HTTP/1.1\r\nHost: x\r\n".utf8), on: socket) }
-        let answered = DispatchGroup()
-        for _ in 0..<2 {
-            answered.enter()
-            Thread.detachNewThread {
-                _ = try? client.request("GET", "/block")
-                answered.leave()
-            }
-            #expect(responder.blocked.wait(timeout: .now() + 5) == .success)
-            usleep(50_000)
-        }
-        defer {
-            responder.unblock.signal()
-            responder.unblock.signal()
-            _ = answered.wait(timeout: .now() + 10)
-        }
-        usleep(1_500_000)
-        // Ten held: a shed (the periodic one, or this client's refusal) shuts two of the eight down.
-        let first = try client.connect()
-        defer { close(first) }
-        usleep(300_000)
-        var byte: UInt8 = 0
-        #expect(held.filter { recv($0, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) == 0 }.count == 2)
-        // The two are still open on the server's side (their workers are held), but their room is made.
-        let second = try client.connect()
-        defer { close(second) }
-        usleep(300_000)
-        let peek = recv(second, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
-        #expect(peek < 0 && (errno == EAGAIN || errno == EWOULDBLOCK), "the client was refused although room was made")
+        try body(client, held)
     }
 
     /// Shed connections stop counting as closing once closed: otherwise each shed raises the limit by as many
