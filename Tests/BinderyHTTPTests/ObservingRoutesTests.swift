@@ -394,16 +394,6 @@ struct ObservingRoutesTests {
         }
     }
 
-    @Test func unpolledObserversExpire() throws {
-        try withService(observation: .init(observerTTL: 0.3)) { client in
-            let created = try client.request(
-                "POST", "/observers", json: #"{"target": "Employee/4", "keyPath": "salary", "options": ["new"]}"#)
-            let id = try #require(created.json?["id"]?.stringValue)
-            usleep(700_000)
-            #expect(try client.request("GET", "/observers/\(id)/changes?timeout=0").status == 404)
-        }
-    }
-
     /// An event stream keeps its observer in use, and its end counts as the observer's last use: a client that
     /// closes a stream after a quiet spell longer than the TTL finds the observer when it comes back within the TTL.
     @Test func anObserverReadByAnEventStreamLivesOnAfterItsQuietSpell() throws {
