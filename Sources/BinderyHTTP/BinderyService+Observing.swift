@@ -125,6 +125,18 @@ extension BinderyService {
         }
     }
 
+    /// A long-poll's `timeout` query: seconds (default 30), at most 300 (API.md §7; a longer one is taken as 300).
+    static func pollTimeout(_ text: String?) throws(APIError) -> Double {
+        guard let text else { return defaultPollTimeout }
+        // Decimal digits only: Double(_:) would also read "0x10", "1e2" and "nan".
+        guard text.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }), let value = Double(text), value >= 0,
+            value.isFinite
+        else {
+            throw APIError.badQuery("timeout must be seconds in decimal digits (such as 0, 2 or 0.5), not \"\(text)\".")
+        }
+        return min(value, maxPollTimeout)
+    }
+
     /// A long-poll: `since` (default: now), `timeout` seconds (default 30, at most 300).
     private static func poll(
         _ request: RouteRequest, source: PollRequest.Source, center: ObservationCenter
@@ -137,17 +149,7 @@ extension BinderyService {
             }
             since = value
         }
-        var timeout = defaultPollTimeout
-        if let text = query.queryValue("timeout") {
-            // Decimal digits only: Double(_:) would also read "0x10", "1e2" and "nan".
-            guard text.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") }), let value = Double(text), value >= 0,
-                value.isFinite
-            else {
-                throw APIError.badQuery(
-                    "timeout must be seconds in decimal digits (such as 0, 2 or 0.5), not \"\(text)\".")
-            }
-            timeout = min(value, maxPollTimeout)
-        }
+        let timeout = try pollTimeout(query.queryValue("timeout"))
         // A stream when the client names it, and not below JSON: a client that prefers JSON (a generated one sends
         // `application/json,text/event-stream;q=0.9`) gets the long-poll's answer, which ends.
         if query.prefersToJSON(["text/event-stream"]) {

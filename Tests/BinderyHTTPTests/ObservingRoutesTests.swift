@@ -1,11 +1,12 @@
 import Bindery
-import BinderyHTTP
 import Foundation
 import HTTPServer
 import HTTPTestSupport
 import PropertyList
 import Synchronization
 import Testing
+
+@testable import BinderyHTTP
 
 /// Runs `work` on a new thread; the returned closure waits for its result.
 private func background<T: Sendable>(_ work: @escaping @Sendable () throws -> T) -> () throws -> T {
@@ -380,6 +381,14 @@ struct ObservingRoutesTests {
             #expect(try client.request("DELETE", "/observers/\(id)").status == 404)
             #expect(try client.request("GET", "/observers/\(id)").errorCode == "no-such-observer")
         }
+    }
+
+    /// A long-poll waits at most 300 s (API.md §7: "default 30, max 300"): a longer `timeout` is taken as 300.
+    @Test(
+        arguments: [(nil, 30), ("0", 0), ("0.5", 0.5), ("300", 300), ("400", 300), ("1000000", 300)]
+            as [(String?, Double)])
+    func aPollsTimeoutIsAtMost300Seconds(text: String?, seconds: Double) throws {
+        #expect(try BinderyService.pollTimeout(text) == seconds)
     }
 
     /// An observer nobody polls expires once its TTL has passed, not at some multiple of it (API.md §7: "Observers
