@@ -197,6 +197,12 @@ public final class BinderyService: HTTPResponder {
         }
         if let refusal = crossOriginWriteRefusal(request) { return .response(.error(refusal)) }
         if waitsInTurn(request, segments: segments) {
+            // A repeat of a request already answered does no work: answered at once, never kept waiting or refused.
+            if let key = Self.idempotencyKey(of: request),
+                let answer = idempotentRequests.keptAnswer(key: key, fingerprint: .init(request))
+            {
+                return .response(answer)
+            }
             if let refusal = controllerRequests.refusal() { return .response(refusal) }
             let request = request
             var afterwards: (@Sendable () -> Void)?
@@ -239,17 +245,23 @@ public final class BinderyService: HTTPResponder {
         if segments.count >= 2, segments[0] == "controllers", !controllers.contains(segments[1]) {
             return .response(.error(APIError(ObjectGraphError.noSuchController(segments[1]))))
         }
-        if request.method != "GET", request.method != "HEAD", let key = request.header("Idempotency-Key") {
+        if let key = Self.idempotencyKey(of: request) {
             return respondOnce(to: request, segments: segments, key: key)
         }
         return route(request, segments: segments)
     }
 
+    /// The `Idempotency-Key` of a request that may change something (not a `GET` or `HEAD`), unquoted: the draft's
+    /// sf-string is quoted; a bare token is taken too.
+    private static func idempotencyKey(of request: borrowing HTTPRequest) -> String? {
+        guard request.method != "GET", request.method != "HEAD", let key = request.header("Idempotency-Key") else {
+            return nil
+        }
+        return key.count > 2 && key.hasPrefix("\"") && key.hasSuffix("\"") ? String(key.dropFirst().dropLast()) : key
+    }
+
     /// `respond(to:)` for a request with an `Idempotency-Key` (`IdempotentRequests`): carried out only the first time.
     private func respondOnce(to request: consuming HTTPRequest, segments: [String], key: String) -> HTTPHandlerResult {
-        // The draft's sf-string is quoted; a bare token is taken too.
-        let key =
-            key.count > 2 && key.hasPrefix("\"") && key.hasSuffix("\"") ? String(key.dropFirst().dropLast()) : key
         guard IdempotentRequests.isValid(key) else {
             return .response(
                 .error(
@@ -258,9 +270,7 @@ public final class BinderyService: HTTPResponder {
                         "An Idempotency-Key is 1 to \(IdempotentRequests.maxKeyLength) visible ASCII characters.")))
         }
         let requests = idempotentRequests
-        let fingerprint = IdempotentRequests.Fingerprint(
-            method: request.method, path: request.rawPath, query: request.rawQuery, body: request.body)
-        switch requests.start(key: key, fingerprint: fingerprint) {
+        switch requests.start(key: key, fingerprint: .init(request)) {
         case .mismatch:
             return .response(
                 .error(

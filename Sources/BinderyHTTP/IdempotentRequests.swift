@@ -47,6 +47,11 @@ final class IdempotentRequests: Sendable {
             bodySize = body.count
         }
 
+        /// The request's.
+        init(_ request: borrowing HTTPRequest) {
+            self.init(method: request.method, path: request.rawPath, query: request.rawQuery, body: request.body)
+        }
+
         var size: Int { method.utf8.count + path.utf8.count + (query?.utf8.count ?? 0) + 64 }
     }
 
@@ -97,6 +102,18 @@ final class IdempotentRequests: Sendable {
             entry.repeatsComing += 1
             state.entries[key] = entry
             return .wait
+        }
+    }
+
+    /// The kept answer to a repeat of an answered request, as `start` would replay it, without starting anything: nil
+    /// when there is none (a first request, one still being answered, a mismatch).
+    func keptAnswer(key: String, fingerprint: Fingerprint) -> HTTPResponse? {
+        state.withLock { state in
+            Self.evict(&state, now: .now)
+            guard let entry = state.entries[key], entry.fingerprint == fingerprint, let answer = entry.answer else {
+                return nil
+            }
+            return Self.replayed(answer)
         }
     }
 

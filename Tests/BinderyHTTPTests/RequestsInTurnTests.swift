@@ -53,11 +53,11 @@ struct RequestsInTurnTests {
         }
     }
 
-    /// While requests wait for their turn and the last whose turn came had waited past the line's patience, a new
-    /// one is refused at once (`503 server-busy`, `Retry-After`), not queued behind them; the line takes requests
-    /// again once nobody waits. `/metrics` counts those waiting.
-    @Test func aLineWhoseWaitIsLongRefusesNewRequestsUntilItIsShort() throws {
-        try withServiceParts(turnPatience: 0.3) { client, _, service in
+    /// While the request first in line has waited past the line's patience, a new one is refused at once (`503
+    /// server-busy`, `Retry-After`), not queued behind it, even if no request's turn has come yet (a burst sent at
+    /// once); a line whose first request has waited less takes requests. `/metrics` counts those waiting.
+    @Test func aLineWhoseFirstRequestHasWaitedLongRefusesNewOnes() throws {
+        try withServiceParts(turnPatience: 1) { client, _, service in
             try ObjectRoutesTests.addEmployeesAndAController(1_000, client: client)
             func waiting() -> String? {
                 (try? client.request("GET", "/metrics"))?.text.split(separator: "\n")
@@ -72,45 +72,44 @@ struct RequestsInTurnTests {
                 }
                 #expect(now == String(count))
             }
-            let first = DispatchSemaphore(value: 0)
-            let second = DispatchSemaphore(value: 0)
-            service.controllerRequests.async { first.wait() }
-            let early = asking([("PUT", "/controllers/all/selectionIndexes", "[1]")], client: client)
+            let held = DispatchSemaphore(value: 0)
+            service.controllerRequests.async { held.wait() }
+            let first = asking([("PUT", "/controllers/all/selectionIndexes", "[1]")], client: client)
             expectWaiting(1)
-            service.controllerRequests.async { second.wait() }
-            let later = asking([("PUT", "/controllers/all/selectionIndexes", "[2]")], client: client)
+            // A second request just after the first is taken.
+            let second = asking([("PUT", "/controllers/all/selectionIndexes", "[2]")], client: client)
             expectWaiting(2)
-            usleep(600_000)
-            first.signal()  // the early request's turn comes, after 0.6 s: past the patience, with one still waiting
-            #expect(early(30) == [200])
+            usleep(1_300_000)
+            // The first has waited past the patience: a new one is refused, with no turn come yet.
             let refused = try? TestHTTPClient(port: client.port, timeout: 3).request(
                 "PUT", "/controllers/all/selectionIndexes", json: "[3]")
             #expect(refused?.status == 503 && refused?.errorCode == "server-busy", "\(refused?.text ?? "no answer")")
             #expect(refused?.header("Retry-After") == "1")
             #expect(try client.request("GET", "/healthz").status == 200)
-            second.signal()
-            #expect(later(30) == [200])
+            held.signal()
+            #expect(first(30) == [200])
+            #expect(second(30) == [200])
             expectWaiting(0)
             #expect(try client.request("PUT", "/controllers/all/selectionIndexes", json: "[4]").status == 200)
             #expect(try client.request("GET", "/controllers/all/selectionIndexes").json == [4])
-            // A request that waited long with nobody behind it leaves the line empty: the next burst is judged by its
-            // own waits, not refused for that one's.
-            let third = DispatchSemaphore(value: 0)
-            let fourth = DispatchSemaphore(value: 0)
-            service.controllerRequests.async { third.wait() }
-            let alone = asking([("PUT", "/controllers/all/selectionIndexes", "[5]")], client: client)
-            expectWaiting(1)
-            usleep(600_000)
-            service.controllerRequests.async { fourth.wait() }
-            third.signal()
-            #expect(alone(30) == [200])
-            let burst = asking([("PUT", "/controllers/all/selectionIndexes", "[6]")], client: client)
-            expectWaiting(1)
-            let next = asking([("PUT", "/controllers/all/selectionIndexes", "[7]")], client: client)
-            expectWaiting(2)
-            fourth.signal()
-            #expect(burst(30) == [200])
-            #expect(next(30) == [200])
+        }
+    }
+
+    /// A repeat of an answered request (its `Idempotency-Key`) does no work: it is answered at once, not kept waiting
+    /// for its turn behind others (nor refused while the line is long).
+    @Test func aRepeatOfAnAnsweredRequestDoesNotWaitItsTurn() throws {
+        try withServiceParts { client, _, service in
+            try ObjectRoutesTests.addEmployeesAndAController(1_000, client: client)
+            let key = ["Idempotency-Key": "select-7"]
+            let answered = try client.request("PUT", "/controllers/all/selectionIndexes", headers: key, json: "[7]")
+            #expect(answered.status == 200)
+            let held = DispatchSemaphore(value: 0)
+            service.controllerRequests.async { held.wait() }
+            defer { held.signal() }
+            let again = try? TestHTTPClient(port: client.port, timeout: 3).request(
+                "PUT", "/controllers/all/selectionIndexes", headers: key, json: "[7]")
+            #expect(again?.status == 200)
+            #expect(again?.header("Idempotent-Replayed") == "true")
         }
     }
 
