@@ -357,19 +357,27 @@
   });
 
   // What the changes make stale: the list read (`employees`), the names read (`people`).
+  // An employee's own stored keys: a sort by them moves a row only when that row changes.
+  const OWN_KEYS = new Set(['firstName', 'lastName', 'salary', 'hireDate', 'active']);
+
   function staleness(changes, read) {
     const out = { employees: false, people: false };
     const shown = new Set(state.employees.map(idOf));
-    const byManager = /manager/.test(read.sort);
+    let sortKeys = [];
+    try {
+      sortKeys = JSON.parse(read.sort).map((d) => d && d.key);
+    } catch {
+      sortKeys = [null];
+    }
+    // A sort through other objects (a relationship, a derived key, a key path: `manager.salary`), or a filter (which
+    // may read them too): a change to any object may move, show or hide a row.
+    const anyChange = Boolean(read.filter) || sortKeys.some((k) => !OWN_KEYS.has(k));
     for (const c of changes) {
       const t = c.target;
       const employee = typeof t === 'string' && t.startsWith('Employee/');
       if (!employee && !(typeof t === 'string' && t.startsWith('Department/'))) return { employees: true, people: true };
-      if (employee && (c.keyPath === 'firstName' || c.keyPath === 'lastName')) {
-        out.people = true;
-        if (byManager) out.employees = true; // a manager's name orders the rows
-      }
-      if (shown.has(t) || t === read.dep || (employee && read.filter)) out.employees = true;
+      if (employee && (c.keyPath === 'firstName' || c.keyPath === 'lastName')) out.people = true;
+      if (anyChange || shown.has(t) || t === read.dep) out.employees = true;
       else if (read.dep && [...refsOf(c.new), ...refsOf(c.old)].includes(read.dep)) out.employees = true;
     }
     return out;
@@ -720,6 +728,12 @@
         employeesSignature = JSON.stringify([employeesVersion, peopleVersion, emp.selectionIndexes, active, first, last, rowHeight]);
       }
     }
+    // The keyboard's row, while it is drawn (WAI-ARIA: the attribute names an element of the page).
+    if (active !== undefined && document.getElementById(`emp-${active}`)) {
+      el.grid.setAttribute('aria-activedescendant', `emp-${active}`);
+    } else {
+      el.grid.removeAttribute('aria-activedescendant');
+    }
     return active;
   }
 
@@ -752,7 +766,7 @@
   function renderEmployees() {
     const emp = state.emp || {};
     // The row the keyboard is on (aria-activedescendant), selected or not (Ctrl+Arrow moves it alone).
-    const active = renderEmployeeRows();
+    renderEmployeeRows();
     const rows = state.employees;
     el.empEmpty.hidden = rows.length > 0;
     el.empEmpty.textContent = state.depSelection.length
@@ -762,9 +776,6 @@
       : state.departments.length
         ? 'Select a department.'
         : 'No departments, so no employees.';
-    if (active !== undefined) el.grid.setAttribute('aria-activedescendant', `emp-${active}`);
-    else el.grid.removeAttribute('aria-activedescendant');
-
     const dep = state.departments[state.depSelection[0]];
     el.empSubtitle.textContent = dep ? `in ${dep.name} · ${state.employees.length}` : '';
 

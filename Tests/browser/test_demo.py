@@ -1285,6 +1285,40 @@ def test_lists_stay_sorted_when_a_value_changes(page, server):
     p.wait(lambda: "Marketing" in p.department_names() and p.department_names()[0] != "Marketing", timeout=LIVE)
 
 
+def test_a_sort_through_another_object_follows_that_objects_changes(page, server):
+    """A sort by a key path through other objects (set elsewhere: the manager's department's name) re-orders the rows
+    when one of those objects changes, though no row shown changed: the page reads its list again."""
+    p = page
+    p.select_department("Engineering")
+    emp = p.controllers()["employees"]
+    mover = next(e for e in server.employees_of("Engineering") if e.get("manager"))
+    outsider = server.employees_of("Finance")[0]["$id"]
+    finance = server.department_id("Finance")
+    old_sort = server.get(f"/controllers/{emp}")["sortDescriptors"]
+
+    def shown():
+        return [r.get_attribute("data-id") for r in p.employee_rows()]
+
+    def served():
+        return [o["$id"] for o in server.get(f"/controllers/{emp}/arrangedObjects")]
+
+    try:
+        server.put(f"/objects/{mover['$id']}/manager", {"$ref": outsider})
+        server.put(
+            f"/controllers/{emp}/sortDescriptors",
+            [{"key": "manager.department.name", "ascending": True}, {"key": "lastName", "ascending": True}],
+        )
+        p.wait(lambda: shown() == served(), timeout=LIVE)
+        before = served()
+        server.put(f"/objects/{finance}/name", "Aaa Finance")
+        assert served() != before
+        p.wait(lambda: shown() == served(), timeout=LIVE)
+    finally:
+        server.put(f"/objects/{finance}/name", "Finance")
+        server.put(f"/controllers/{emp}/sortDescriptors", old_sort)
+        server.put(f"/objects/{mover['$id']}/manager", mover["manager"])
+
+
 def test_a_salary_that_does_not_read_is_named_at_the_field(page, server):
     p = page
     p.select_department("Marketing")
