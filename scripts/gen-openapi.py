@@ -417,7 +417,8 @@ headers = {
   "Allow": {"description": "405 method-not-allowed: the methods the path takes", "schema": {"type": "string"}},
   "Vary": {"description": "Accept: the media type of the answer follows the request's Accept header", "schema": {"type": "string"}},
   "X-Total-Count": {"description": "The number of arranged objects (tree: root nodes), before offset and limit", "schema": {"type": "integer"}},
-  "Retry-After": {"description": "Seconds to wait before retrying, on a 503 that passes: server-busy (unread answers over --max-unsent, or bodies being received over --max-receiving), "
+  "Retry-After": {"description": "Seconds to wait before retrying, on a 503 that passes: server-busy (unread answers over --max-unsent, bodies being received over --max-receiving, or a line of "
+                  "requests waiting their turn off the request threads whose first has waited over 30 s), "
                   "too-many-waiters (long-polls over --max-waiters), storage-error (a full disk) and journal-segment-removed. Not on the other "
                   "503s: journal-failed and document-closed last until restart, too-many-observers and too-many-controllers until one is deleted", "schema": {"type": "integer", "minimum": 0}},
 }
