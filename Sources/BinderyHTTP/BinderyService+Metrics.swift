@@ -35,7 +35,7 @@ extension BinderyService {
             metric(
                 "bindery_objects", "gauge", "Objects in the store, by entity.",
                 document.store.objectCountsByEntity.map { ("{entity=\"\($0.entity)\"}", String($0.count)) })
-            let statistics = observations.statistics
+            let statistics = observations.recentStatistics
             metric(
                 "bindery_longpoll_waiters", "gauge", "Long-polls waiting for a change.",
                 [("", String(statistics.waiters))])

@@ -54,6 +54,24 @@ struct MetricsAndOpenAPITests {
         }
     }
 
+    /// A scrape does not wait for the observation queue either, which a commit of 250,000 changes keeps busy for
+    /// seconds: its long-poll, stream and observer counts are those of the queue's last tick (every 0.1 s).
+    @Test func metricsDoNotWaitForTheObservationQueue() throws {
+        let queue = DispatchQueue(label: "test.observation")
+        try withService(observationQueue: queue) { client in
+            let created = try client.request(
+                "POST", "/observers", json: #"{"target": "Employee/4", "keyPath": "salary"}"#)
+            #expect(created.status == 201)
+            usleep(300_000)  // a tick or more
+            let release = DispatchSemaphore(value: 0)
+            queue.async { release.wait() }
+            let metrics = try? TestHTTPClient(port: client.port, timeout: 5).request("GET", "/metrics")
+            release.signal()
+            #expect(metrics?.status == 200)
+            #expect(metrics?.text.contains("bindery_observers 1\n") == true, "\(metrics?.text ?? "no answer")")
+        }
+    }
+
     /// Every route the server has is in `Public/openapi.json` (regenerate it with `scripts/gen-openapi.py`).
     ///
     /// Templated segments are compared whatever their names (`:name`, `#index` and `*keyPath` of a route, `{name}` of

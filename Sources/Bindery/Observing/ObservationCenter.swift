@@ -104,6 +104,8 @@ public final class ObservationCenter: @unchecked Sendable {
     private var history: ChangeHistory
     /// The seq of the last record processed here: the `last` of every answer.
     private var processedSeq: Int64
+    /// `statistics` as the last tick left them (`recentStatistics`).
+    private let publishedStatistics: Mutex<Statistics>
     private var observers: [String: KeyValueObserver] = [:]
     private var nextObserverID = 0
     /// Part of every observer id, different in every run: observers do not outlive the process, and a client still
@@ -244,6 +246,7 @@ public final class ObservationCenter: @unchecked Sendable {
             capacity: configuration.historyCapacity, maxBytes: configuration.historyBytes, startingAt: start,
             tracksFilterKeys: true)
         processedSeq = seq
+        publishedStatistics = Mutex((0, 0, 0, 0, seq, 0))
         notificationCenter = NotificationCenter(
             capacity: configuration.historyCapacity,
             directory: document.storage.directory)
@@ -493,19 +496,29 @@ public final class ObservationCenter: @unchecked Sendable {
     /// Counts for `/metrics`: waiting long-polls, event streams, observers, what their histories cost together
     /// (`keepObserverHistoriesInBudget`), the seq last processed, and how many times commits read an observed key path
     /// again (`capture`).
-    public var statistics:
-        (
-            waiters: Int, streams: Int, observers: Int, observerHistoryBytes: Int, processedSeq: Int64,
-            keyPathReads: Int
+    public typealias Statistics = (
+        waiters: Int, streams: Int, observers: Int, observerHistoryBytes: Int, processedSeq: Int64, keyPathReads: Int
+    )
+
+    /// The counts as they are now (waits for the queue).
+    public var statistics: Statistics {
+        onQueue { currentStatistics() }
+    }
+
+    /// The counts as the queue's last tick (every 0.1 s) left them, without waiting for the queue, which a commit of
+    /// many changes keeps busy for seconds (`/metrics`, read by monitors exactly then).
+    public var recentStatistics: Statistics {
+        var recent = publishedStatistics.withLock { $0 }
+        recent.keyPathReads = keyPathReads.load(ordering: .relaxed)
+        return recent
+    }
+
+    private func currentStatistics() -> Statistics {
+        let historyBytes = observers.values.reduce(0) { $0 + $1.history.memoryBytes }
+        return (
+            waiters.count, subscribers.count, observers.count, historyBytes, processedSeq,
+            keyPathReads.load(ordering: .relaxed)
         )
-    {
-        onQueue {
-            let historyBytes = observers.values.reduce(0) { $0 + $1.history.memoryBytes }
-            return (
-                waiters.count, subscribers.count, observers.count, historyBytes, processedSeq,
-                keyPathReads.load(ordering: .relaxed)
-            )
-        }
     }
 
     private func currentSeq(of source: PollRequest.Source) -> Int64 {
@@ -693,6 +706,8 @@ public final class ObservationCenter: @unchecked Sendable {
             forget(observer: id)
         }
         keepObserverHistoriesInBudget()
+        let statistics = currentStatistics()
+        publishedStatistics.withLock { $0 = statistics }
     }
 
     /// An observer keeps as many seqs of changes as the store's history (`--history`; with `prior`, whose
