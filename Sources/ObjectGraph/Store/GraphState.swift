@@ -12,11 +12,9 @@ final class GraphState: @unchecked Sendable {
     var seq: Int64 = 0 {
         didSet {
             publishedSeq.store(seq, ordering: .releasing)
-            let total = publishedCounts.withLock { counts in
+            publishedCounts.withLock { counts in
                 for index in tables.indices { counts[index] = tables[index].liveCount }
-                return counts.reduce(0, +)
             }
-            publishedObjectCount.store(total, ordering: .relaxed)
         }
     }
     /// The seq of the last commit that changed objects; commits that only take a seq (`ObjectStore.advanceSeq()`)
@@ -25,10 +23,8 @@ final class GraphState: @unchecked Sendable {
     var contentSeq: Int64 = 0
     /// `seq`, readable without the lock (`ObjectStore.seq`, read for every HTTP response).
     let publishedSeq = Atomic<Int64>(0)
-    /// How many objects there are, as the last commit left them, readable without the lock.
-    let publishedObjectCount = Atomic<Int>(0)
     /// How many objects each entity has (in the model's order), as the last commit left them, readable without the
-    /// store's lock (`/metrics`).
+    /// store's lock (`ObjectStore.objectCount`, `/metrics`).
     let publishedCounts: Mutex<[Int]>
     /// The last number used for a server-assigned id; ids are never reused.
     var lastAssignedID: Int64 = 0

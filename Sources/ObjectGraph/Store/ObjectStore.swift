@@ -14,7 +14,7 @@ public final class ObjectStore: Sendable {
     public let model: ObjectModel
     private let state: Mutex<GraphState>
     /// The graph behind `state`, for what it publishes to be read without the lock only (`publishedSeq`,
-    /// `publishedObjectCount`, `publishedCounts`).
+    /// `publishedCounts`).
     private let graph: GraphState
     private let hooks: ObjectStoreHooks
     private let delivery = Mutex(DeliveryQueue())
@@ -39,7 +39,7 @@ public final class ObjectStore: Sendable {
 
     /// How many objects the store holds, as the last commit left them (without taking the store's lock).
     public var objectCount: Int {
-        graph.publishedObjectCount.load(ordering: .relaxed)
+        graph.publishedCounts.withLock { $0.reduce(0, +) }
     }
 
     /// How many objects each entity has (by name, in the model's order), as the last commit left them (without
