@@ -203,16 +203,17 @@ public final class BinderyService: HTTPResponder {
             {
                 return .response(answer)
             }
-            if let refusal = controllerRequests.refusal() { return .response(refusal) }
             let request = request
-            var afterwards: (@Sendable () -> Void)?
+            var whileWaiting: (begins: @Sendable () -> Void, ends: @Sendable () -> Void)?
             if segments.count == 3, segments[0] == "observers" {
                 // A poll waiting for its turn keeps its observer in use (`--observer-ttl`), as one waiting for changes.
                 let id = segments[1]
-                observations.pollWillWait(observer: id)
-                afterwards = { [observations] in observations.pollStoppedWaiting(observer: id) }
+                whileWaiting = (
+                    { [observations] in observations.pollWillWait(observer: id) },
+                    { [observations] in observations.pollStoppedWaiting(observer: id) }
+                )
             }
-            return Self.answeredInTurn(on: controllerRequests, afterwards: afterwards) {
+            return Self.answeredInTurn(on: controllerRequests, whileWaiting: whileWaiting) {
                 self.carryOut(request, segments: segments)
             }
         }

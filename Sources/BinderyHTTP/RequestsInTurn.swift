@@ -13,12 +13,15 @@ extension BinderyService {
     ///
     /// If the server stops first, a request not yet begun is not carried out (`503 shutting-down`); one being
     /// carried out is finished and answered with what it answers. One whose client has closed its connection by its
-    /// turn is not carried out either (`499 client-gone`). `afterwards` runs on `queue` once the request's turn is
-    /// over, whatever became of it.
+    /// turn is not carried out either (`499 client-gone`), and one that comes while the line is long is refused
+    /// (`RequestLine.refusal`). `whileWaiting.begins` runs when a request joins the line, `ends` on the line once its
+    /// turn is over, whatever became of it.
     static func answeredInTurn(
-        on line: RequestLine, afterwards: (@Sendable () -> Void)? = nil,
+        on line: RequestLine, whileWaiting: (begins: @Sendable () -> Void, ends: @Sendable () -> Void)? = nil,
         _ respond: @escaping @Sendable () -> HTTPHandlerResult
     ) -> HTTPHandlerResult {
+        if let refusal = line.refusal() { return .response(refusal) }
+        whileWaiting?.begins()
         let turn = RequestTurn()
         let arrived = DispatchTime.now()
         return .suspend(
@@ -30,7 +33,7 @@ extension BinderyService {
                     case .response(let response)?: connection.resume(with: response)
                     case .suspend(let suspension)?: suspension.register(connection)
                     }
-                    afterwards?()
+                    whileWaiting?.ends()
                 }
             })
     }
