@@ -21,7 +21,7 @@ run: release
 
 test: deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build --parallel
+	SWIFT=$(SWIFT) bash scripts/swift-test.sh
 	@$(MAKE) --no-print-directory lint
 	bash scripts/container-check.sh
 	bash scripts/browser-test.sh

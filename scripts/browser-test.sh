@@ -82,7 +82,7 @@ status=0
 # shellcheck disable=SC2086 # PYTEST_ARGS is split into words on purpose
 SE_OFFLINE=true PYTHONDONTWRITEBYTECODE=1 TMPDIR="$BROWSER_TMP" BINDERY_URL="$URL" BINDERY_BINARY="$(realpath "$BIN")" \
     BINDERY_SCREENSHOTS="$PWD/.build" \
-    timeout 300 python3 -m pytest -q -p no:cacheprovider --rootdir Tests/browser Tests/browser ${PYTEST_ARGS:-} ||
+    timeout 600 python3 -m pytest -q -p no:cacheprovider --rootdir Tests/browser Tests/browser ${PYTEST_ARGS:-} ||
     status=$?
 
 if [ "$status" -ne 0 ]; then
