@@ -233,7 +233,7 @@ public final class BinderyService: HTTPResponder {
         case "controllers", "actions": break
         case "notifications" where reads && !controllers.isEmpty: break
         case "observers" where request.method == "POST" && !controllers.isEmpty: break
-        case "observers" where reads && segments.count == 3 && observations.observesControllersOrDefaults: break
+        case "observers" where reads && segments.count == 3 && observations.observesExternalTarget(segments[1]): break
         default: return false
         }
         return document.store.objectCount > Self.slowListingSize

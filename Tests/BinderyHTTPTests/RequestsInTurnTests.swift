@@ -53,6 +53,34 @@ struct RequestsInTurnTests {
         }
     }
 
+    /// Only a poll of an observer of a controller or the defaults waits in turn (it lets the controllers apply the
+    /// commits so far first): one of an object's key path does not wait behind the controllers' work, even while
+    /// another observer watches a controller.
+    @Test func aPollOfAnObjectsObserverDoesNotWaitBehindTheControllers() throws {
+        try withServiceParts { client, _, service in
+            try ObjectRoutesTests.addEmployeesAndAController(1_000, client: client)
+            let ofController = try #require(
+                try client.request(
+                    "POST", "/observers", json: #"{"target": "controllers/all", "keyPath": "selectionIndexes"}"#
+                ).json?["id"]?.stringValue)
+            let ofObject = try client.request(
+                "POST", "/observers", json: #"{"target": "Employee/1", "keyPath": "firstName", "options": ["new"]}"#)
+            let id = try #require(ofObject.json?["id"]?.stringValue)
+            let since = try #require(ofObject.json?["since"]?.integerValue)
+            let held = DispatchSemaphore(value: 0)
+            service.controllerRequests.async { held.wait() }
+            defer { held.signal() }
+            let waiting = asking([("GET", "/observers/\(ofController)/changes?timeout=0", nil)], client: client)
+            #expect(try client.request("PUT", "/objects/Employee/1/firstName", json: #""Renamed""#).status == 200)
+            let answer = try client.request("GET", "/observers/\(id)/changes?since=\(since)&timeout=5")
+            #expect(answer.status == 200)
+            #expect(answer.json?["changes"]?.arrayValue?.compactMap { $0["new"] } == ["Renamed"])
+            #expect(waiting(0.5) == nil, "the controller's observer was answered on a request thread")
+            held.signal()
+            #expect(waiting(30) == [200])
+        }
+    }
+
     /// While the request first in line has waited past the line's patience, a new one is refused at once (`503
     /// server-busy`, `Retry-After`), not queued behind it, even if no request's turn has come yet (a burst sent at
     /// once); a line whose first request has waited less takes requests. `/metrics` counts those waiting.

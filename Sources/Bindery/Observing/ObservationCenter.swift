@@ -220,8 +220,11 @@ public final class ObservationCenter: @unchecked Sendable {
     /// and no read of the store (controllers report several for every commit). A registration counts itself before it
     /// reads its first value, so a change either is reported to the queue or happened before that read.
     private let externalInterest = Mutex<[String: Int]>([:])
+    /// The ids of the observers of a controller or the defaults (`observesExternalTarget`): only their polls settle
+    /// the controllers' reports first (`settleExternalReports`).
+    private let externalObservers = Mutex<Set<String>>([])
     /// Hands every change report and notification made so far by the controllers on (set by the service): a poll of
-    /// an observer runs it first while there is external interest, a poll of notifications always
+    /// an observer of a controller or the defaults runs it first, a poll of notifications always
     /// (`settleExternalReports`).
     private let externalReportsFlusher = Mutex<(@Sendable () -> Void)?>(nil)
     /// The targets read live whose change report waits on the queue (`externalTargetDidChange`).
@@ -304,7 +307,9 @@ public final class ObservationCenter: @unchecked Sendable {
         var request = told
         // Changes to controllers and the defaults reported before the poll (`settleExternalReports`) whose seqs
         // are not processed yet: due to this poll as any change it could have been told about is.
-        if case .observer = request.source, let pending = pendingExternal.keys.max() {
+        if case .observer(let id) = request.source, observers[id]?.target.isExternal == true,
+            let pending = pendingExternal.keys.max()
+        {
             request.notBefore = max(request.notBefore, pending)
         }
         let since = request.since ?? currentSeq(of: request.source)
@@ -851,7 +856,10 @@ public final class ObservationCenter: @unchecked Sendable {
 
     private func forget(observer id: String) {
         let target = observers.removeValue(forKey: id)?.target
-        if let target, target.isExternal { changeInterest(in: target.description, by: -1) }
+        if let target, target.isExternal {
+            changeInterest(in: target.description, by: -1)
+            externalObservers.withLock { _ = $0.remove(id) }
+        }
         answerCache.removeAll(keepingCapacity: true)
         watched.withLock { $0.removeAll { $0.observerID == id } }
         externalWeights[id] = nil
@@ -925,7 +933,10 @@ public final class ObservationCenter: @unchecked Sendable {
     /// Adds a new observer; its `initial` change, if any, waits for the record of its seq. On the queue.
     private func install(_ observer: KeyValueObserver) {
         observers[observer.id] = observer
-        if observer.target.isExternal { changeInterest(in: observer.target.description, by: 1) }
+        if observer.target.isExternal {
+            changeInterest(in: observer.target.description, by: 1)
+            externalObservers.withLock { _ = $0.insert(observer.id) }
+        }
         if let initial = observer.initialChange { pendingInitial[initial.seq] = (observer.id, initial) }
     }
 
@@ -1051,10 +1062,10 @@ public final class ObservationCenter: @unchecked Sendable {
         externalReportsFlusher.withLock { $0 = flush }
     }
 
-    /// Whether some observer observes a controller or the defaults: its polls first flush their reports
-    /// (`settleExternalReports`).
-    public var observesControllersOrDefaults: Bool {
-        externalInterest.withLock { !$0.isEmpty }
+    /// Whether observer `id` observes a controller or the defaults: its polls first flush the controllers' reports
+    /// (`settleExternalReports`). An object's observer is told none of their changes, whatever seqs they take.
+    public func observesExternalTarget(_ id: String) -> Bool {
+        externalObservers.withLock { $0.contains(id) }
     }
 
     /// Before a poll: the changes to controllers that any answer could have told the client about by now (a
@@ -1063,7 +1074,7 @@ public final class ObservationCenter: @unchecked Sendable {
     /// such requests (`ControllerDidCommitEditing` after `commitEditing`) are posted before it is.
     private func settleExternalReports(for source: PollRequest.Source) {
         switch source {
-        case .observer: guard externalInterest.withLock({ !$0.isEmpty }) else { return }
+        case .observer(let id): guard observesExternalTarget(id) else { return }
         case .notifications: break
         case .store: return
         }
