@@ -356,12 +356,31 @@
     count: emp && emp.count,
   });
 
-  // What the changes make stale: the list read (`employees`), the names read (`people`).
+  // What the changes make stale: the list read (`employees`), the names read (`people`), and the changes to rows
+  // shown that are applied to them as they are (`patches`: a key's new value, or elements inserted or removed, that
+  // moves no row and changes no other key of it).
   // An employee's own stored keys: a sort by them moves a row only when that row changes.
   const OWN_KEYS = new Set(['firstName', 'lastName', 'salary', 'hireDate', 'active']);
+  const PATCHED_KEYS = new Set([...OWN_KEYS, 'manager', 'directReports']);
+
+  // A row's value of `c.keyPath` after the change `c` (to-many indexes as KVO's: into the list after an insertion,
+  // before a removal).
+  function patched(value, c) {
+    if (c.kind === 'setting') return c.new;
+    const list = Array.isArray(value) ? [...value] : [];
+    if (c.kind === 'insertion') c.indexes.forEach((index, k) => list.splice(index, 0, c.new[k]));
+    else [...c.indexes].reverse().forEach((index) => list.splice(index, 1));
+    return list;
+  }
+  const patchable = (c) =>
+    PATCHED_KEYS.has(c.keyPath) &&
+    (c.kind === 'setting'
+      ? 'new' in c
+      : Array.isArray(c.indexes) &&
+        ((c.kind === 'insertion' && Array.isArray(c.new) && c.new.length === c.indexes.length) || c.kind === 'removal'));
 
   function staleness(changes, read) {
-    const out = { employees: false, people: false };
+    const out = { employees: false, people: false, patches: [] };
     const shown = new Set(state.employees.map(idOf));
     let sortKeys = [];
     try {
@@ -377,7 +396,9 @@
       const employee = typeof t === 'string' && t.startsWith('Employee/');
       if (!employee && !(typeof t === 'string' && t.startsWith('Department/'))) return { employees: true, people: true };
       if (employee && (c.keyPath === 'firstName' || c.keyPath === 'lastName')) out.people = true;
-      if (anyChange || shown.has(t) || t === read.dep) out.employees = true;
+      if (!anyChange && shown.has(t) && patchable(c) && !sortKeys.includes(c.keyPath)) {
+        out.patches.push(c);
+      } else if (anyChange || shown.has(t) || t === read.dep) out.employees = true;
       else if (read.dep && [...refsOf(c.new), ...refsOf(c.old)].includes(read.dep)) out.employees = true;
     }
     return out;
@@ -404,12 +425,19 @@
       : null;
     let [reads, changes] = await Promise.all([light(), since]);
     let [dep, deps, emp] = reads;
-    const stale = { employees: true, people: true };
+    const stale = { employees: true, people: true, patches: [] };
     let upTo = null;
-    const data = changes && changes.data;
+    const feed = (answer, from) =>
+      answer && answer.data && Array.isArray(answer.data.changes) && typeof answer.data.last === 'number' &&
+      answer.data.last >= from ? answer.data : null;
+    let data = feed(changes, classifiedSeq);
     const lightSeqs = reads.map((r) => r.seq).filter((x) => x !== null);
-    if (data && Array.isArray(data.changes) && typeof data.last === 'number' && data.last >= classifiedSeq &&
-        lightSeqs.every((x) => x <= data.last)) {
+    // A write between the feed's answer and the reads: the feed once more, up to them, rather than everything.
+    if (data && lightSeqs.some((x) => x > data.last)) {
+      const more = feed(await api('GET', `/changes?since=${data.last}&timeout=0`).catch(() => null), data.last);
+      data = more && { changes: [...data.changes, ...more.changes], last: more.last };
+    }
+    if (data && lightSeqs.every((x) => x <= data.last)) {
       Object.assign(stale, staleness(data.changes, employeesRead));
       upTo = data.last;
       const now = listKey(dep.data, deps.data, emp.data);
@@ -441,6 +469,10 @@
       state.employees = emps.data || [];
       employeesVersion += 1;
       employeesRead = listKey(dep.data, deps.data, emp.data);
+    } else if (stale.patches.length) {
+      const rows = new Map(state.employees.map((e) => [idOf(e), e]));
+      for (const c of stale.patches) rows.get(c.target)[c.keyPath] = patched(rows.get(c.target)[c.keyPath], c);
+      employeesVersion += 1;
     }
     if (stale.employees && stale.people) classifiedSeq = seqs.length ? Math.min(...seqs) : null;
     else if (upTo !== null) classifiedSeq = Math.min(upTo, ...seqs);

@@ -123,9 +123,23 @@ def test_a_change_elsewhere_reads_no_list_but_a_change_shown_shows(page, big):
     time.sleep(2)
     assert page.b.execute_script(FULL_READS) == [], "a change to an employee not shown re-read the list"
     assert payroll
-    # A change to a row shown shows within about a second.
+    # A change to a row shown shows within about a second; one that moves no row (not a key the list is sorted by) is
+    # applied to the row as it is, without reading the list again.
     shown = page.b.execute_script("return document.getElementById('emp-2').dataset.id")
+    manager = page.b.execute_script("return document.getElementById('emp-5').dataset.id")
     status, _ = big.request("PUT", f"/objects/{shown}/salary", 123000)
     assert status == 200
+    status, _ = big.request("PUT", f"/objects/{shown}/manager", {"$ref": manager})
+    assert status == 200
+    manager_name = page.b.execute_script("return document.querySelector('#emp-5 .name').textContent")
     page.wait(lambda: page.b.execute_script(
-        f"const r = document.querySelector('[data-id=\"{shown}\"]'); return r && r.textContent.includes('$123,000')"), LIVE)
+        f"const r = document.querySelector('[data-id=\"{shown}\"]');"
+        f"return r && r.textContent.includes('$123,000') && r.querySelector('.col-manager').textContent === arguments[0]",
+        manager_name), LIVE)
+    assert page.b.execute_script(FULL_READS) == [], "a change to a row shown that moves none re-read the list"
+    # One to the key the list is sorted by reads it again, and moves the row.
+    last_name = big.get(f"/objects/{shown}/lastName")
+    for name, index in (("Aaaa", 0), (last_name, 2)):
+        status, _ = big.request("PUT", f"/objects/{shown}/lastName", name)
+        assert status == 200
+        page.wait(lambda: page.b.execute_script(f"return document.getElementById('emp-{index}').dataset.id") == shown, LIVE)
