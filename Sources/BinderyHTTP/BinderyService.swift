@@ -258,7 +258,7 @@ public final class BinderyService: HTTPResponder {
         guard request.method != "GET", request.method != "HEAD", let key = request.header("Idempotency-Key") else {
             return nil
         }
-        return key.count > 2 && key.hasPrefix("\"") && key.hasSuffix("\"") ? String(key.dropFirst().dropLast()) : key
+        return key.count >= 2 && key.hasPrefix("\"") && key.hasSuffix("\"") ? String(key.dropFirst().dropLast()) : key
     }
 
     /// `respond(to:)` for a request with an `Idempotency-Key` (`IdempotentRequests`): carried out only the first time.

@@ -497,8 +497,16 @@ public final class HTTPServer: Sendable {
                 }
                 return length
             }
-            return (name, value.map { String(cString: $0) } ?? "")
+            return (name, value.map(fieldValue) ?? "")
         }
+    }
+
+    /// A field's value without the white space after it (RFC 9112 §5: optional white space around a value is not
+    /// part of it; libmicrohttpd skips what comes before it only).
+    private static func fieldValue(_ text: UnsafePointer<CChar>) -> String {
+        var length = strlen(text)
+        while length > 0, text[length - 1] == 0x20 || text[length - 1] == 0x09 { length -= 1 }
+        return String(decoding: UnsafeRawBufferPointer(start: text, count: length), as: UTF8.self)
     }
 
     /// The query parameters, decoded as a form (`HTTPRequest.percentDecode`), and whether they all decoded: a name or

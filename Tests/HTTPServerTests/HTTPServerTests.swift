@@ -23,7 +23,8 @@ private final class TestResponder: HTTPResponder {
         switch segments.first {
         case "echo":
             let query = request.query.map { "\($0.name)=\($0.value)" }.joined(separator: "&")
-            let text = "\(request.method) \(segments.joined(separator: "|")) ?\(query) body=\(request.body.count)"
+            var text = "\(request.method) \(segments.joined(separator: "|")) ?\(query) body=\(request.body.count)"
+            if let spaced = request.header("X-Spaced") { text += " x-spaced=[\(spaced)]" }
             return .response(HTTPResponse(status: 200, contentType: "text/plain", text: text))
         case "big":
             // `size` bytes, any method.
@@ -234,6 +235,8 @@ struct HTTPServerTests {
                 let request = lines.joined(separator: ending) + ending + "ok"
                 let answer = String(decoding: try client.exchange(Array(request.utf8)), as: UTF8.self)
                 #expect(answer.contains("body=2"), "\(ending.debugDescription): \(answer)")
+                // The white space around a value is not part of it (RFC 9112 §5).
+                #expect(answer.contains("x-spaced=[a b]"), "\(ending.debugDescription): \(answer)")
             }
         }
     }
