@@ -39,6 +39,28 @@ struct ChangeHistoryTests {
         #expect(many.covers(since: Int64(keys), filterKey: "C"))
     }
 
+    /// `covers` is exact at the boundary: from `compactedThrough` every change is here, from one before it the
+    /// change of seq `compactedThrough` may be gone (410, never a silent gap of one change).
+    @Test func coversExactlyFromTheLastDroppedSeq() {
+        var history = SequenceHistory<Item>(capacity: 4, startingAt: 0)
+        for n in 1...10 { history.append(Item(seq: Int64(n), tag: n)) }
+        #expect(history.compactedThrough == 6)
+        #expect(history.covers(since: 6))
+        #expect(!history.covers(since: 5))
+        #expect(history.changes(after: 6).map(\.tag) == [7, 8, 9, 10])
+    }
+
+    /// A full ring drops the whole oldest seq at once, not one of its items.
+    @Test func aFullRingDropsTheWholeOldestSeq() {
+        var history = SequenceHistory<Item>(capacity: 4, startingAt: 0)
+        for tag in 1...3 { history.append(Item(seq: 1, tag: tag)) }
+        history.append(Item(seq: 2, tag: 4))
+        history.append(Item(seq: 3, tag: 5))
+        #expect(history.compactedThrough == 1)
+        #expect(history.count == 2)
+        #expect(history.changes(after: 0).map(\.tag) == [4, 5])
+    }
+
     /// The ring grows as items come (nothing is set aside for a capacity never used), keeps them in order across
     /// growth, and past its capacity drops whole seqs from the front, saying up to which seq it dropped.
     @Test func growsInOrderThenDropsWholeSeqs() {

@@ -177,6 +177,21 @@ struct ObservationCenterTests {
         }
     }
 
+    /// A `prior` notification comes before the change and carries no `new` (NSKeyValueObservingOptionPrior): only
+    /// the notification after the change has the new value.
+    @Test func aPriorNotificationHasNoNewValue() throws {
+        try withCenter(.init()) { document, center in
+            let (id, since) = try center.addObserver(
+                target: "Employee/4", keyPath: "salary", options: ["new", "old", "prior"])
+            try document.set(7, "salary", of: "Employee/4")
+            let changes = try poll(center, id, since: since)
+            #expect(changes.count == 2)
+            #expect(changes.first?["prior"] == true)
+            #expect(changes.first?["new"] == nil)
+            #expect(changes.last?["new"] == 7)
+        }
+    }
+
     /// Observers' histories together cost about four times `historyBytes` at most (values and ring slots; each holds
     /// at most a sixteenth of it in values): past it, the largest give up their oldest changes (answering 410 from
     /// before them) and keep the newest.

@@ -33,6 +33,68 @@ struct PersistenceTests {
         }
     }
 
+    /// A snapshot whose bytes no longer match its checksum is not loaded (a flipped byte in a value would be served
+    /// as data): with no other snapshot, the start is refused.
+    @Test func aSnapshotWithAWrongChecksumIsNotLoaded() throws {
+        try withTemporaryDirectory { path in
+            do {
+                let document = try openDocument(path)
+                try document.transaction { try $0.insert("Department", id: "9", values: ["name": "Opsxyz"]) }
+                document.close()
+            }
+            let needle = Array("Opsxyz".utf8)
+            for name in try FileManager.default.contentsOfDirectory(atPath: path) where name.hasPrefix("snapshot-") {
+                let url = URL(fileURLWithPath: path + "/" + name)
+                var bytes = [UInt8](try Data(contentsOf: url))
+                let at = try #require(
+                    (20...(bytes.count - needle.count)).first { Array(bytes[$0..<($0 + needle.count)]) == needle })
+                bytes[at + 3] = UInt8(ascii: "X")
+                try Data(bytes).write(to: url)
+            }
+            #expect {
+                try openDocument(path)
+            } throws: { error in
+                (error as? ObjectGraphError)?.code == "bad-snapshot"
+            }
+        }
+    }
+
+    /// With several snapshots (an older one left by a crash before it was removed), the newest is loaded.
+    @Test func theNewestOfSeveralSnapshotsIsLoaded() throws {
+        try withTemporaryDirectory { path in
+            var older: (name: String, bytes: Data)?
+            do {
+                let document = try openDocument(path)
+                try document.set(101, "salary", of: "Employee/4")
+                document.close()
+            }
+            for name in try FileManager.default.contentsOfDirectory(atPath: path) where name.hasPrefix("snapshot-") {
+                older = (name, try Data(contentsOf: URL(fileURLWithPath: path + "/" + name)))
+            }
+            do {
+                let document = try openDocument(path)
+                try document.set(202, "salary", of: "Employee/4")
+                document.close()
+            }
+            let kept = try #require(older)
+            try kept.bytes.write(to: URL(fileURLWithPath: path + "/" + kept.name))
+            let document = try openDocument(path)
+            #expect(try document.value("salary", of: "Employee/4") == 202)
+        }
+    }
+
+    /// Leftovers of an interrupted durable write (`*.tmp`) are removed at the start.
+    @Test func leftoverTemporaryFilesAreRemovedAtTheStart() throws {
+        try withTemporaryDirectory { path in
+            try openDocument(path).close()
+            let leftover = path + "/" + DataDirectory.snapshotName(99) + ".tmp"
+            try Data("half a snapshot".utf8).write(to: URL(fileURLWithPath: leftover))
+            let document = try openDocument(path)
+            defer { document.close() }
+            #expect(access(leftover, F_OK) != 0)
+        }
+    }
+
     /// A model tightened since the data was written (a `maxLength` the stored names break) does not stop a start
     /// after a crash: the journal's records are applied as committed, as a snapshot's objects are (the journal's
     /// replay checked them against the new model and refused to start), and the constraint holds for new changes.

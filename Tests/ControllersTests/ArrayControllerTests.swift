@@ -19,6 +19,19 @@ struct ControllerDefaultsTests {
         #expect(try h.value("arrangedObjects.firstName") == incremental)
     }
 
+    /// An automatic re-arrangement that filters the selected object out selects its neighbour (the object now at its
+    /// index), as a full `rearrangeObjects` does, not the first object.
+    @Test func automaticRearrangement_selectedObjectFilteredOut_selectsItsNeighbour() throws {
+        let h = try Harness()
+        try h.employees(filter: "salary > 150", options: ["automaticallyRearrangesObjects": true])
+        #expect(try h.names() == ["Archer", "Baker", "Evans"])
+        try h.select([1])
+        try h.set("salary", of: "Employee/bob", to: 10)
+        #expect(try h.names() == ["Archer", "Evans"])
+        #expect(try h.selection() == [1])
+        #expect(try h.selectedNames() == ["Evans"])
+    }
+
     /// Without `preservesSelection` an automatic re-arrangement keeps the selected indexes, as `rearrangeObjects` does,
     /// whether the key that moved an object is its own or one it reads through a relationship.
     @Test(arguments: ["lastName", "department.name"])

@@ -889,6 +889,13 @@ struct HTTPServerTests {
         #expect(HTTPRequest(method: "GET", rawPath: "/a/%C3").pathSegments == nil)
         #expect(HTTPRequest(method: "GET", rawPath: "//a//b/").pathSegments == ["a", "b"])
     }
+
+    /// Path segments are percent-decoded as RFC 3986 §2.1 says: hex digits in either case, and `+` is itself (only the
+    /// query is a form, where `+` is a space).
+    @Test func pathSegmentsDecodeLowerCaseHexAndKeepPlus() {
+        #expect(HTTPRequest(method: "GET", rawPath: "/a%2fb/%c3%a9").pathSegments == ["a/b", "é"])
+        #expect(HTTPRequest(method: "GET", rawPath: "/a+b/%41+1").pathSegments == ["a+b", "A+1"])
+    }
 }
 
 struct StaticFilesTests {

@@ -23,6 +23,25 @@ struct DeleteRuleTests {
         #expect(store.read { view in view.contains(id("Department/3")) } == false)
     }
 
+    /// `deny` refuses only for a destination that stays: one deleted by the same delete (a cascade) does not count.
+    @Test func denyTowardsAnObjectTheCascadeDeletesAllowsTheDelete() throws {
+        let store = ObjectStore(
+            model: try model(
+                """
+                {"entities": {"Folder": {"relationships": {
+                   "items": {"destination": "Item", "toMany": true, "inverse": "folder", "deleteRule": "cascade"}}},
+                 "Item": {"relationships": {
+                   "folder": {"destination": "Folder", "inverse": "items", "deleteRule": "deny"}}}}}
+                """))
+        try store.transaction { tx in
+            try tx.insert("Folder", id: "f")
+            try tx.insert("Item", id: "i", values: ["folder": ref("Folder/f")])
+        }
+        expectError("delete-denied") { try store.transaction { tx in try tx.delete(id("Item/i")) } }
+        try store.transaction { tx in try tx.delete(id("Folder/f")) }
+        #expect(store.read { view in view.contains(id("Item/i")) } == false)
+    }
+
     @Test func nullifyRemovesFromInverses() throws {
         let store = try employeesStore()
         try store.transaction { tx in try tx.delete(id("Employee/ann")) }

@@ -431,6 +431,23 @@ struct PredicateEvaluationTests {
         #expect(try evaluate("-5 < -4.5", .null))
     }
 
+    /// An integer against a real at the edge of the 64-bit range is compared exactly, not converted: 2^63 has no
+    /// Int64, and `Int64(2^63)` would trap (a crash of the server on `salary < 9223372036854775808.0`).
+    @Test func integersCompareWithRealsAtTheEdgeOf64Bits() throws {
+        #expect(try evaluate("9223372036854775807 < 9223372036854775808.0", .null))
+        #expect(try !evaluate("9223372036854775807 >= 9223372036854775808.0", .null))
+        #expect(try evaluate("9223372036854775808.0 > 9223372036854775807", .null))
+        #expect(try evaluate("-9223372036854775808 == -9223372036854775808.0", .null))
+    }
+
+    /// A quantifier over no value (null) has no elements: `ANY` is false, `NONE` and `ALL` are true, whatever the
+    /// comparison (also `== nil`).
+    @Test func quantifiersOverNullLookAtNoElements() throws {
+        #expect(try !evaluate("ANY tags == nil", childless))
+        #expect(try evaluate("NONE tags == nil", childless))
+        #expect(try evaluate("ALL tags != nil", childless))
+    }
+
     @Test func datesCompareWithISO8601Strings() throws {
         #expect(try evaluate("hireDate > '2020-01-01'", tom))
         #expect(try evaluate("hireDate < '2020-03-01T10:00:00Z'", tom))
