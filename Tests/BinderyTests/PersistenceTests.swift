@@ -83,6 +83,24 @@ struct PersistenceTests {
         }
     }
 
+    /// A snapshot is written durably: its file is synced before it is renamed into place (`FileIO.writeDurably`), and
+    /// the directory after.
+    @Test func aSnapshotIsSyncedBeforeAndAfterItsRename() throws {
+        try withTemporaryDirectory { path in
+            let written = try FileIO.syncs(under: path) {
+                try FileIO.writeDurably([[1], [2, 3]], to: path + "/file", directory: path)
+            }
+            #expect(written == [path + "/file.tmp", path])
+            #expect(try FileIO.read(path + "/file") == [1, 2, 3])
+            let document = try openDocument(path)
+            defer { document.close() }
+            try document.set(101, "salary", of: "Employee/4")
+            var seq: Int64 = 0
+            let synced = try FileIO.syncs(under: path) { seq = try document.save() }
+            #expect(synced.contains(path + "/" + DataDirectory.snapshotName(seq) + ".tmp"), "\(synced)")
+        }
+    }
+
     /// Leftovers of an interrupted durable write (`*.tmp`) are removed at the start.
     @Test func leftoverTemporaryFilesAreRemovedAtTheStart() throws {
         try withTemporaryDirectory { path in

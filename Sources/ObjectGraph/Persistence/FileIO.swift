@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -108,6 +109,27 @@ package enum FileIO {
             if errno == EINTR { continue }
             throw error("fsync", path)
         }
+        noteSync(path)
+    }
+
+    /// The directories watched (`syncs(under:during:)`) with the paths synced under them so far.
+    private static let syncWatches = Mutex<[String: [String]]>([:])
+
+    /// The files `writeDurably` and the directories `syncDirectory` synced in `directory` or under it while `body`
+    /// ran, in order: what a test can see of an `fsync` (its effect shows only after a power loss).
+    package static func syncs(under directory: String, during body: () throws -> Void) rethrows -> [String] {
+        syncWatches.withLock { $0[directory] = [] }
+        defer { syncWatches.withLock { $0[directory] = nil } }
+        try body()
+        return syncWatches.withLock { $0[directory] ?? [] }
+    }
+
+    private static func noteSync(_ path: String) {
+        syncWatches.withLock { watches in
+            for directory in watches.keys where path == directory || path.hasPrefix(directory + "/") {
+                watches[directory, default: []].append(path)
+            }
+        }
     }
 
     /// The whole file.
@@ -165,6 +187,7 @@ package enum FileIO {
                 if errno == EINTR { continue }
                 throw error("fsync", temporary)
             }
+            noteSync(temporary)
         } catch {
             unlink(temporary)
             throw error
