@@ -357,27 +357,16 @@
   });
 
   // What the changes make stale: the list read (`employees`), the names read (`people`), and the changes to rows
-  // shown that are applied to them as they are (`patches`: a key's new value, or elements inserted or removed, that
-  // moves no row and changes no other key of it).
+  // shown that are applied to them as they are (`patches`: a key set to a value that moves no row).
   // An employee's own stored keys: a sort by them moves a row only when that row changes.
   const OWN_KEYS = new Set(['firstName', 'lastName', 'salary', 'hireDate', 'active']);
-  const PATCHED_KEYS = new Set([...OWN_KEYS, 'manager', 'directReports']);
-
-  // A row's value of `c.keyPath` after the change `c` (to-many indexes as KVO's: into the list after an insertion,
-  // before a removal).
-  function patched(value, c) {
-    if (c.kind === 'setting') return c.new;
-    const list = Array.isArray(value) ? [...value] : [];
-    if (c.kind === 'insertion') c.indexes.forEach((index, k) => list.splice(index, 0, c.new[k]));
-    else [...c.indexes].reverse().forEach((index) => list.splice(index, 1));
-    return list;
-  }
-  const patchable = (c) =>
-    PATCHED_KEYS.has(c.keyPath) &&
-    (c.kind === 'setting'
-      ? 'new' in c
-      : Array.isArray(c.indexes) &&
-        ((c.kind === 'insertion' && Array.isArray(c.new) && c.new.length === c.indexes.length) || c.kind === 'removal'));
+  const PATCHED_KEYS = new Set([...OWN_KEYS, 'manager']);
+  // Keys of a row that nothing draws or reads: taken out of the rows read (so that nothing can use them stale), and
+  // their changes matter to no row (a manager change also changes the managers' `directReports`).
+  const UNDRAWN_KEYS = ['directReports'];
+  // A setting is applied as a whole: the feed is asked again from `classifiedSeq`, which may be before changes the
+  // rows hold already, and applying those again, in order, ends where the rows were (a to-many change would not).
+  const patchable = (c) => PATCHED_KEYS.has(c.keyPath) && c.kind === 'setting' && 'new' in c;
 
   function staleness(changes, read) {
     const out = { employees: false, people: false, patches: [] };
@@ -396,6 +385,7 @@
       const employee = typeof t === 'string' && t.startsWith('Employee/');
       if (!employee && !(typeof t === 'string' && t.startsWith('Department/'))) return { employees: true, people: true };
       if (employee && (c.keyPath === 'firstName' || c.keyPath === 'lastName')) out.people = true;
+      if (employee && !anyChange && UNDRAWN_KEYS.includes(c.keyPath)) continue;
       if (!anyChange && shown.has(t) && patchable(c) && !sortKeys.includes(c.keyPath)) {
         out.patches.push(c);
       } else if (anyChange || shown.has(t) || t === read.dep) out.employees = true;
@@ -467,11 +457,12 @@
     state.emp = emp.data;
     if (emps) {
       state.employees = emps.data || [];
+      for (const e of state.employees) for (const key of UNDRAWN_KEYS) delete e[key];
       employeesVersion += 1;
       employeesRead = listKey(dep.data, deps.data, emp.data);
     } else if (stale.patches.length) {
       const rows = new Map(state.employees.map((e) => [idOf(e), e]));
-      for (const c of stale.patches) rows.get(c.target)[c.keyPath] = patched(rows.get(c.target)[c.keyPath], c);
+      for (const c of stale.patches) rows.get(c.target)[c.keyPath] = c.new;
       employeesVersion += 1;
     }
     if (stale.employees && stale.people) classifiedSeq = seqs.length ? Math.min(...seqs) : null;
