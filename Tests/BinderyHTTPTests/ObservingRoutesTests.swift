@@ -1110,6 +1110,41 @@ struct ServerSentEventsTests {
         }
     }
 
+    /// Deleting an observer ends its stream also while a page of the stream's backlog is on its way to a client that
+    /// does not read: the stream does not keep its place among the waiters until the client reads.
+    @Test func deletingTheObserverEndsAStreamWhosePageIsOnItsWay() throws {
+        // An observer's history holds a sixteenth of `historyBytes` in values: all of the backlog here.
+        try withService(observation: .init(historyBytes: 1 << 30)) { client in
+            let observer = try client.request(
+                "POST", "/observers", json: #"{"target": "Employee/4", "keyPath": "firstName", "options": ["new"]}"#)
+            let id = try #require(observer.json?["id"]?.stringValue)
+            let since = try #require(observer.json?["since"]?.integerValue)
+            // 15 MB of backlog, more than the kernel's buffers hold for a client that reads nothing.
+            let long = String(repeating: "x", count: 50_000)
+            for index in 0..<300 {
+                #expect(
+                    try client.request("PUT", "/objects/Employee/4/firstName", json: "\"\(index)\(long)\"").status
+                        == 200)
+            }
+            func streams() throws -> Substring? {
+                try client.request("GET", "/metrics").text.split(separator: "\n").first {
+                    $0.hasPrefix("bindery_event_streams ")
+                }
+            }
+            let stream = try EventStreamClient(client, "/observers/\(id)/changes?since=\(since)")
+            defer { stream.close() }
+            usleep(500_000)
+            #expect(try streams() == "bindery_event_streams 1")
+            #expect(try client.request("DELETE", "/observers/\(id)").status == 204)
+            var counted = try streams()
+            for _ in 0..<30 where counted != "bindery_event_streams 0" {
+                usleep(100_000)
+                counted = try streams()
+            }
+            #expect(counted == "bindery_event_streams 0")
+        }
+    }
+
     /// A client that stops reading does not make the server buffer every change for it: it is cut off
     /// `client-too-slow`, or, when the observation queue fell behind the writes (a loaded machine), sent its backlog
     /// page by page, the next once the last was read. Either way the stream holds at most its 4 MiB of unsent events

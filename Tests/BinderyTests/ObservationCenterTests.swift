@@ -1,10 +1,11 @@
-import Bindery
 import Dispatch
 import Foundation
 import ObjectGraph
 import PropertyList
 import Synchronization
 import Testing
+
+@testable import Bindery
 
 /// KVO cases on the observation center itself (no HTTP): what Cocoa documents and GNUstep/Cappuccino test.
 struct ObservationCenterTests {
@@ -42,6 +43,28 @@ struct ObservationCenterTests {
                 }
             }
             try body(queue, center, target)
+        }
+    }
+
+    /// An observer of a controller weighs the values its key path reads, as an object's observer does: a controller's
+    /// `arrangedObjects.salary` takes no to-many relationship of the store but holds one value per arranged object.
+    /// Together they stay within `observedValuesTotal` (2,000,000 here).
+    @Test func anObserverOfAControllerWeighsTheValuesItReads() throws {
+        try withTemporaryDirectory { path in
+            let document = try openDocument(path)
+            let center = ObservationCenter(document: document, queue: DispatchQueue(label: "test.weights"))
+            defer { center.answerAllWaiters() }
+            let arranged = PropertyListValue.array((0..<700_000).map { .integer(Int64($0)) })
+            center.setExternalReader { _ in ObservationCenter.ExternalState(generation: nil) { _ in arranged } }
+            for _ in 0..<2 {
+                _ = try center.addObserver(target: "controllers/all", keyPath: "arrangedObjects.salary", options: [])
+            }
+            let refused = #expect(throws: ObjectGraphError.self) {
+                try center.addObserver(target: "controllers/all", keyPath: "arrangedObjects.salary", options: [])
+            }
+            #expect(refused?.code == "too-many-observers")
+            #expect(
+                refused?.message.contains("reach 1400000 values together") == true, "\(String(describing: refused))")
         }
     }
 
@@ -140,6 +163,32 @@ struct ObservationCenterTests {
             for salary in 11...18 { try document.set(.integer(Int64(salary)), "salary", of: "Employee/1") }
             waitForQueue()
             #expect(isRefused(wanted))
+        }
+    }
+
+    /// The answers kept for polls asking the same are bounded in bytes: polls from many `since`s far back, each
+    /// answered with a large part of the history, do not all stay in memory until the next change.
+    @Test func answersKeptForSharingAreBoundedInBytes() throws {
+        try withCenter(.init()) { document, center in
+            let long = String(repeating: "x", count: 10_000)
+            for index in 0..<200 { try document.set(.string(long + String(index)), "firstName", of: "Employee/1") }
+            let deadline = Date().addingTimeInterval(10)
+            while center.statistics.processedSeq < document.store.seq, Date() < deadline { usleep(1_000) }
+            let last = document.store.seq
+            for since in 0..<40 {
+                let request = PollRequest(source: .store(entity: nil), since: Int64(since), timeout: 1)
+                guard case .items(let items, _)? = answer(center, request)
+                else { Issue.record("no answer from \(since)"); return }
+                #expect(items.bytes.count > 2_000_000)
+            }
+            #expect(center.cachedAnswerBytes <= 16 << 20)
+            // Small answers are kept and shared.
+            let request = PollRequest(source: .store(entity: nil), since: last - 1, timeout: 1)
+            let small = try #require(answer(center, request))
+            guard case .items(let again, _)? = answer(center, request),
+                case .items(let first, _) = small
+            else { Issue.record("no answer"); return }
+            #expect(again === first)
         }
     }
 

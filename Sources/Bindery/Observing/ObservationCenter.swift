@@ -114,7 +114,15 @@ public final class ObservationCenter: @unchecked Sendable {
     private var waiters: [Int: Waiter] = [:]
     /// Answers (nil: nothing yet) by source and `since`, built and encoded once for every poll and waiter that asks
     /// the same until the next change: emptied by `wakeWaiters`, which follows every change of what answers hold.
+    /// Bounded in bytes: an answer from far back in the history can be megabytes, and clients asking from many
+    /// `since`s (300 polls of 12 MB answers) would otherwise keep them all (gigabytes) until the next change.
     private var answerCache: [AnswerKey: PollAnswer?] = [:]
+    /// The encoded bytes of the answers in `answerCache`.
+    private var answerCacheBytes = 0
+    /// An answer larger than this is not kept (a far-back `since` is rarely asked twice before a change).
+    static let cachedAnswerMaxBytes = 256 << 10
+    /// The cache is emptied before it would hold more than this.
+    static let answerCacheMaxBytes = 16 << 20
     private var nextWaiterID = 0
     private var lastAbandonedSweep = 0.0
     /// Seconds between looks for waiters whose clients have gone (a peek at each one's socket).
@@ -185,14 +193,24 @@ public final class ObservationCenter: @unchecked Sendable {
     static func observedValuesTotal(objectCount: Int) -> Int { max(2_000_000, 4 * objectCount) }
 
     /// Reads an observed key path within the bound every observed key path has: `KeyPathAllowance.perEvaluation`
-    /// for the whole read (a controller's key path evaluates one per arranged object). Answers the value and the
-    /// to-many values the read took (its weight, at least 1).
+    /// for the whole read (a controller's key path evaluates one per arranged object). Answers the value and its
+    /// weight: the to-many values the read took, or the values it holds when more (a controller's arranged objects
+    /// are no to-many relationship of the store: `arrangedObjects.salary` takes none and holds one per object).
     private static func boundedRead(
         objectCount: Int, _ read: () throws -> PropertyListValue
     ) throws -> (value: PropertyListValue, weight: Int) {
         let bound = KeyPathAllowance.perEvaluation(objectCount: objectCount)
         let (value, used) = try KeyPathAllowance.withLimit(total: bound, perEvaluation: bound, read)
-        return (value, max(1, used))
+        return (value, max(used, valueCount(value)))
+    }
+
+    /// The values in `value`, at least 1: an array's or dictionary's are those of its elements.
+    private static func valueCount(_ value: PropertyListValue) -> Int {
+        switch value {
+        case .array(let elements): max(1, elements.reduce(0) { $0 + valueCount($1) })
+        case .dictionary(let entries): max(1, entries.values.reduce(0) { $0 + valueCount($1) })
+        default: 1
+        }
     }
 
     /// The weights of the observers of controllers and the defaults (re-read on the queue when their target
@@ -660,7 +678,7 @@ public final class ObservationCenter: @unchecked Sendable {
     /// Answers the waiters that now have something: one pass per turn of the queue, and one answer (built and
     /// encoded once) shared by every waiter of the same source and `since`.
     private func wakeWaiters() {
-        answerCache.removeAll(keepingCapacity: true)
+        forgetAnswers()
         for (id, waiter) in waiters where waiter.request.notBefore <= processedSeq {
             if waiter.answersWhenDue {
                 if !awaitsInitial(waiter.request.source, since: waiter.since) { finish(waiter: id, force: true) }
@@ -685,10 +703,22 @@ public final class ObservationCenter: @unchecked Sendable {
             return cached
         }
         let answer = answer(request.source, since: since, force: false)
-        if answerCache.count >= 4096 { answerCache.removeAll(keepingCapacity: true) }  // many distinct `since`s
+        let size = if case .items(let items, _)? = answer { items.bytes.count } else { 0 }
+        guard size <= Self.cachedAnswerMaxBytes else { return answer }
+        // Many distinct `since`s.
+        if answerCache.count >= 4096 || answerCacheBytes + size > Self.answerCacheMaxBytes { forgetAnswers() }
         answerCache[key] = answer
+        answerCacheBytes += size
         return answer
     }
+
+    private func forgetAnswers() {
+        answerCache.removeAll(keepingCapacity: true)
+        answerCacheBytes = 0
+    }
+
+    /// The encoded bytes of the answers kept for polls that ask the same (`answerCache`).
+    var cachedAnswerBytes: Int { onQueue { answerCacheBytes } }
 
     /// What a shared answer is for (a struct, not a joined string: names and objects may hold any character).
     private struct AnswerKey: Hashable {
@@ -860,7 +890,7 @@ public final class ObservationCenter: @unchecked Sendable {
             changeInterest(in: target.description, by: -1)
             externalObservers.withLock { _ = $0.remove(id) }
         }
-        answerCache.removeAll(keepingCapacity: true)
+        forgetAnswers()
         watched.withLock { $0.removeAll { $0.observerID == id } }
         externalWeights[id] = nil
     }
@@ -1221,9 +1251,11 @@ public final class ObservationCenter: @unchecked Sendable {
                     waiter.deliver(.noSuchObserver(id))
                 }
             }
-            // Its event streams end now (with their error event), not at the next heartbeat.
+            // Its event streams end now (with their error event), not at the next heartbeat; one with a page of its
+            // backlog still on the way, whose client may not read for long, without it (closed after that page).
             for (subscriberID, subscriber) in subscribers {
-                if case .observer(id) = subscriber.source { push(to: subscriberID) }
+                guard case .observer(id) = subscriber.source else { continue }
+                if subscriber.pageInFlight { endSubscription(subscriberID) } else { push(to: subscriberID) }
             }
             return true
         }
