@@ -96,8 +96,7 @@ struct ObservationCenterTests {
     @Test(arguments: [true, false])
     func aFilteredWaitingPollDoesNotFallBehind(notifications: Bool) throws {
         try withCenter(.init(historyCapacity: 5)) { document, center in
-            let deadline = Date().addingTimeInterval(5)
-            while center.statistics.processedSeq < document.store.seq, Date() < deadline { usleep(10_000) }
+            waitUntilProcessed(center, document)
             let source: PollRequest.Source =
                 notifications ? .notifications(name: "Hello", object: nil) : .store(entity: "Department")
             let since = notifications ? 0 : document.store.seq
@@ -134,14 +133,10 @@ struct ObservationCenterTests {
                 notifications ? .notifications(name: "ObjectsDidChange", object: nil) : .store(entity: "Employee")
             let unfiltered: PollRequest.Source =
                 notifications ? .notifications(name: nil, object: nil) : .store(entity: nil)
-            func waitForQueue() {
-                let deadline = Date().addingTimeInterval(10)
-                while center.statistics.processedSeq < document.store.seq, Date() < deadline { usleep(1_000) }
-            }
-            waitForQueue()
+            waitUntilProcessed(center, document)
             let since = notifications ? 0 : document.store.seq
             for salary in 1...8 { try document.set(.integer(Int64(salary)), "salary", of: "Employee/1") }
-            waitForQueue()
+            waitUntilProcessed(center, document)
             func isRefused(_ source: PollRequest.Source) -> Bool {
                 let answer = answer(center, PollRequest(source: source, since: since, timeout: 0))
                 if case .compacted? = answer { return true }
@@ -161,7 +156,7 @@ struct ObservationCenterTests {
                 try document.set("Renamed", "name", of: "Department/1")
             }
             for salary in 11...18 { try document.set(.integer(Int64(salary)), "salary", of: "Employee/1") }
-            waitForQueue()
+            waitUntilProcessed(center, document)
             #expect(isRefused(wanted))
         }
     }
@@ -172,8 +167,7 @@ struct ObservationCenterTests {
         try withCenter(.init()) { document, center in
             let long = String(repeating: "x", count: 10_000)
             for index in 0..<200 { try document.set(.string(long + String(index)), "firstName", of: "Employee/1") }
-            let deadline = Date().addingTimeInterval(10)
-            while center.statistics.processedSeq < document.store.seq, Date() < deadline { usleep(1_000) }
+            waitUntilProcessed(center, document)
             let last = document.store.seq
             for since in 0..<40 {
                 let request = PollRequest(source: .store(entity: nil), since: Int64(since), timeout: 1)
@@ -190,6 +184,12 @@ struct ObservationCenterTests {
             else { Issue.record("no answer"); return }
             #expect(again === first)
         }
+    }
+
+    /// Waits (up to 10 s) until the center has processed every record committed so far.
+    private func waitUntilProcessed(_ center: ObservationCenter, _ document: Document) {
+        let deadline = Date().addingTimeInterval(10)
+        while center.statistics.processedSeq < document.store.seq, Date() < deadline { usleep(1_000) }
     }
 
     /// Polls an observer without waiting (after the queue has processed everything committed so far).
@@ -498,8 +498,7 @@ struct ObservationCenterTests {
             let total = ObservationCenter.streamPage * 2 + 10
             for salary in 1...total { try document.set(.integer(Int64(salary)), "salary", of: "Employee/5") }
             // Every change in the history before the stream starts (a loaded machine takes longer).
-            let deadline = Date().addingTimeInterval(10)
-            while center.statistics.processedSeq < document.store.seq, Date() < deadline { usleep(10_000) }
+            waitUntilProcessed(center, document)
             let pages = Mutex<[(count: Int, next: (@Sendable () -> Void)?)]>([])
             let seqs = Mutex<[Int64]>([])
             let id = center.subscribe(
