@@ -760,6 +760,28 @@ struct ObservingRoutesTests {
         }
     }
 
+    /// A turn ended early by a `now` post does not end the next one early: the timer of the turn it ended does not
+    /// post the `asap` notifications queued in the next turn, so a matching one sent within that turn still coalesces.
+    @Test func aTurnEndedByANowPostDoesNotEndTheNextOneEarly() throws {
+        try withService(observation: .init(asapTurn: 2)) { client in
+            func post(_ object: String, _ style: String) throws -> TestResponse {
+                try client.request(
+                    "POST", "/notifications",
+                    json: #"{"name": "Turn", "object": "\#(object)", "postingStyle": "\#(style)"}"#)
+            }
+            let started = Date()
+            let first = try post("a", "asap")  // its turn ends at 2 s
+            let now = try post("x", "now")  // ends that turn now
+            usleep(1_000_000)
+            let next = try post("b", "asap")  // a new turn, ending at about 3 s
+            usleep(UInt32(max(0, 2.5 - Date().timeIntervalSince(started)) * 1_000_000))
+            // Past the first turn's end, within the second's.
+            let matching = try post("b", "asap")
+            #expect(first.json?["coalesced"] == false && now.status == 201 && next.json?["coalesced"] == false)
+            #expect(matching.json?["coalesced"] == true, "\(matching.text)")
+        }
+    }
+
     /// Names and string objects compare code point for code point, as `isEqual:` does: é as one character and as e
     /// and an accent are two names, two senders, and neither coalesces with the other.
     @Test func notificationNamesAndObjectsCompareByCodePoints() throws {

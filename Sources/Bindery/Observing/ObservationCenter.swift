@@ -160,6 +160,9 @@ public final class ObservationCenter: @unchecked Sendable {
     private let notificationQueue = NotificationQueue()
     private var idleFlushScheduled = false
     private var asapFlushScheduled = false
+    /// Counts the `asap` turns scheduled: a turn's timer posts only if its turn is the one scheduled now, not one that
+    /// a `now` post ended early (whose timer would otherwise end the next turn early).
+    private var asapTurns = 0
     /// Polls of notifications that came while `asap` ones were queued: started once those are posted.
     private var pollsAfterAsapFlush: [() -> Void] = []
     private var timer: (any DispatchSourceTimer)?
@@ -1326,7 +1329,11 @@ public final class ObservationCenter: @unchecked Sendable {
             case .asap? where !asapFlushScheduled:
                 // The end of this turn of the queue (`asapTurn`).
                 asapFlushScheduled = true
-                queue.asyncAfter(deadline: .now() + configuration.asapTurn) { [self] in flushAsap() }
+                asapTurns += 1
+                let turn = asapTurns
+                queue.asyncAfter(deadline: .now() + configuration.asapTurn) { [self] in
+                    if asapFlushScheduled, asapTurns == turn { flushAsap() }
+                }
             case .whenIdle? where !idleFlushScheduled:
                 idleFlushScheduled = true
                 queue.asyncAfter(deadline: .now() + configuration.idleTurn) { [self] in
