@@ -1164,6 +1164,14 @@ struct ServerSentEventsTests {
                 counted = try streams()
             }
             #expect(counted == "bindery_event_streams 0")
+            // The page on its way, then the error event that says why the stream ends.
+            let marker = Array("no-such-observer".utf8)
+            var (tail, told) = ([UInt8](), false)
+            while !told, let piece = stream.next() {
+                told = occurrences(of: marker, in: tail + piece) > 0
+                tail = Array(piece.suffix(marker.count - 1))
+            }
+            #expect(told)
         }
     }
 

@@ -488,9 +488,7 @@ public final class ObservationCenter: @unchecked Sendable {
                 ])
             ]
         case .noSuchObserver(let observerID)?:
-            events = [
-                .error(["error": ["code": "no-such-observer", "message": .string("No observer \(observerID).")]])
-            ]
+            events = [Self.noSuchObserverEvent(observerID)]
         case .tooManyWaiters?:
             return
         }
@@ -509,6 +507,11 @@ public final class ObservationCenter: @unchecked Sendable {
         }
         let alive = subscriber.send(events, whenSent)
         if !alive || events.contains(where: { if case .error = $0 { true } else { false } }) { endSubscription(id) }
+    }
+
+    /// The event that ends a stream of an observer deleted or expired.
+    private static func noSuchObserverEvent(_ id: String) -> StreamEvent {
+        .error(["error": ["code": "no-such-observer", "message": .string("No observer \(id).")]])
     }
 
     private static let queueKey = DispatchSpecificKey<ObjectIdentifier>()
@@ -1255,10 +1258,15 @@ public final class ObservationCenter: @unchecked Sendable {
                 }
             }
             // Its event streams end now (with their error event), not at the next heartbeat; one with a page of its
-            // backlog still on the way, whose client may not read for long, without it (closed after that page).
+            // backlog still on the way, whose client may not read for long, too: the error event follows that page.
             for (subscriberID, subscriber) in subscribers {
                 guard case .observer(id) = subscriber.source else { continue }
-                if subscriber.pageInFlight { endSubscription(subscriberID) } else { push(to: subscriberID) }
+                if subscriber.pageInFlight {
+                    _ = subscriber.send([Self.noSuchObserverEvent(id)], nil)
+                    endSubscription(subscriberID)
+                } else {
+                    push(to: subscriberID)
+                }
             }
             return true
         }
