@@ -119,9 +119,8 @@ public final class ObservationCenter: @unchecked Sendable {
     private var answerCache: [AnswerKey: PollAnswer?] = [:]
     /// The encoded bytes of the answers in `answerCache`.
     private var answerCacheBytes = 0
-    /// An answer larger than this is not kept (a far-back `since` is rarely asked twice before a change).
-    static let cachedAnswerMaxBytes = 256 << 10
-    /// The cache is emptied before it would hold more than this.
+    /// The cache is emptied before it would hold more than this (a larger answer is then kept alone: thousands of
+    /// waiters of one `since` still share it).
     static let answerCacheMaxBytes = 16 << 20
     private var nextWaiterID = 0
     private var lastAbandonedSweep = 0.0
@@ -710,7 +709,6 @@ public final class ObservationCenter: @unchecked Sendable {
         }
         let answer = answer(request.source, since: since, force: false)
         let size = if case .items(let items, _)? = answer { items.bytes.count } else { 0 }
-        guard size <= Self.cachedAnswerMaxBytes else { return answer }
         // Many distinct `since`s.
         if answerCache.count >= 4096 || answerCacheBytes + size > Self.answerCacheMaxBytes { forgetAnswers() }
         answerCache[key] = answer
