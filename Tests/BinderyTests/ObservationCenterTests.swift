@@ -492,6 +492,30 @@ struct ObservationCenterTests {
         }
     }
 
+    /// The check before a stream starts (`refusal(of:)`) counts as a use of its observer, as a poll does: the observer
+    /// does not expire between that check and the stream's start (the stream would open only to end at once).
+    @Test func theCheckBeforeAStreamKeepsItsObserverInUse() throws {
+        try withCenter(.init(observerTTL: 2)) { _, center in
+            let (id, since) = try center.addObserver(target: "Employee/4", keyPath: "salary", options: [])
+            usleep(1_400_000)
+            let request = PollRequest(source: .observer(id), since: since, timeout: 0)
+            #expect(center.refusal(of: request) == nil)
+            usleep(1_000_000)  // past the TTL from the registration, within it from the check
+            let ended = Mutex(false)
+            let stream = center.subscribe(
+                request,
+                send: { events, _ in
+                    if events.contains(where: { if case .error = $0 { true } else { false } }) {
+                        ended.withLock { $0 = true }
+                    }
+                    return true
+                }, close: {})
+            usleep(100_000)
+            #expect(!ended.withLock { $0 })
+            center.unsubscribe(stream)
+        }
+    }
+
     /// An event stream that starts far back is sent its backlog a page at a time, the next page once the client
     /// has read the last one: every change once, in order, and never the whole backlog in one write.
     @Test func aStreamSendsItsBacklogPageByPage() throws {

@@ -618,11 +618,13 @@ public final class ObservationCenter: @unchecked Sendable {
 
     /// `refusal` for a request about to become an event stream, so that it can be answered with a status (410,
     /// 404) instead of a stream that ends at once: a browser's EventSource reconnects after such a stream, forever.
+    /// It is a use of the observer, as a poll is: the observer cannot expire before the stream starts.
     public func refusal(of request: PollRequest) -> PollAnswer? {
         onQueue {
             if let refusal = refusal(request.source, since: request.since ?? currentSeq(of: request.source)) {
                 return refusal
             }
+            if case .observer(let id) = request.source { observers[id]?.lastActivity = Self.now() }
             if isFull { releaseAbandonedWaitersWhenFull() }
             return isFull ? .tooManyWaiters(retryAfter: 1) : nil
         }
