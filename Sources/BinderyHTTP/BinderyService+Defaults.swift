@@ -42,17 +42,45 @@ extension BinderyService {
         router.add("GET", "/defaults/:key") { request in
             let key = request.parameter("key")
             guard let value = defaults.value(forKey: key) else { throw undefinedDefault(key) }
+            _ = try presence(required: request, key: key)
             return .response(.json(value))
         }
         router.add("PUT", "/defaults/:key") { request in
             let key = request.parameter("key")
+            let present = try presence(required: request, key: key)
+            let value = try request.jsonBody()
             return .response(
-                .json(try defaults.setValue(try request.jsonBody(), forKey: key).value(forKey: key) ?? .null))
+                .json(try defaults.setValue(value, forKey: key, onlyIfPresent: present).value(forKey: key) ?? .null))
         }
         router.add("DELETE", "/defaults/:key") { request in
-            try defaults.setValue(.null, forKey: request.parameter("key"))
+            let key = request.parameter("key")
+            try defaults.setValue(.null, forKey: key, onlyIfPresent: try presence(required: request, key: key))
             return .response(HTTPResponse(status: 204))
         }
+    }
+
+    /// What a request's preconditions ask of a default, which has no entity tag (RFC 9110 §13.1.1): `If-Match`
+    /// with a tag fails at once (412); `If-Match: *` asks for a value (true), `If-None-Match: *` for none (false).
+    private static func presence(required request: RouteRequest, key: String) throws(APIError) -> Bool? {
+        var present: Bool?
+        if let condition = request.request.header("If-Match") {
+            guard matches(condition, version: nil) else {
+                throw APIError(
+                    status: 412, code: "precondition-failed",
+                    message: "A default has no entity tag: If-Match: \(condition) fails.",
+                    fields: ["keyPath": .string(key)])
+            }
+            present = true
+        }
+        if let condition = request.request.header("If-None-Match"), matches(condition, version: nil) {
+            guard present == nil else {
+                throw APIError(
+                    status: 412, code: "precondition-failed",
+                    message: "If-Match: * and If-None-Match: * cannot both hold.", fields: ["keyPath": .string(key)])
+            }
+            present = false
+        }
+        return present
     }
 
     private static func undefinedDefault(_ key: String) -> APIError {

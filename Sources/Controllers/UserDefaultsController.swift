@@ -222,11 +222,24 @@ public final class UserDefaultsController: Sendable {
     /// Answers the defaults as this change left them. A pending value that is the saved one (or null where nothing
     /// is saved) is no unapplied change: the key's pending change is dropped, as NSUserDefaultsController's
     /// `hasUnappliedChanges` compares the cached values with the saved ones.
+    ///
+    /// With `present`, only if the key has a value (true) or has none (false) in the state it changes, else 412
+    /// `precondition-failed` and nothing changes (HTTP's `If-Match: *` and `If-None-Match: *`).
     @discardableResult
-    public func setValue(_ value: PropertyListValue, forKey key: String) throws(ObjectGraphError) -> Snapshot {
+    public func setValue(
+        _ value: PropertyListValue, forKey key: String, onlyIfPresent present: Bool? = nil
+    ) throws(ObjectGraphError) -> Snapshot {
         try Self.checkName(key)
         if let problem = Self.problem(key: key, value: value) { throw .typeMismatch(key, of: nil, problem) }
-        return try change { state in
+        return try change { state throws(ObjectGraphError) in
+            if let present, (Self.values(of: state)[key] != nil) != present {
+                throw ObjectGraphError(
+                    status: 412, code: "precondition-failed",
+                    message: present
+                        ? "The default \(key) has no value, so If-Match: * fails."
+                        : "The default \(key) has a value, so If-None-Match: * fails.",
+                    fields: ["keyPath": .string(key)])
+            }
             if state.configuration.appliesImmediately {
                 Self.apply([key: value], to: &state.saved)
             } else if value.isNull ? state.saved[key] == nil : state.saved[key]?.isIdentical(to: value) == true {
@@ -290,11 +303,11 @@ public final class UserDefaultsController: Sendable {
     /// Observers hear of the keys whose current value (pending changes included) changed; `DefaultsDidChange` names
     /// the keys whose applied value changed (a `save` applies what was pending) and is not posted when none did
     /// (setting a key to the value it has, or to null when it has no saved value, is no change).
-    private func change(_ body: (inout State) -> Void) throws(ObjectGraphError) -> Snapshot {
+    private func change(_ body: (inout State) throws(ObjectGraphError) -> Void) throws(ObjectGraphError) -> Snapshot {
         let (old, new) = try writing.withLock { _ throws(ObjectGraphError) in
             let old = state.withLock { $0 }
             var next = old
-            body(&next)
+            try body(&next)
             next.generation += 1
             if !PropertyListValue.dictionary(next.saved).isIdentical(to: .dictionary(old.saved)) {
                 try persist(next.saved)

@@ -73,6 +73,33 @@ struct DefaultsRoutesTests {
         }
     }
 
+    /// A default has no entity tag (RFC 9110 §13.1.1): `If-Match` with a tag fails (412, nothing changed), `*` matches
+    /// a key that has a value; `If-None-Match: *` makes a `PUT` create-only.
+    @Test func preconditionsOnADefaultAreHonoured() throws {
+        let data = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: data) }
+        try withServer(fixture: packageRoot + "/Fixtures/employees", data: data) { client in
+            func put(_ key: String, _ value: String, _ headers: [String: String]) throws -> TestResponse {
+                try client.request("PUT", "/defaults/\(key)", headers: headers, json: value)
+            }
+            for (key, headers) in [
+                ("theme", ["If-Match": #""1""#]), ("theme", ["If-None-Match": "*"]), ("fresh", ["If-Match": "*"]),
+            ] {
+                let refused = try put(key, #""dark""#, headers)
+                #expect(refused.status == 412 && refused.errorCode == "precondition-failed", "\(key) \(headers)")
+            }
+            let deleted = try client.request("DELETE", "/defaults/theme", headers: ["If-Match": #""7""#])
+            #expect(deleted.status == 412)
+            #expect(try client.request("GET", "/defaults/theme").json == "light")
+            #expect(try client.request("GET", "/defaults/fresh").status == 404)
+            #expect(try put("theme", #""dark""#, ["If-Match": "*"]).status == 200)
+            #expect(try put("fresh", "1", ["If-None-Match": "*"]).status == 200)
+            #expect(try put("fresh", "2", ["If-None-Match": "*"]).status == 412)
+            #expect(try client.request("GET", "/defaults/fresh").json == 1)
+            #expect(try client.request("GET", "/defaults/theme", headers: ["If-Match": #""1""#]).status == 412)
+        }
+    }
+
     @Test func theDeepestValueAcceptedIsReadBackAfterARestart() throws {
         let data = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: data) }
