@@ -195,18 +195,19 @@ public final class ObservationCenter: @unchecked Sendable {
     static func observedValuesTotal(objectCount: Int) -> Int { max(2_000_000, 4 * objectCount) }
 
     /// Reads an observed key path within the bound every observed key path has: `KeyPathAllowance.perEvaluation`
-    /// for the whole read (a controller's key path evaluates one per arranged object). Answers the value and its
-    /// weight: the to-many values the read took, or the values it holds when more (a controller's arranged objects
-    /// are no to-many relationship of the store: `arrangedObjects.salary` takes none and holds one per object).
+    /// for the whole read (a controller's key path evaluates one per arranged object). Answers the value and the
+    /// to-many values the read took (its weight, at least 1).
     private static func boundedRead(
         objectCount: Int, _ read: () throws -> PropertyListValue
     ) throws -> (value: PropertyListValue, weight: Int) {
         let bound = KeyPathAllowance.perEvaluation(objectCount: objectCount)
         let (value, used) = try KeyPathAllowance.withLimit(total: bound, perEvaluation: bound, read)
-        return (value, max(used, valueCount(value)))
+        return (value, max(1, used))
     }
 
-    /// The values in `value`, at least 1: an array's or dictionary's are those of its elements.
+    /// The values in `value`, at least 1: an array's or dictionary's are those of its elements. A controller's key
+    /// path is weighed by them when they are more than its read's to-many values: its arranged objects are no to-many
+    /// relationship of the store (`arrangedObjects.salary` takes none and holds one value per object).
     private static func valueCount(_ value: PropertyListValue) -> Int {
         switch value {
         case .array(let elements): max(1, elements.reduce(0) { $0 + valueCount($1) })
@@ -1194,7 +1195,8 @@ public final class ObservationCenter: @unchecked Sendable {
             // Bounded as an object's observed key path is (`arrangedObjects.department.employees` fans out too).
             let objectCount = store.read { $0.objectCount }
             let state = externalReader(target)
-            let (value, weight) = try Self.boundedRead(objectCount: objectCount) { try state.read(keyPath) }
+            let (value, used) = try Self.boundedRead(objectCount: objectCount) { try state.read(keyPath) }
+            let weight = max(used, Self.valueCount(value))
             try checkObservedWeight(adding: weight, objects: watched.withLock { $0 }, objectCount: objectCount)
             let parsedTarget: KeyValueObserver.Target =
                 target == "defaults" ? .defaults : .controller(String(target.dropFirst("controllers/".count)))
